@@ -1,0 +1,198 @@
+/*
+ * engine.c - dispatch from the engine interface to the CPU or GPU engine,
+ * plus the small helpers both share.  No PostgreSQL headers here.
+ */
+#include "engine_impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Fill err and return status. */
+GiStatus
+gi_set_error(GiError *err, GiStatus status, const char *fmt,...)
+{
+	if (err)
+	{
+		va_list		ap;
+
+		err->status = status;
+		va_start(ap, fmt);
+		vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		va_end(ap);
+	}
+	return status;
+}
+
+/* Monotonic clock in milliseconds. */
+double
+gi_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
+}
+
+/* Check the parameters every engine needs. */
+static GiStatus
+check_params(const GiBuildParams *params, GiError *err)
+{
+	if (params == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "no build parameters");
+	if (params->key_bytes != 2 && params->key_bytes != 4 && params->key_bytes != 8)
+		return gi_set_error(err, GI_ERR_INVALID, "key width %d is not 2, 4 or 8",
+							params->key_bytes);
+	if (params->structure != GI_STRUCT_BTREE && params->structure != GI_STRUCT_VEB)
+		return gi_set_error(err, GI_ERR_INVALID, "unknown structure %d",
+							(int) params->structure);
+	if (params->engine != GI_ENGINE_CPU && params->engine != GI_ENGINE_GPU)
+		return gi_set_error(err, GI_ERR_INVALID, "unknown engine %d",
+							(int) params->engine);
+	return GI_OK;
+}
+
+/* Build an image from sorted entries on the requested engine. */
+GiStatus
+gi_image_build(const GiBuildParams *params, const int64_t *keys,
+			   const uint64_t *payloads, size_t n, GiImage **out, GiError *err)
+{
+	GiStatus	st;
+
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+	if ((st = check_params(params, err)) != GI_OK)
+		return st;
+	if (out == NULL || (n > 0 && keys == NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "missing build arrays");
+	*out = NULL;
+	if (params->engine == GI_ENGINE_GPU)
+		return gi_gpu_build(params, keys, payloads, n, out, err);
+	return gi_cpu_build(params, keys, payloads, n, out, err);
+}
+
+/* Sort the entries (on the engine's side) and build. */
+GiStatus
+gi_image_build_unsorted(const GiBuildParams *params, const int64_t *keys,
+						const uint64_t *payloads, size_t n,
+						int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
+						GiImage **out, GiError *err)
+{
+	GiStatus	st;
+	int64_t    *sk;
+	uint64_t   *sp;
+	double		t0;
+
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+	if ((st = check_params(params, err)) != GI_OK)
+		return st;
+	if (out == NULL || (n > 0 && keys == NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "missing build arrays");
+	*out = NULL;
+	if (params->engine == GI_ENGINE_GPU)
+		return gi_gpu_build_unsorted(params, keys, payloads, n,
+									 sorted_keys_out, sorted_payloads_out,
+									 out, err);
+
+	t0 = gi_now_ms();
+	sk = sorted_keys_out ? sorted_keys_out : malloc((n ? n : 1) * sizeof(int64_t));
+	sp = sorted_payloads_out ? sorted_payloads_out :
+		(payloads ? malloc((n ? n : 1) * sizeof(uint64_t)) : NULL);
+	if (sk == NULL || (payloads && sp == NULL))
+	{
+		if (sk != sorted_keys_out)
+			free(sk);
+		if (sp != sorted_payloads_out)
+			free(sp);
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory sorting %zu entries", n);
+	}
+	st = gi_host_sort_pairs(keys, payloads, n, sk, payloads ? sp : NULL, err);
+	if (st == GI_OK)
+	{
+		double		sort_ms = gi_now_ms() - t0;
+
+		st = gi_cpu_build(params, sk, payloads ? sp : NULL, n, out, err);
+		if (st == GI_OK)
+		{
+			(*out)->build.sort_ms = sort_ms;
+			(*out)->build.total_ms += sort_ms;
+		}
+	}
+	if (sk != sorted_keys_out)
+		free(sk);
+	if (sp != sorted_payloads_out)
+		free(sp);
+	return st;
+}
+
+/* Free an image on whichever engine holds it. */
+void
+gi_image_free(GiImage *image)
+{
+	if (image == NULL)
+		return;
+	if (image->engine == GI_ENGINE_GPU)
+		gi_gpu_free(image);
+	else
+		gi_cpu_free(image);
+}
+
+/* Answer a query batch. */
+GiStatus
+gi_image_query(GiImage *image, GiOp op, const int64_t *probes,
+			   const int64_t *probes_hi, size_t nprobes, uint64_t *first,
+			   uint64_t *last, GiError *err)
+{
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+	if (image == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "no image");
+	if (op < GI_OP_POINT || op > GI_OP_RANGE)
+		return gi_set_error(err, GI_ERR_INVALID, "unknown query op %d", (int) op);
+	if ((op == GI_OP_RANGE) != (probes_hi != NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "upper bounds go with range queries only");
+	if (nprobes == 0)
+		return GI_OK;
+	if (probes == NULL || first == NULL || last == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "missing query arrays");
+	if (image->engine == GI_ENGINE_GPU)
+		return gi_gpu_query(image, op, probes, probes_hi, nprobes, first, last, err);
+	return gi_cpu_query(image, op, probes, probes_hi, nprobes, first, last, err);
+}
+
+/* Describe an image. */
+void
+gi_image_info(const GiImage *image, GiImageInfo *info)
+{
+	memset(info, 0, sizeof(*info));
+	if (image == NULL)
+		return;
+	if (image->engine == GI_ENGINE_GPU)
+		gi_gpu_info(image, info);
+	else
+		gi_cpu_info(image, info);
+}
+
+/* Is there a usable GPU (lazily initializes CUDA)? */
+bool
+gi_gpu_available(char *why, size_t whylen)
+{
+	return gi_gpu_probe(why, whylen);
+}
+
+/* Engine name for messages and gpuidx_info. */
+const char *
+gi_engine_name(GiEngineKind engine)
+{
+	return engine == GI_ENGINE_GPU ? "gpu" : "cpu";
+}
+
+/* Structure name for messages and gpuidx_info. */
+const char *
+gi_structure_name(GiStructure structure)
+{
+	return structure == GI_STRUCT_VEB ? "veb" : "btree";
+}

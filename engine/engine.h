@@ -1,0 +1,173 @@
+/*
+ * engine.h - the gpuidx engine interface.
+ *
+ * Plain C, no PostgreSQL types: src/ (the PostgreSQL-facing code) calls this;
+ * the CPU engine (engine/cpu_*.c) and the GPU engine (cuda/) implement it and
+ * must give identical answers.  The interface is request-shaped (arrays in,
+ * arrays out) so that it can later move into a device service process.
+ *
+ * Model.  An image is built from n entries already sorted by (key, payload).
+ * Entry i has key keys[i] and, optionally, a 64-bit payload (src/ packs a heap
+ * TID into it).  A query batch maps each probe to a half-open range
+ * [first, last) of entry positions in that sorted order:
+ *
+ *   GI_OP_POINT  [lower_bound(p), upper_bound(p))         keys == p
+ *   GI_OP_PRED   the run of the largest key <= p           (empty if none)
+ *   GI_OP_SUCC   the run of the smallest key >= p          (empty if none)
+ *   GI_OP_RANGE  [lower_bound(lo), upper_bound(hi))        lo <= key <= hi
+ *                (empty when lo > hi)
+ *
+ * where lower_bound(p) is the first position whose key >= p and
+ * upper_bound(p) the first whose key > p.  Empty results are first == last
+ * (any value; callers look only at last - first).  Probes are int64 whatever
+ * the key width; a probe outside the key type's range is answered as the
+ * mathematical comparison says (e.g. POINT of 2^40 on 32-bit keys is empty,
+ * PRED of 2^40 is the largest key), never wrapped.
+ *
+ * Errors: every call returns GI_OK or an error code and fills *err.  After an
+ * error the image (if any) is still valid or has been freed by the engine as
+ * documented per call; no device memory leaks.
+ */
+#ifndef GPUIDX_ENGINE_H
+#define GPUIDX_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+typedef enum GiEngineKind
+{
+	GI_ENGINE_CPU = 1,
+	GI_ENGINE_GPU = 2
+} GiEngineKind;
+
+typedef enum GiStructure
+{
+	GI_STRUCT_BTREE = 1,
+	GI_STRUCT_VEB = 2
+} GiStructure;
+
+typedef enum GiOp
+{
+	GI_OP_POINT = 1,
+	GI_OP_PRED = 2,
+	GI_OP_SUCC = 3,
+	GI_OP_RANGE = 4
+} GiOp;
+
+typedef enum GiStatus
+{
+	GI_OK = 0,
+	GI_ERR_INVALID = 1,			/* bad argument (caller bug or bad input) */
+	GI_ERR_HOST_OOM = 2,		/* host allocation failed */
+	GI_ERR_DEVICE_OOM = 3,		/* device allocation failed */
+	GI_ERR_NO_DEVICE = 4,		/* no usable GPU, no driver, or built
+								 * without CUDA */
+	GI_ERR_DEVICE = 5,			/* launch failure or other CUDA error */
+	GI_ERR_UNSUPPORTED = 6		/* structure/operation not implemented */
+} GiStatus;
+
+typedef struct GiError
+{
+	GiStatus	status;
+	char		message[256];	/* names the cause, e.g. the CUDA call */
+} GiError;
+
+/* Milliseconds spent in each phase of the last build or query batch. */
+typedef struct GiTimings
+{
+	double		transfer_ms;	/* host <-> device copies */
+	double		sort_ms;		/* sorting input pairs or probes */
+	double		build_ms;		/* building levels */
+	double		search_ms;		/* descending the structure */
+	double		total_ms;		/* wall clock of the whole call */
+} GiTimings;
+
+typedef struct GiBuildParams
+{
+	GiEngineKind engine;
+	GiStructure structure;
+	int			key_bytes;		/* 2, 4 or 8: width of the indexed type */
+	size_t		device_memory_limit;	/* bytes; 0 = no limit (GPU only) */
+} GiBuildParams;
+
+typedef struct GiImageInfo
+{
+	GiEngineKind engine;
+	GiStructure structure;
+	int			key_bytes;
+	uint64_t	entries;		/* n */
+	uint64_t	distinct_keys;
+	int			levels;			/* tree height including the leaf level */
+	int			node_order;		/* max children of an internal node */
+	uint64_t	nodes;			/* internal nodes */
+	uint64_t	host_bytes;		/* memory the engine holds on the host */
+	uint64_t	device_bytes;	/* memory the engine holds on the device */
+	GiTimings	build;			/* timings of the build */
+	GiTimings	last_query;		/* timings of the last query batch */
+	char		device_name[64];	/* "" for the CPU engine */
+} GiImageInfo;
+
+typedef struct GiImage GiImage;
+
+/*
+ * Build an image from n entries sorted ascending by key (ties allowed).
+ * payloads may be NULL; when given, the engine may keep a copy for device-side
+ * materialization (not needed by any query op here).  Both arrays are
+ * borrowed for the duration of the call only.  On success *out is set.
+ */
+GiStatus	gi_image_build(const GiBuildParams *params,
+						   const int64_t *keys, const uint64_t *payloads,
+						   size_t n, GiImage **out, GiError *err);
+
+/*
+ * Build an image from n entries in any order: the engine sorts (key,
+ * payload) pairs itself (on the device for the GPU engine).  sorted_keys_out
+ * and sorted_payloads_out, if not NULL, receive the sorted arrays (n each).
+ */
+GiStatus	gi_image_build_unsorted(const GiBuildParams *params,
+									const int64_t *keys,
+									const uint64_t *payloads, size_t n,
+									int64_t *sorted_keys_out,
+									uint64_t *sorted_payloads_out,
+									GiImage **out, GiError *err);
+
+/* Free an image and everything it holds (host and device).  NULL is fine. */
+void		gi_image_free(GiImage *image);
+
+/*
+ * Answer a batch of nprobes probes.  For GI_OP_RANGE, probes are the lower
+ * bounds and probes_hi the upper bounds (inclusive); otherwise probes_hi must
+ * be NULL.  first[i] and last[i] receive the range of probe i, in the
+ * caller's probe order whatever order the engine searches in.
+ */
+GiStatus	gi_image_query(GiImage *image, GiOp op,
+						   const int64_t *probes, const int64_t *probes_hi,
+						   size_t nprobes, uint64_t *first, uint64_t *last,
+						   GiError *err);
+
+/* Describe an image. */
+void		gi_image_info(const GiImage *image, GiImageInfo *info);
+
+/*
+ * Is a GPU usable?  Initializes the CUDA runtime lazily on first call (never
+ * call this in the postmaster).  On false, why (if not NULL) says why.
+ */
+bool		gi_gpu_available(char *why, size_t whylen);
+
+/* Name of the engine, "cpu" or "gpu". */
+const char *gi_engine_name(GiEngineKind engine);
+
+/* Name of the structure, "btree" or "veb". */
+const char *gi_structure_name(GiStructure structure);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GPUIDX_ENGINE_H */

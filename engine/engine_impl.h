@@ -1,0 +1,75 @@
+/*
+ * engine_impl.h - what each engine implements behind engine.h.
+ *
+ * engine.c dispatches on the engine kind.  Every image struct of an engine
+ * starts with a GiImage header so that engine.c can route free/query/info.
+ * The GPU half (gi_gpu_*) lives in cuda/ when nvcc is found, otherwise in
+ * engine/gpu_stub.c which reports GI_ERR_NO_DEVICE.
+ */
+#ifndef GPUIDX_ENGINE_IMPL_H
+#define GPUIDX_ENGINE_IMPL_H
+
+#include "engine.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+struct GiImage
+{
+	GiEngineKind engine;
+	GiStructure structure;
+	int			key_bytes;
+	uint64_t	n;
+	GiTimings	build;
+	GiTimings	last_query;
+};
+
+/* Set err to status and a printf-style message; returns status. */
+GiStatus	gi_set_error(GiError *err, GiStatus status, const char *fmt,...)
+#ifdef __GNUC__
+			__attribute__((format(printf, 3, 4)))
+#endif
+			;
+
+/* Monotonic wall clock in milliseconds. */
+double		gi_now_ms(void);
+
+/* CPU engine (engine/cpu_*.c). */
+GiStatus	gi_cpu_build(const GiBuildParams *params, const int64_t *keys,
+						 const uint64_t *payloads, size_t n, GiImage **out,
+						 GiError *err);
+void		gi_cpu_free(GiImage *image);
+GiStatus	gi_cpu_query(GiImage *image, GiOp op, const int64_t *probes,
+						 const int64_t *probes_hi, size_t nprobes,
+						 uint64_t *first, uint64_t *last, GiError *err);
+void		gi_cpu_info(const GiImage *image, GiImageInfo *info);
+
+/* GPU engine (cuda/, or engine/gpu_stub.c without nvcc). */
+bool		gi_gpu_probe(char *why, size_t whylen);
+GiStatus	gi_gpu_build(const GiBuildParams *params, const int64_t *keys,
+						 const uint64_t *payloads, size_t n, GiImage **out,
+						 GiError *err);
+GiStatus	gi_gpu_build_unsorted(const GiBuildParams *params,
+								  const int64_t *keys,
+								  const uint64_t *payloads, size_t n,
+								  int64_t *sorted_keys_out,
+								  uint64_t *sorted_payloads_out,
+								  GiImage **out, GiError *err);
+void		gi_gpu_free(GiImage *image);
+GiStatus	gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
+						 const int64_t *probes_hi, size_t nprobes,
+						 uint64_t *first, uint64_t *last, GiError *err);
+void		gi_gpu_info(const GiImage *image, GiImageInfo *info);
+
+/* Shared by both engines: sort (key, payload) pairs on the host. */
+GiStatus	gi_host_sort_pairs(const int64_t *keys, const uint64_t *payloads,
+							   size_t n, int64_t *keys_out,
+							   uint64_t *payloads_out, GiError *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GPUIDX_ENGINE_IMPL_H */

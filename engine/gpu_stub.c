@@ -1,0 +1,63 @@
+/*
+ * gpu_stub.c - the GPU half of the engine when the build host had no nvcc:
+ * every call says there is no device, so "auto" falls back to the CPU.
+ */
+#include "engine_impl.h"
+
+#include <stdio.h>
+
+/* No GPU in this build. */
+bool
+gi_gpu_probe(char *why, size_t whylen)
+{
+	if (why && whylen)
+		snprintf(why, whylen, "gpuidx was built without CUDA (no nvcc on the build host)");
+	return false;
+}
+
+/* Refuse: no GPU in this build. */
+GiStatus
+gi_gpu_build(const GiBuildParams *params, const int64_t *keys,
+			 const uint64_t *payloads, size_t n, GiImage **out, GiError *err)
+{
+	(void) params, (void) keys, (void) payloads, (void) n, (void) out;
+	return gi_set_error(err, GI_ERR_NO_DEVICE,
+						"gpuidx was built without CUDA (no nvcc on the build host)");
+}
+
+/* Refuse: no GPU in this build. */
+GiStatus
+gi_gpu_build_unsorted(const GiBuildParams *params, const int64_t *keys,
+					  const uint64_t *payloads, size_t n,
+					  int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
+					  GiImage **out, GiError *err)
+{
+	(void) sorted_keys_out, (void) sorted_payloads_out;
+	return gi_gpu_build(params, keys, payloads, n, out, err);
+}
+
+/* Nothing to free: no GPU image can exist in this build. */
+void
+gi_gpu_free(GiImage *image)
+{
+	(void) image;
+}
+
+/* Refuse: no GPU in this build. */
+GiStatus
+gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
+			 const int64_t *probes_hi, size_t nprobes, uint64_t *first,
+			 uint64_t *last, GiError *err)
+{
+	(void) image, (void) op, (void) probes, (void) probes_hi, (void) nprobes;
+	(void) first, (void) last;
+	return gi_set_error(err, GI_ERR_NO_DEVICE,
+						"gpuidx was built without CUDA (no nvcc on the build host)");
+}
+
+/* Nothing to describe. */
+void
+gi_gpu_info(const GiImage *image, GiImageInfo *info)
+{
+	(void) image, (void) info;
+}
