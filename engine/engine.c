@@ -183,6 +183,18 @@ gi_gpu_available(char *why, size_t whylen)
 	return gi_gpu_probe(why, whylen);
 }
 
+/* Sort (key, payload) pairs on the host. */
+GiStatus
+gi_sort_pairs(const int64_t *keys, const uint64_t *payloads, size_t n,
+			  int64_t *keys_out, uint64_t *payloads_out, GiError *err)
+{
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+	if (n > 0 && (keys == NULL || keys_out == NULL || (payloads && payloads_out == NULL)))
+		return gi_set_error(err, GI_ERR_INVALID, "missing sort arrays");
+	return gi_host_sort_pairs(keys, payloads, n, keys_out, payloads_out, err);
+}
+
 /* Engine name for messages and gpuidx_info. */
 const char *
 gi_engine_name(GiEngineKind engine)

@@ -160,6 +160,15 @@ void		gi_image_info(const GiImage *image, GiImageInfo *info);
  */
 bool		gi_gpu_available(char *why, size_t whylen);
 
+/*
+ * Sort n (key, payload) pairs ascending by (key, payload) on the host.
+ * payloads and payloads_out may be NULL (keys only).  Outputs may not alias
+ * inputs.
+ */
+GiStatus	gi_sort_pairs(const int64_t *keys, const uint64_t *payloads, size_t n,
+						  int64_t *keys_out, uint64_t *payloads_out,
+						  GiError *err);
+
 /* Name of the engine, "cpu" or "gpu". */
 const char *gi_engine_name(GiEngineKind engine);
 
