@@ -1,0 +1,733 @@
+/*
+ * cpu_btree.c - the CPU engine: a B+ tree bulk-built from sorted keys.
+ *
+ * Layout.  The leaf level is the sorted key array itself (a copy narrowed to
+ * int32 for 2- and 4-byte keys), cut into leaves by the CUBPT bulk-build
+ * formulas: K items go into node_num = ceil(K / m) nodes, the first h of them
+ * holding ave = ceil(K / node_num) items and the rest ave - 1, where
+ * h = K - node_num * (ave - 1).  Leaf j therefore starts at
+ * j * (ave - 1) + min(j, h), so a position found in a leaf is the global
+ * index into the sorted entries and no leaf needs to be stored.  The internal
+ * levels are built the same way over the nodes below and are kept in the
+ * Harmonia layout: one key region of fixed-size nodes (root first, level by
+ * level), each key being the maximum key of a child, plus a child prefix-sum
+ * array giving the index of each node's first child.
+ *
+ * Node order m: 32 int32 keys or 16 int64 keys, i.e. 128 bytes (two cache
+ * lines, which the adjacent-line prefetcher fetches together) either way.
+ * A node is searched by counting its keys below the probe over the whole
+ * node, branch-free; the compiler vectorizes the fixed-length loop.  Unused
+ * key slots and the tail of the leaf array are padded with the type's maximum
+ * so that fixed-length counts never need the node's fill.
+ *
+ * Queries.  Everything reduces to lower_bound(p): upper_bound(p) is
+ * lower_bound(p + 1), which cannot overflow because it is used only when
+ * p < the largest key.  Probes are int64 whatever the key width; a probe
+ * outside the stored type's range is answered by comparison (below all keys
+ * or above all keys), never narrowed.  Large batches are cut into blocks,
+ * each block's probes radix-sorted with their indexes and searched in key
+ * order (the descents then walk the tree left to right, so nodes and leaves
+ * come from cache); results go to the caller's positions.  Batches large
+ * enough are split over threads, each owning a contiguous slice of probes.
+ *
+ * No PostgreSQL headers here.
+ */
+#include "engine_impl.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ORDER32			32		/* int32 keys per node: 128 bytes */
+#define ORDER64			16		/* int64 keys per node: 128 bytes */
+#define MAX_LEVELS		64		/* far more than 2^64 keys need */
+#define RUN_SCAN		8		/* equal keys scanned before descending */
+
+/*
+ * Batch tuning, measured on a 2-core EPYC with 10^7 keys: sorting pays from
+ * a few thousand probes on; a thread pays from some 64k probes.  Both can be
+ * overridden (GI_CPU_SORT_MIN, GI_CPU_THREADS) for tests and experiments.
+ */
+#define DEFAULT_SORT_MIN	4096
+#define PROBES_PER_THREAD	65536
+#define MAX_THREADS			32
+#define SORT_BLOCK			(1 << 20)	/* probes sorted together */
+
+typedef struct CpuBtree
+{
+	GiImage		hdr;			/* must be first */
+	int			wide;			/* keys stored as int64 (else int32) */
+	int			order;			/* m: keys per node */
+	int			inner_levels;	/* internal levels, root first */
+	uint64_t	inner_nodes;	/* internal nodes in all */
+	void	   *leaf_keys;		/* n sorted keys + order padding */
+	void	   *inner_keys;		/* inner_nodes * order keys */
+	uint64_t   *child_start;	/* inner_nodes + 1 prefix sums */
+	uint64_t	leaf_count;		/* leaves cut from the key array */
+	uint64_t	leaf_ave;		/* formula 2's ave for the leaf level */
+	uint64_t	leaf_h;			/* formula 2's h for the leaf level */
+	int64_t		min_key;
+	int64_t		max_key;
+	uint64_t	distinct;
+	uint64_t	host_bytes;
+} CpuBtree;
+
+/* One level's cut per formulas 1 and 2. */
+typedef struct LevelCut
+{
+	uint64_t	items;			/* K: keys or child nodes to distribute */
+	uint64_t	nodes;			/* node_num */
+	uint64_t	ave;			/* items in each of the first h nodes */
+	uint64_t	h;
+} LevelCut;
+
+/* Cut K items into nodes of at most m items (CUBPT formulas 1 and 2). */
+static LevelCut
+cut_level(uint64_t items, int m)
+{
+	LevelCut	c;
+
+	c.items = items;
+	c.nodes = (items + m - 1) / m;
+	c.ave = (items + c.nodes - 1) / c.nodes;
+	c.h = items - c.nodes * (c.ave - 1);
+	return c;
+}
+
+/* Index of the first item of node j in a level cut by (ave, h). */
+static inline uint64_t
+cut_start(uint64_t j, uint64_t ave, uint64_t h)
+{
+	return j * (ave - 1) + (j < h ? j : h);
+}
+
+/* Count of the 32 int32 keys below p (vectorized by the compiler). */
+static inline uint32_t
+count_below32(const int32_t *node, int32_t p)
+{
+	uint32_t	c = 0;
+	int			i;
+
+	for (i = 0; i < ORDER32; i++)
+		c += (node[i] < p);
+	return c;
+}
+
+/* Count of the 16 int64 keys below p. */
+static inline uint32_t
+count_below64(const int64_t *node, int64_t p)
+{
+	uint32_t	c = 0;
+	int			i;
+
+	for (i = 0; i < ORDER64; i++)
+		c += (node[i] < p);
+	return c;
+}
+
+/*
+ * First position whose key >= p, for p within the stored type's range and
+ * p <= max_key (so every node on the path has a key >= p).  Specialized by
+ * the constant wide flag at each call site.
+ */
+static inline __attribute__((always_inline)) uint64_t
+descend(const CpuBtree *t, int64_t p, const int wide)
+{
+	uint64_t	node = 0;		/* the root, or leaf 0 when n <= m */
+	uint64_t	leaf;
+	uint64_t	start;
+	int			l;
+
+	for (l = 0; l < t->inner_levels; l++)
+	{
+		uint32_t	c;
+
+		if (wide)
+			c = count_below64((const int64_t *) t->inner_keys + node * ORDER64, p);
+		else
+			c = count_below32((const int32_t *) t->inner_keys + node * ORDER32,
+							  (int32_t) p);
+		node = t->child_start[node] + c;
+	}
+	leaf = node - t->inner_nodes;
+	start = cut_start(leaf, t->leaf_ave, t->leaf_h);
+	if (wide)
+		return start + count_below64((const int64_t *) t->leaf_keys + start, p);
+	return start + count_below32((const int32_t *) t->leaf_keys + start,
+								 (int32_t) p);
+}
+
+/* Key at position i, widened. */
+static inline __attribute__((always_inline)) int64_t
+key_at(const CpuBtree *t, uint64_t i, const int wide)
+{
+	if (wide)
+		return ((const int64_t *) t->leaf_keys)[i];
+	return ((const int32_t *) t->leaf_keys)[i];
+}
+
+/* lower_bound(p) over the sorted entries: first position with key >= p. */
+static inline __attribute__((always_inline)) uint64_t
+lower_bound(const CpuBtree *t, int64_t p, const int wide)
+{
+	if (p <= t->min_key)
+		return 0;
+	if (p > t->max_key)
+		return t->hdr.n;
+	return descend(t, p, wide);
+}
+
+/* upper_bound(p): first position with key > p. */
+static inline __attribute__((always_inline)) uint64_t
+upper_bound(const CpuBtree *t, int64_t p, const int wide)
+{
+	if (p < t->min_key)
+		return 0;
+	if (p >= t->max_key)
+		return t->hdr.n;
+	return descend(t, p + 1, wide);
+}
+
+/* End of the run of key k that contains position pos. */
+static inline __attribute__((always_inline)) uint64_t
+run_end(const CpuBtree *t, uint64_t pos, int64_t k, const int wide)
+{
+	uint64_t	stop = pos + RUN_SCAN < t->hdr.n ? pos + RUN_SCAN : t->hdr.n;
+	uint64_t	i;
+
+	/* Runs are mostly short: scan a few neighbours before descending. */
+	for (i = pos + 1; i < stop; i++)
+		if (key_at(t, i, wide) != k)
+			return i;
+	return i == t->hdr.n ? i : upper_bound(t, k, wide);
+}
+
+/* Start of the run of key k that contains position pos. */
+static inline __attribute__((always_inline)) uint64_t
+run_start(const CpuBtree *t, uint64_t pos, int64_t k, const int wide)
+{
+	uint64_t	stop = pos > RUN_SCAN ? pos - RUN_SCAN : 0;
+	uint64_t	i;
+
+	for (i = pos; i > stop; i--)
+		if (key_at(t, i - 1, wide) != k)
+			return i;
+	return i == 0 ? 0 : lower_bound(t, k, wide);
+}
+
+/* Answer one probe (lo, and hi for ranges) into *first, *last. */
+static inline __attribute__((always_inline)) void
+answer(const CpuBtree *t, GiOp op, int64_t p, int64_t hi, uint64_t *first,
+	   uint64_t *last, const int wide)
+{
+	uint64_t	n = t->hdr.n;
+	uint64_t	a;
+	uint64_t	b;
+
+	switch (op)
+	{
+		case GI_OP_POINT:
+			a = lower_bound(t, p, wide);
+			if (a < n && key_at(t, a, wide) == p)
+				b = run_end(t, a, p, wide);
+			else
+				b = a;
+			break;
+		case GI_OP_PRED:
+			b = upper_bound(t, p, wide);
+			a = b == 0 ? 0 : run_start(t, b - 1, key_at(t, b - 1, wide), wide);
+			break;
+		case GI_OP_SUCC:
+			a = lower_bound(t, p, wide);
+			b = a == n ? n : run_end(t, a, key_at(t, a, wide), wide);
+			break;
+		default:				/* GI_OP_RANGE */
+			if (p > hi)
+				a = b = 0;
+			else
+			{
+				a = lower_bound(t, p, wide);
+				b = upper_bound(t, hi, wide);
+			}
+			break;
+	}
+	*first = a;
+	*last = b;
+}
+
+/*
+ * Answer probes in the order given by order[] (indexes into the caller's
+ * arrays) or, when order is NULL, positions base .. base + count - 1.
+ */
+static inline __attribute__((always_inline)) void
+answer_many(const CpuBtree *t, GiOp op, const int64_t *probes,
+			const int64_t *probes_hi, const uint64_t *order, size_t base,
+			size_t count, uint64_t *first, uint64_t *last, const int wide)
+{
+	size_t		s;
+
+	if (t->hdr.n == 0)
+	{
+		for (s = 0; s < count; s++)
+		{
+			size_t		i = order ? order[s] : base + s;
+
+			first[i] = last[i] = 0;
+		}
+		return;
+	}
+	for (s = 0; s < count; s++)
+	{
+		size_t		i = order ? order[s] : base + s;
+
+		answer(t, op, probes[i], probes_hi ? probes_hi[i] : 0,
+			   &first[i], &last[i], wide);
+	}
+}
+
+/* answer_many for int32 keys. */
+static void
+answer_many32(const CpuBtree *t, GiOp op, const int64_t *probes,
+			  const int64_t *probes_hi, const uint64_t *order, size_t base,
+			  size_t count, uint64_t *first, uint64_t *last)
+{
+	answer_many(t, op, probes, probes_hi, order, base, count, first, last, 0);
+}
+
+/* answer_many for int64 keys. */
+static void
+answer_many64(const CpuBtree *t, GiOp op, const int64_t *probes,
+			  const int64_t *probes_hi, const uint64_t *order, size_t base,
+			  size_t count, uint64_t *first, uint64_t *last)
+{
+	answer_many(t, op, probes, probes_hi, order, base, count, first, last, 1);
+}
+
+/* One thread's share of a batch, and the scratch it sorts in. */
+typedef struct QueryTask
+{
+	const CpuBtree *t;
+	GiOp		op;
+	const int64_t *probes;
+	const int64_t *probes_hi;
+	uint64_t   *first;
+	uint64_t   *last;
+	size_t		begin;			/* caller positions [begin, end) */
+	size_t		end;
+	size_t		sort_min;		/* sort blocks at least this large */
+	int64_t    *sorted_keys;	/* scratch: SORT_BLOCK each, or NULL */
+	uint64_t   *indexes;
+	uint64_t   *sorted_indexes;
+	GiStatus	status;
+	GiError		err;
+	double		sort_ms;
+	double		search_ms;
+} QueryTask;
+
+/* Run one task: blocks of probes, each sorted if large enough, searched. */
+static void *
+run_task(void *arg)
+{
+	QueryTask  *q = (QueryTask *) arg;
+	size_t		at = q->begin;
+
+	q->status = GI_OK;
+	while (at < q->end)
+	{
+		size_t		count = q->end - at;
+		const uint64_t *order = NULL;
+		double		t0 = gi_now_ms();
+		double		t1;
+
+		if (count > SORT_BLOCK)
+			count = SORT_BLOCK;
+		if (count >= q->sort_min && q->sorted_keys != NULL)
+		{
+			size_t		i;
+
+			for (i = 0; i < count; i++)
+				q->indexes[i] = at + i;
+			q->status = gi_host_sort_pairs(q->probes + at, q->indexes, count,
+										   q->sorted_keys, q->sorted_indexes,
+										   &q->err);
+			if (q->status != GI_OK)
+				return NULL;
+			order = q->sorted_indexes;
+		}
+		t1 = gi_now_ms();
+		if (q->t->wide)
+			answer_many64(q->t, q->op, q->probes, q->probes_hi, order, at, count,
+						  q->first, q->last);
+		else
+			answer_many32(q->t, q->op, q->probes, q->probes_hi, order, at, count,
+						  q->first, q->last);
+		q->sort_ms += t1 - t0;
+		q->search_ms += gi_now_ms() - t1;
+		at += count;
+	}
+	return NULL;
+}
+
+/* A non-negative integer from the environment, or dflt. */
+static long
+env_long(const char *name, long dflt)
+{
+	const char *s = getenv(name);
+	char	   *end;
+	long		v;
+
+	if (s == NULL || *s == '\0')
+		return dflt;
+	v = strtol(s, &end, 10);
+	return (*end == '\0' && v >= 0) ? v : dflt;
+}
+
+/* Answer a batch (engine_impl.h). */
+GiStatus
+gi_cpu_query(GiImage *image, GiOp op, const int64_t *probes,
+			 const int64_t *probes_hi, size_t nprobes, uint64_t *first,
+			 uint64_t *last, GiError *err)
+{
+	CpuBtree   *t = (CpuBtree *) image;
+	double		t0 = gi_now_ms();
+	QueryTask	tasks[MAX_THREADS];
+	pthread_t	threads[MAX_THREADS];
+	bool		started[MAX_THREADS];
+	long		nthreads;
+	size_t		sort_min;
+	size_t		per;
+	size_t		block;
+	GiStatus	st = GI_OK;
+	long		i;
+	sigset_t	all;
+	sigset_t	saved;
+	bool		masked = false;
+
+	memset(&image->last_query, 0, sizeof(image->last_query));
+	if (image->structure != GI_STRUCT_BTREE)
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"the CPU engine has no %s structure",
+							gi_structure_name(image->structure));
+	if (op < GI_OP_POINT || op > GI_OP_RANGE)
+		return gi_set_error(err, GI_ERR_INVALID, "unknown query op %d", (int) op);
+	if (nprobes == 0)
+		return GI_OK;
+
+	/* Threads: one per PROBES_PER_THREAD probes, capped by the cores. */
+	nthreads = env_long("GI_CPU_THREADS", 0);
+	if (nthreads == 0)
+	{
+		long		cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+		nthreads = (long) (nprobes / PROBES_PER_THREAD);
+		if (cores > 0 && nthreads > cores)
+			nthreads = cores;
+	}
+	if (nthreads < 1)
+		nthreads = 1;
+	if (nthreads > MAX_THREADS)
+		nthreads = MAX_THREADS;
+	if ((size_t) nthreads > nprobes)
+		nthreads = (long) nprobes;
+	sort_min = (size_t) env_long("GI_CPU_SORT_MIN", DEFAULT_SORT_MIN);
+	if (sort_min < 2)
+		sort_min = 2;
+
+	/* Slice the batch and allocate every thread's sort scratch up front. */
+	per = (nprobes + nthreads - 1) / nthreads;
+	block = per < SORT_BLOCK ? per : SORT_BLOCK;
+	memset(tasks, 0, sizeof(tasks));
+	for (i = 0; i < nthreads; i++)
+	{
+		QueryTask  *q = &tasks[i];
+
+		q->t = t;
+		q->op = op;
+		q->probes = probes;
+		q->probes_hi = probes_hi;
+		q->first = first;
+		q->last = last;
+		q->begin = (size_t) i * per < nprobes ? (size_t) i * per : nprobes;
+		q->end = q->begin + per < nprobes ? q->begin + per : nprobes;
+		q->sort_min = sort_min;
+		if (block >= sort_min && t->hdr.n > 0)
+		{
+			q->sorted_keys = malloc(block * sizeof(int64_t));
+			q->indexes = malloc(block * sizeof(uint64_t));
+			q->sorted_indexes = malloc(block * sizeof(uint64_t));
+			if (!q->sorted_keys || !q->indexes || !q->sorted_indexes)
+				st = gi_set_error(err, GI_ERR_HOST_OOM,
+								  "out of host memory sorting %zu probes", block);
+		}
+	}
+
+	if (st == GI_OK)
+	{
+		/*
+		 * Workers must never take the host's signals (in a PostgreSQL backend
+		 * the handlers belong to the main thread): block all signals while
+		 * they are created so they inherit the full mask.
+		 */
+		if (nthreads > 1)
+		{
+			sigfillset(&all);
+			masked = pthread_sigmask(SIG_SETMASK, &all, &saved) == 0;
+		}
+		for (i = 1; i < nthreads; i++)
+			started[i] = pthread_create(&threads[i], NULL, run_task, &tasks[i]) == 0;
+		if (masked)
+			pthread_sigmask(SIG_SETMASK, &saved, NULL);
+		run_task(&tasks[0]);
+		for (i = 1; i < nthreads; i++)
+		{
+			/* A thread that could not start runs here instead. */
+			if (started[i])
+				pthread_join(threads[i], NULL);
+			else
+				run_task(&tasks[i]);
+		}
+		for (i = 0; i < nthreads; i++)
+		{
+			if (tasks[i].status != GI_OK && st == GI_OK)
+			{
+				st = tasks[i].status;
+				if (err)
+					*err = tasks[i].err;
+			}
+			/* Phases overlap across threads: report the slowest thread. */
+			if (tasks[i].sort_ms > image->last_query.sort_ms)
+				image->last_query.sort_ms = tasks[i].sort_ms;
+			if (tasks[i].search_ms > image->last_query.search_ms)
+				image->last_query.search_ms = tasks[i].search_ms;
+		}
+	}
+	for (i = 0; i < nthreads; i++)
+	{
+		free(tasks[i].sorted_keys);
+		free(tasks[i].indexes);
+		free(tasks[i].sorted_indexes);
+	}
+	image->last_query.total_ms = gi_now_ms() - t0;
+	return st;
+}
+
+/*
+ * Fill one internal level's keys and child prefix sums from the level below.
+ * Children are numbered globally as Harmonia does: the internal nodes of the
+ * level below follow this level's, and leaf j is number inner_nodes + j, so
+ * child_start is one prefix sum over the whole tree.
+ */
+static void
+fill_inner_level(CpuBtree *t, LevelCut cut, uint64_t node_base,
+				 uint64_t child_base, int child_is_leaf, LevelCut child_cut)
+{
+	uint64_t	j;
+
+	for (j = 0; j < cut.nodes; j++)
+	{
+		uint64_t	first = cut_start(j, cut.ave, cut.h);
+		uint64_t	count = j < cut.h ? cut.ave : cut.ave - 1;
+		uint64_t	node = node_base + j;
+		uint64_t	c;
+
+		t->child_start[node] = child_base + first;
+		for (c = 0; c < count; c++)
+		{
+			uint64_t	child = first + c;
+			int64_t		max;
+
+			if (child_is_leaf)
+			{
+				/* A leaf's max is the key just before the next leaf. */
+				uint64_t	end = cut_start(child + 1, child_cut.ave, child_cut.h);
+
+				max = t->wide ? ((int64_t *) t->leaf_keys)[end - 1] :
+					((int32_t *) t->leaf_keys)[end - 1];
+			}
+			else
+			{
+				/* An internal child's max is its last used key. */
+				uint64_t	cnode = child_base + child;
+				uint64_t	cfill = child < child_cut.h ? child_cut.ave : child_cut.ave - 1;
+
+				max = t->wide ?
+					((int64_t *) t->inner_keys)[cnode * ORDER64 + cfill - 1] :
+					((int32_t *) t->inner_keys)[cnode * ORDER32 + cfill - 1];
+			}
+			if (t->wide)
+				((int64_t *) t->inner_keys)[node * ORDER64 + c] = max;
+			else
+				((int32_t *) t->inner_keys)[node * ORDER32 + c] = (int32_t) max;
+		}
+	}
+}
+
+/* Build an image from sorted keys (engine_impl.h). */
+GiStatus
+gi_cpu_build(const GiBuildParams *params, const int64_t *keys,
+			 const uint64_t *payloads, size_t n, GiImage **out, GiError *err)
+{
+	double		t0 = gi_now_ms();
+	CpuBtree   *t;
+	LevelCut	cuts[MAX_LEVELS];	/* cuts[0] leaves, cuts[k] internal */
+	int			ncuts;
+	int			m;
+	int			k;
+	int64_t		type_min;
+	int64_t		type_max;
+	uint64_t	level_base[MAX_LEVELS];
+	uint64_t	total;
+	size_t		i;
+	size_t		key_size;
+
+	(void) payloads;			/* no query needs them on the host */
+	*out = NULL;
+	if (params->structure == GI_STRUCT_VEB)
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"the CPU engine does not implement the veb structure yet; use structure = btree");
+	if (params->structure != GI_STRUCT_BTREE)
+		return gi_set_error(err, GI_ERR_INVALID, "unknown structure %d",
+							(int) params->structure);
+
+	type_max = params->key_bytes == 2 ? INT16_MAX :
+		params->key_bytes == 4 ? INT32_MAX : INT64_MAX;
+	type_min = -type_max - 1;
+	for (i = 0; i < n; i++)
+	{
+		if (keys[i] < type_min || keys[i] > type_max)
+			return gi_set_error(err, GI_ERR_INVALID,
+								"key %lld at position %zu does not fit in %d bytes",
+								(long long) keys[i], i, params->key_bytes);
+		if (i > 0 && keys[i] < keys[i - 1])
+			return gi_set_error(err, GI_ERR_INVALID,
+								"keys are not sorted at position %zu", i);
+	}
+
+	t = calloc(1, sizeof(CpuBtree));
+	if (t == NULL)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory building an image");
+	t->hdr.engine = GI_ENGINE_CPU;
+	t->hdr.structure = GI_STRUCT_BTREE;
+	t->hdr.key_bytes = params->key_bytes;
+	t->hdr.n = n;
+	t->wide = params->key_bytes == 8;
+	m = t->order = t->wide ? ORDER64 : ORDER32;
+	key_size = t->wide ? sizeof(int64_t) : sizeof(int32_t);
+
+	/* Leaves: the sorted keys, padded with the type's max for whole-node counts. */
+	t->leaf_keys = malloc((n + m) * key_size);
+	if (t->leaf_keys == NULL)
+		goto oom;
+	for (i = 0; i < n; i++)
+	{
+		if (t->wide)
+			((int64_t *) t->leaf_keys)[i] = keys[i];
+		else
+			((int32_t *) t->leaf_keys)[i] = (int32_t) keys[i];
+	}
+	for (i = n; i < n + m; i++)
+	{
+		if (t->wide)
+			((int64_t *) t->leaf_keys)[i] = INT64_MAX;
+		else
+			((int32_t *) t->leaf_keys)[i] = INT32_MAX;
+	}
+	t->distinct = n > 0;
+	for (i = 1; i < n; i++)
+		t->distinct += keys[i] != keys[i - 1];
+	t->min_key = n ? keys[0] : 0;
+	t->max_key = n ? keys[n - 1] : 0;
+
+	/* Cut the levels bottom-up until one node remains. */
+	ncuts = 0;
+	if (n > 0)
+	{
+		cuts[ncuts++] = cut_level(n, m);
+		while (cuts[ncuts - 1].nodes > 1)
+		{
+			cuts[ncuts] = cut_level(cuts[ncuts - 1].nodes, m);
+			ncuts++;
+		}
+	}
+	t->leaf_count = ncuts ? cuts[0].nodes : 0;
+	t->leaf_ave = ncuts ? cuts[0].ave : 1;
+	t->leaf_h = ncuts ? cuts[0].h : 0;
+	t->inner_levels = ncuts > 0 ? ncuts - 1 : 0;
+
+	/* Harmonia order: the root level first, global node numbers. */
+	total = 0;
+	for (k = ncuts - 1; k >= 1; k--)
+	{
+		level_base[k] = total;
+		total += cuts[k].nodes;
+	}
+	t->inner_nodes = total;
+	t->inner_keys = malloc((total ? total : 1) * m * key_size);
+	t->child_start = malloc((total + 1) * sizeof(uint64_t));
+	if (t->inner_keys == NULL || t->child_start == NULL)
+		goto oom;
+	for (i = 0; i < total * m; i++)
+	{
+		if (t->wide)
+			((int64_t *) t->inner_keys)[i] = INT64_MAX;
+		else
+			((int32_t *) t->inner_keys)[i] = INT32_MAX;
+	}
+
+	/* Fill from the bottom internal level up: keys are children's maxima. */
+	t->child_start[total] = total + t->leaf_count;
+	for (k = 1; k < ncuts; k++)
+		fill_inner_level(t, cuts[k], level_base[k],
+						 k == 1 ? total : level_base[k - 1], k == 1,
+						 cuts[k - 1]);
+
+	t->host_bytes = sizeof(CpuBtree) + (n + m) * key_size +
+		(total ? total : 1) * m * key_size + (total + 1) * sizeof(uint64_t);
+	t->hdr.build.build_ms = gi_now_ms() - t0;
+	t->hdr.build.total_ms = t->hdr.build.build_ms;
+	*out = &t->hdr;
+	return GI_OK;
+
+oom:
+	gi_cpu_free(&t->hdr);
+	return gi_set_error(err, GI_ERR_HOST_OOM,
+						"out of host memory building an image of %zu keys", n);
+}
+
+/* Free an image (engine_impl.h). */
+void
+gi_cpu_free(GiImage *image)
+{
+	CpuBtree   *t = (CpuBtree *) image;
+
+	if (t == NULL)
+		return;
+	free(t->leaf_keys);
+	free(t->inner_keys);
+	free(t->child_start);
+	free(t);
+}
+
+/* Describe an image (engine_impl.h). */
+void
+gi_cpu_info(const GiImage *image, GiImageInfo *info)
+{
+	const CpuBtree *t = (const CpuBtree *) image;
+
+	info->engine = GI_ENGINE_CPU;
+	info->structure = image->structure;
+	info->key_bytes = image->key_bytes;
+	info->entries = image->n;
+	info->distinct_keys = t->distinct;
+	info->levels = image->n ? t->inner_levels + 1 : 0;
+	info->node_order = t->order;
+	info->nodes = t->inner_nodes;
+	info->host_bytes = t->host_bytes;
+	info->device_bytes = 0;
+	info->build = image->build;
+	info->last_query = image->last_query;
+	info->device_name[0] = '\0';
+}
