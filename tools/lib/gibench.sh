@@ -1,0 +1,136 @@
+# tools/lib/gibench.sh - the batch-lookup benchmark driver shared by tools/demo
+# and bench/sql/run.  Needs tools/lib/common.sh and tools/lib/pgcluster.sh
+# sourced, a running cluster (pgc_start) and the extension installed.
+
+# Start a throwaway cluster in "$1" tuned for benchmarks (shared_buffers "$2").
+gib_cluster() {
+    local dir="$1" sb="${2:-1GB}"
+    pgc_init "$dir" auto
+    pgc_conf "shared_buffers = $sb"
+    pgc_conf "maintenance_work_mem = 1GB"
+    pgc_conf "work_mem = 256MB"
+    pgc_conf "max_parallel_workers_per_gather = 0"
+    pgc_conf "max_parallel_maintenance_workers = 0"
+    pgc_conf "autovacuum = off"
+    pgc_conf "checkpoint_timeout = 1h"
+    pgc_conf "max_wal_size = 8GB"
+    pgc_start
+}
+
+# Load the harness and "$1" rows; probe sets for the batch sizes "${@:2}".
+gib_load() {
+    local rows="$1"
+    shift
+    pgc_psql -f "$GI_ROOT/tools/lib/gibench.sql" >/dev/null
+    echo "loading $rows rows into t_bt (btree) and t_gi (gpuidx) ..."
+    pgc_psql -c "SELECT gibench.load($rows)" >/dev/null
+    pgc_psql -c "VACUUM ANALYZE t_bt" -c "VACUUM ANALYZE t_gi" -c "CHECKPOINT"
+    local n
+    for n in "$@"; do
+        pgc_psql -c "SELECT gibench.make_probes($n, $rows)" >/dev/null
+    done
+    pgc_psql -At -F': ' -c "SELECT what, value FROM gibench.info" | sed 's/^/  /'
+    pgc_psql -At -c "SELECT '  table sizes: t_bt ' || pg_size_pretty(pg_relation_size('t_bt'))
+        || ', btree ' || pg_size_pretty(pg_relation_size('t_bt_k'))
+        || ', gpuidx ' || pg_size_pretty(pg_relation_size('t_gi_k'))"
+}
+
+# Print the engines to measure: $BENCH_ENGINES, else cpu plus gpu when it answers.
+gib_engines() {
+    if [[ -n "${BENCH_ENGINES:-}" ]]; then
+        printf '%s\n' "$BENCH_ENGINES"
+        return 0
+    fi
+    local out
+    if out="$(pgc_psql -At -c "SET gpuidx.engine = gpu" \
+        -c "SELECT count(*) FROM gpuidx_lookup('t_gi_k'::regclass, ARRAY[0]::bigint[])" 2>&1)"; then
+        printf 'cpu gpu\n'
+    else
+        gi_log "gpu engine not measured: $(printf '%s' "$out" | head -n 1)"
+        printf 'cpu\n'
+    fi
+}
+
+# Measure workloads "$1" x batches "$2" x engines "$3" (space-separated), reps "$4".
+gib_measure() {
+    local workloads="$1" batches="$2" engines="$3" reps="$4" w n e base script
+    local -A done_bt=()
+    script="$(mktemp)"
+    {
+        echo '\set ON_ERROR_STOP 1'
+        for n in $batches; do
+            for w in $workloads; do
+                base="$w"
+                case "$w" in any | lookup) base=point ;; esac
+                echo "\\echo '  $w, batch $n'"
+                # one btree baseline per (base workload, batch)
+                if [[ -z "${done_bt[$base/$n]:-}" ]]; then
+                    done_bt[$base/$n]=1
+                    echo "SELECT gibench.measure('$base', $n, 'btree', '-', $reps) \\g /dev/null"
+                fi
+                for e in $engines; do
+                    echo "SELECT gibench.measure('$w', $n, 'gpuidx', '$e', $reps) \\g /dev/null"
+                done
+            done
+        done
+    } >"$script"
+    chmod 644 "$script"
+    pgc_psql -f "$script"
+    rm -f "$script"
+}
+
+# Print the results table: workload, batch, btree ms, ms and ratio per engine, rows.
+gib_table() {
+    local engines="$1"
+    pgc_psql -At -F'|' -c "
+        SELECT g.workload, g.batch, round(b.ms::numeric, 2), g.engine, round(g.ms::numeric, 2),
+               b.nrows, g.nrows
+          FROM gibench.results g
+          JOIN gibench.results b ON b.method = 'btree' AND b.batch = g.batch
+               AND b.workload = CASE WHEN g.workload IN ('any', 'lookup') THEN 'point' ELSE g.workload END
+         WHERE g.method = 'gpuidx'
+         ORDER BY array_position(ARRAY['any','lookup','pred','rcount'], g.workload), g.batch, g.engine" |
+    awk -F'|' -v engines="$engines" '
+        BEGIN {
+            ne = split(engines, E, " ")
+            name["any"] = "k = ANY(array)"; name["lookup"] = "gpuidx_lookup"
+            name["pred"] = "predecessor"; name["rcount"] = "range_count"
+            base["any"] = "= ANY"; base["lookup"] = "= ANY"
+            base["pred"] = "LATERAL"; base["rcount"] = "LATERAL count"
+            hdr = sprintf("%-15s %8s %-14s %11s", "workload", "batch", "btree form", "btree ms")
+            for (i = 1; i <= ne; i++) hdr = hdr sprintf(" %11s %9s", E[i] " ms", "x " E[i])
+            hdr = hdr sprintf(" %10s %10s", "rows btree", "rows gpuidx")
+            print hdr
+        }
+        {
+            key = $1 SUBSEP $2
+            if (!(key in seen)) { seen[key] = 1; order[++nk] = key; W[key] = $1; B[key] = $2; BT[key] = $3; RB[key] = $6 }
+            MS[key, $4] = $5; RG[key] = $7
+        }
+        END {
+            for (k = 1; k <= nk; k++) {
+                key = order[k]
+                line = sprintf("%-15s %8d %-14s %11.2f", name[W[key]], B[key], base[W[key]], BT[key])
+                for (i = 1; i <= ne; i++) {
+                    if ((key, E[i]) in MS) {
+                        ms = MS[key, E[i]]
+                        line = line sprintf(" %11.2f %8.1fx", ms, (ms > 0 ? BT[key] / ms : 0))
+                    } else line = line sprintf(" %11s %9s", "-", "-")
+                }
+                line = line sprintf(" %10d %10d", RB[key], RG[key])
+                print line
+            }
+        }'
+}
+
+# Print the plan of each workload through gpuidx and btree at batch "$2" (workloads "$1").
+gib_plans() {
+    local workloads="$1" n="$2" w m
+    for w in $workloads; do
+        for m in btree gpuidx; do
+            [[ "$w/$m" == lookup/btree ]] && continue
+            echo "  $w via $m:"
+            pgc_psql -At -c "SELECT gibench.plan('$w', '$m', $n)" | head -n 4 | sed 's/^/    /'
+        done
+    done
+}
