@@ -41,7 +41,7 @@ REGRESS_OPTS = --inputdir=. --load-extension=gpuidx
 TAP_TESTS = 1
 
 # The .cu objects have no LLVM bitcode; don't ask PGXS for any.
-with_llvm = no
+override with_llvm = no
 
 EXTRA_CLEAN = $(CUDA_OBJS) engine/gpu_stub.o test/unit/test_engine bench/kernel_bench
 

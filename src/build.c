@@ -1,0 +1,162 @@
+/*
+ * build.c - CREATE INDEX: scan the table, sort (key, TID) pairs, write the
+ * metapage and the base run.
+ */
+#include "gpuidx.h"
+
+#include "access/tableam.h"
+#include "commands/progress.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/memutils.h"
+
+typedef struct GpuidxBuildState
+{
+	Oid			keytype;
+	int64		n;
+	int64		capacity;
+	int64	   *keys;
+	uint64	   *tids;
+	int64		nnull;
+	int64		null_capacity;
+	uint64	   *null_tids;
+} GpuidxBuildState;
+
+/* Collect one heap tuple's key and TID; NULL keys are not indexed. */
+static void
+build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *state)
+{
+	GpuidxBuildState *bs = (GpuidxBuildState *) state;
+
+	if (isnull[0])
+	{
+		if (bs->nnull == bs->null_capacity)
+		{
+			bs->null_capacity = Max(64, bs->null_capacity * 2);
+			bs->null_tids = bs->null_tids ?
+				repalloc_huge(bs->null_tids, sizeof(uint64) * bs->null_capacity) :
+				palloc(sizeof(uint64) * bs->null_capacity);
+		}
+		bs->null_tids[bs->nnull++] =
+			gpuidx_tid_pack(ItemPointerGetBlockNumber(tid),
+							ItemPointerGetOffsetNumber(tid));
+		return;
+	}
+	if (bs->n == bs->capacity)
+	{
+		bs->capacity *= 2;
+		bs->keys = repalloc_huge(bs->keys, sizeof(int64) * bs->capacity);
+		bs->tids = repalloc_huge(bs->tids, sizeof(uint64) * bs->capacity);
+	}
+	bs->keys[bs->n] = gpuidx_datum_to_key(values[0], bs->keytype);
+	bs->tids[bs->n] = gpuidx_tid_pack(ItemPointerGetBlockNumber(tid),
+									  ItemPointerGetOffsetNumber(tid));
+	bs->n++;
+}
+
+/* Check what CREATE INDEX asks for and return the key width. */
+static int
+check_index_definition(Relation index, GiStructure *structure)
+{
+	Oid			keytype = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+	int			key_bytes = gpuidx_key_bytes_for_type(keytype);
+
+	if (key_bytes == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuidx indexes only int2, int4 and int8 keys")));
+	*structure = gpuidx_relation_structure(index);
+	if (*structure == GI_STRUCT_VEB)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuidx structure \"veb\" is not implemented yet"),
+				 errhint("Use WITH (structure = btree), the default.")));
+	return key_bytes;
+}
+
+/* Build a new gpuidx index. */
+IndexBuildResult *
+gpuidx_build(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+	GpuidxBuildState bs;
+	GiStructure structure;
+	int			key_bytes;
+	double		reltuples;
+	BlockNumber head,
+				null_head = InvalidBlockNumber,
+				null_tail = InvalidBlockNumber;
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data",
+			 RelationGetRelationName(index));
+	key_bytes = check_index_definition(index, &structure);
+
+	memset(&bs, 0, sizeof(bs));
+	bs.keytype = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+	bs.capacity = 1024;
+	bs.keys = palloc(sizeof(int64) * bs.capacity);
+	bs.tids = palloc(sizeof(uint64) * bs.capacity);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, 2);
+	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
+									   build_callback, &bs, NULL);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, 3);
+	gpuidx_sort_pairs(bs.keys, bs.tids, bs.n);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, 4);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, bs.n);
+	gpuidx_write_empty_metapage(index, MAIN_FORKNUM, key_bytes, structure);
+	head = gpuidx_write_chain(index, bs.keys, bs.tids, bs.n, GPUIDX_PAGE_BASE, NULL);
+	if (bs.nnull > 0)
+	{
+		/* NULL keys are not searchable; their TIDs serve full ordered scans. */
+		int64	   *zeros = palloc0(sizeof(int64) * bs.nnull);
+
+		null_head = gpuidx_write_chain(index, zeros, bs.null_tids, bs.nnull,
+									   GPUIDX_PAGE_NULL, &null_tail);
+		pfree(zeros);
+	}
+	if (bs.n > 0 || bs.nnull > 0)
+	{
+		Buffer		metabuf = ReadBuffer(index, GPUIDX_METAPAGE_BLKNO);
+		GenericXLogState *state;
+		GpuidxMetaPageData *meta;
+
+		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+		state = GenericXLogStart(index);
+		meta = GpuidxPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+		meta->base_head = head;
+		meta->base_count = bs.n;
+		if (bs.nnull > 0)
+		{
+			meta->null_head = null_head;
+			meta->null_tail = null_tail;
+			meta->null_count = bs.nnull;
+		}
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(metabuf);
+	}
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, bs.n);
+
+	result = palloc0(sizeof(IndexBuildResult));
+	result->heap_tuples = reltuples;
+	result->index_tuples = (double) bs.n;
+	pfree(bs.keys);
+	pfree(bs.tids);
+	if (bs.null_tids)
+		pfree(bs.null_tids);
+	return result;
+}
+
+/* Build the init fork of an unlogged index: an empty metapage. */
+void
+gpuidx_buildempty(Relation index)
+{
+	GiStructure structure;
+	int			key_bytes = check_index_definition(index, &structure);
+
+	gpuidx_write_empty_metapage(index, INIT_FORKNUM, key_bytes, structure);
+}

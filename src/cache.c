@@ -1,0 +1,452 @@
+/*
+ * cache.c - the per-backend image cache.
+ *
+ * An image is the engine structure built from an index's pages.  Each
+ * backend keeps the newest image of every index it used, keyed by index OID
+ * and checked against the relfilenode and the metapage (generation, base and
+ * pending counts) on every use.  New pending entries are merged into a new
+ * version; a new generation (fold, VACUUM) or relfilenode (REINDEX,
+ * TRUNCATE) means a full reload.
+ *
+ * A scan pins the version it started with, so a reload in the middle of a
+ * statement never frees arrays a scan still reads; versions that are
+ * replaced are freed when their last pin goes.  At transaction end every pin
+ * is dropped (scans never outlive their transaction).
+ */
+#include "gpuidx.h"
+
+#include "access/xact.h"
+#include "portability/instr_time.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+typedef struct CacheEntry
+{
+	Oid			indexoid;		/* hash key */
+	RelFileNode node;
+	GpuidxImageData *current;
+} CacheEntry;
+
+static HTAB *image_cache = NULL;
+static GpuidxImageData *live_versions = NULL;
+static int	gpu_usable = -1;	/* -1 unknown, 0 no, 1 yes */
+static char gpu_unusable_reason[256];
+
+/* Free one version: its engine image and its arrays. */
+static void
+free_version(GpuidxImageData *img)
+{
+	GpuidxImageData **p;
+
+	for (p = &live_versions; *p; p = &(*p)->next_live)
+	{
+		if (*p == img)
+		{
+			*p = img->next_live;
+			break;
+		}
+	}
+	gi_image_free(img->image);
+	img->image = NULL;
+	MemoryContextDelete(img->context);
+}
+
+/* Drop every pin at transaction end; free versions nobody uses any more. */
+static void
+cache_xact_callback(XactEvent event, void *arg)
+{
+	GpuidxImageData *img,
+			   *next;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT &&
+		event != XACT_EVENT_PREPARE)
+		return;
+	for (img = live_versions; img; img = next)
+	{
+		next = img->next_live;
+		img->refcount = 0;
+		if (img->stale)
+			free_version(img);
+	}
+}
+
+/* Free every image before the backend exits (device memory included). */
+static void
+cache_exit_callback(int code, Datum arg)
+{
+	while (live_versions)
+		free_version(live_versions);
+}
+
+/* Create the cache on first use. */
+static void
+cache_init(void)
+{
+	HASHCTL		ctl;
+
+	if (image_cache)
+		return;
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(CacheEntry);
+	image_cache = hash_create("gpuidx image cache", 64, &ctl,
+							  HASH_ELEM | HASH_BLOBS);
+	RegisterXactCallback(cache_xact_callback, NULL);
+	before_shmem_exit(cache_exit_callback, 0);
+}
+
+/* Raise an engine error as a PostgreSQL error with a fitting SQLSTATE. */
+void
+gpuidx_raise_engine_error(const GiError *err, const char *what)
+{
+	int			code;
+
+	switch (err->status)
+	{
+		case GI_ERR_HOST_OOM:
+		case GI_ERR_DEVICE_OOM:
+			code = ERRCODE_OUT_OF_MEMORY;
+			break;
+		case GI_ERR_NO_DEVICE:
+			code = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
+			break;
+		case GI_ERR_DEVICE:
+			code = ERRCODE_SYSTEM_ERROR;
+			break;
+		case GI_ERR_UNSUPPORTED:
+			code = ERRCODE_FEATURE_NOT_SUPPORTED;
+			break;
+		default:
+			code = ERRCODE_INTERNAL_ERROR;
+			break;
+	}
+	ereport(ERROR,
+			(errcode(code),
+			 errmsg("gpuidx: %s failed: %s", what, err->message)));
+}
+
+/* Which engine to use now, per gpuidx.engine; CUDA starts here, lazily. */
+GiEngineKind
+gpuidx_choose_engine(void)
+{
+	if (gpuidx_engine_setting == GPUIDX_ENGINE_CPU)
+		return GI_ENGINE_CPU;
+	if (gpu_usable < 0)
+		gpu_usable = gi_gpu_available(gpu_unusable_reason,
+									  sizeof(gpu_unusable_reason)) ? 1 : 0;
+	if (gpu_usable)
+		return GI_ENGINE_GPU;
+	if (gpuidx_engine_setting == GPUIDX_ENGINE_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gpuidx.engine is \"gpu\" but no usable GPU was found"),
+				 errdetail("%s", gpu_unusable_reason),
+				 errhint("SET gpuidx.engine = auto to fall back to the CPU engine.")));
+	return GI_ENGINE_CPU;
+}
+
+/* Device bytes held by images other than except. */
+static uint64
+device_bytes_in_use(GpuidxImageData *except)
+{
+	GpuidxImageData *img;
+	uint64		total = 0;
+
+	for (img = live_versions; img; img = img->next_live)
+	{
+		if (img != except && img->image && img->engine == GI_ENGINE_GPU)
+		{
+			GiImageInfo info;
+
+			gi_image_info(img->image, &info);
+			total += info.device_bytes;
+		}
+	}
+	return total;
+}
+
+/* Merge two (key, tid)-sorted runs into out. */
+static void
+merge_runs(const int64 *ak, const uint64 *at, int64 na,
+		   const int64 *bk, const uint64 *bt, int64 nb,
+		   int64 *ok, uint64 *ot)
+{
+	int64		i = 0,
+				j = 0,
+				o = 0;
+
+	while (i < na || j < nb)
+	{
+		if (j >= nb || (i < na && (ak[i] < bk[j] || (ak[i] == bk[j] && at[i] < bt[j]))))
+		{
+			ok[o] = ak[i];
+			ot[o++] = at[i++];
+		}
+		else
+		{
+			ok[o] = bk[j];
+			ot[o++] = bt[j++];
+		}
+	}
+}
+
+/*
+ * Load a new version of the index's image.  prev (may be NULL) is reused
+ * when only pending entries were added.  Everything is allocated in a
+ * context under the current one, so an error frees it; on success the
+ * context moves under TopMemoryContext.
+ */
+static GpuidxImageData *
+load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
+{
+	MemoryContext ctx,
+				old;
+	GpuidxImageData *img;
+	GpuidxMetaPageData meta;
+	int64	   *keys;
+	uint64	   *tids;
+	int64		n;
+	bool		incremental;
+	GiBuildParams params;
+	GiError		err;
+	instr_time	t0,
+				t1;
+
+	INSTR_TIME_SET_CURRENT(t0);
+
+	ctx = AllocSetContextCreate(CurrentMemoryContext, "gpuidx image",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(ctx);
+	img = palloc0(sizeof(GpuidxImageData));
+	img->context = ctx;
+	img->indexoid = RelationGetRelid(index);
+
+	incremental = prev != NULL;
+	gpuidx_read_entries(index, &meta,
+						incremental ? (int64) prev->pending_count : -1,
+						&keys, &tids, &n, &img->null_tids);
+	if (incremental && (meta.generation != prev->generation ||
+						meta.base_count != prev->base_count ||
+						meta.pending_count < prev->pending_count))
+	{
+		/* Rewritten since prev: read everything. */
+		pfree(keys);
+		pfree(tids);
+		pfree(img->null_tids);
+		incremental = false;
+		gpuidx_read_entries(index, &meta, -1, &keys, &tids, &n, &img->null_tids);
+	}
+
+	if (incremental)
+	{
+		/* n new pending entries: sort them and merge with prev's arrays. */
+		gpuidx_sort_pairs(keys, tids, n);
+		img->n = prev->n + n;
+		img->keys = gpuidx_alloc_huge(sizeof(int64) * img->n);
+		img->tids = gpuidx_alloc_huge(sizeof(uint64) * img->n);
+		merge_runs(prev->keys, prev->tids, prev->n, keys, tids, n,
+				   img->keys, img->tids);
+		pfree(keys);
+		pfree(tids);
+	}
+	else
+	{
+		/* Sorted base run followed by pending entries in arrival order. */
+		int64		nbase = meta.base_count;
+		int64		npend = n - nbase;
+
+		img->n = n;
+		if (npend > 0)
+		{
+			gpuidx_sort_pairs(keys + nbase, tids + nbase, npend);
+			img->keys = gpuidx_alloc_huge(sizeof(int64) * n);
+			img->tids = gpuidx_alloc_huge(sizeof(uint64) * n);
+			merge_runs(keys, tids, nbase, keys + nbase, tids + nbase, npend,
+					   img->keys, img->tids);
+			pfree(keys);
+			pfree(tids);
+		}
+		else
+		{
+			img->keys = keys;
+			img->tids = tids;
+		}
+	}
+	img->key_bytes = meta.key_bytes;
+	img->structure = (GiStructure) meta.structure;
+	img->generation = meta.generation;
+	img->base_count = meta.base_count;
+	img->pending_count = meta.pending_count;
+	img->nnull = meta.null_count;
+	img->engine = engine;
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	img->load_ms = INSTR_TIME_GET_MILLISEC(t1);
+
+	memset(&params, 0, sizeof(params));
+	params.engine = engine;
+	params.structure = img->structure;
+	params.key_bytes = img->key_bytes;
+	if (engine == GI_ENGINE_GPU && gpuidx_device_memory_limit_mb > 0)
+	{
+		uint64		limit = (uint64) gpuidx_device_memory_limit_mb * 1024 * 1024;
+		uint64		used = device_bytes_in_use(prev);
+
+		params.device_memory_limit = used >= limit ? 1 : (size_t) (limit - used);
+	}
+	if (gi_image_build(&params, (const int64_t *) img->keys,
+					   (const uint64_t *) img->tids, (size_t) img->n,
+					   &img->image, &err) != GI_OK)
+		gpuidx_raise_engine_error(&err, "building the index image");
+
+	MemoryContextSwitchTo(old);
+	MemoryContextSetParent(ctx, TopMemoryContext);
+	img->next_live = live_versions;
+	live_versions = img;
+	return img;
+}
+
+/*
+ * Get an up-to-date image of the index, pinned until released (or until
+ * the transaction ends).
+ */
+GpuidxImageData *
+gpuidx_image_acquire(Relation index)
+{
+	Oid			indexoid = RelationGetRelid(index);
+	GpuidxMetaPageData meta;
+	CacheEntry *entry;
+	bool		found;
+	GpuidxImageData *cur;
+	GiEngineKind engine;
+
+	cache_init();
+	engine = gpuidx_choose_engine();
+	gpuidx_read_meta(index, &meta);
+	if ((GiStructure) meta.structure == GI_STRUCT_VEB)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuidx structure \"veb\" is not implemented yet")));
+
+	entry = hash_search(image_cache, &indexoid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->current = NULL;
+		memset(&entry->node, 0, sizeof(RelFileNode));
+	}
+	cur = entry->current;
+	if (cur && (!RelFileNodeEquals(entry->node, index->rd_node) ||
+				cur->generation != meta.generation ||
+				cur->base_count != meta.base_count ||
+				cur->pending_count > meta.pending_count ||
+				cur->nnull > (int64) meta.null_count ||
+				cur->engine != engine || cur->image == NULL))
+	{
+		/* Not reusable: retire it and load from scratch. */
+		cur->stale = true;
+		if (cur->refcount == 0)
+			free_version(cur);
+		entry->current = cur = NULL;
+	}
+	if (cur == NULL || cur->pending_count < meta.pending_count ||
+		cur->nnull < (int64) meta.null_count)
+	{
+		GpuidxImageData *img = load_version(index, cur, engine);
+
+		/* load_version may have erred out: entry->current is still valid. */
+		if (cur)
+		{
+			cur->stale = true;
+			if (cur->refcount == 0)
+				free_version(cur);
+		}
+		entry->current = cur = img;
+		entry->node = index->rd_node;
+	}
+	cur->refcount++;
+	return cur;
+}
+
+/* Unpin an image. */
+void
+gpuidx_image_release(GpuidxImageData *img)
+{
+	if (img == NULL)
+		return;
+	if (img->refcount > 0)
+		img->refcount--;
+	if (img->refcount == 0 && img->stale)
+		free_version(img);
+}
+
+/*
+ * Query an image; on a device failure the image is dropped (the device
+ * state may be unusable) so the next query rebuilds it.
+ */
+void
+gpuidx_query_image(GpuidxImageData *img, GiOp op, const int64 *probes,
+				   const int64 *probes_hi, int64 nprobes, uint64 *first,
+				   uint64 *last)
+{
+	GiError		err;
+
+	if (nprobes <= 0)
+		return;
+	if (gi_image_query(img->image, op, (const int64_t *) probes,
+					   (const int64_t *) probes_hi, (size_t) nprobes,
+					   (uint64_t *) first, (uint64_t *) last, &err) != GI_OK)
+	{
+		if (err.status == GI_ERR_DEVICE || err.status == GI_ERR_DEVICE_OOM)
+		{
+			/* Keep the arrays (scans may hold them) but drop the image. */
+			gi_image_free(img->image);
+			img->image = NULL;
+			img->stale = true;
+		}
+		gpuidx_raise_engine_error(&err, "querying the index image");
+	}
+}
+
+/* First position of the run of equal keys containing pos. */
+int64
+gpuidx_run_start(const GpuidxImageData *img, int64 pos)
+{
+	int64		key = img->keys[pos];
+	int64		lo = 0,
+				hi = pos;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (img->keys[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* One past the last position of the run of equal keys containing pos. */
+int64
+gpuidx_run_end(const GpuidxImageData *img, int64 pos)
+{
+	int64		key = img->keys[pos];
+	int64		lo = pos + 1,
+				hi = img->n;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (img->keys[mid] <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

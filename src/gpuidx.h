@@ -1,0 +1,219 @@
+/*
+ * gpuidx.h - declarations shared by the PostgreSQL-facing code in src/.
+ *
+ * Only src/ includes PostgreSQL headers.  It talks to the engines through
+ * engine/engine.h and nothing else.
+ */
+#ifndef GPUIDX_H
+#define GPUIDX_H
+
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/generic_xlog.h"
+#include "access/itup.h"
+#include "access/relscan.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+#include "storage/bufmgr.h"
+#include "utils/relcache.h"
+
+#include "engine.h"
+
+/* ---------- on-disk format ---------- */
+
+#define GPUIDX_MAGIC			0x47504958	/* "GPIX" */
+#define GPUIDX_VERSION			1
+#define GPUIDX_METAPAGE_BLKNO	0
+#define GPUIDX_PAGE_ID			0xFF87
+
+/* Page kinds, in the special area's flags. */
+#define GPUIDX_PAGE_META		(1 << 0)
+#define GPUIDX_PAGE_BASE		(1 << 1)
+#define GPUIDX_PAGE_PENDING		(1 << 2)
+#define GPUIDX_PAGE_FREE		(1 << 3)
+#define GPUIDX_PAGE_NULL		(1 << 4)
+
+/* Special area of every gpuidx page. */
+typedef struct GpuidxPageOpaqueData
+{
+	BlockNumber next;			/* next page of the same chain */
+	uint16		flags;
+	uint16		page_id;		/* GPUIDX_PAGE_ID, for tools */
+} GpuidxPageOpaqueData;
+
+typedef GpuidxPageOpaqueData *GpuidxPageOpaque;
+
+/* One index entry on disk: the key (always 64-bit) and the heap TID. */
+typedef struct GpuidxEntry
+{
+	int64		key;
+	uint32		block;
+	uint16		offset;
+	uint16		unused;
+} GpuidxEntry;
+
+/* Contents of the metapage. */
+typedef struct GpuidxMetaPageData
+{
+	uint32		magic;
+	uint32		version;
+	int32		key_bytes;		/* 2, 4 or 8 */
+	int32		structure;		/* GiStructure */
+	uint64		generation;		/* bumped whenever the base run is rewritten */
+	BlockNumber base_head;		/* first page of the sorted base run */
+	BlockNumber pending_head;	/* first page of the pending list */
+	BlockNumber pending_tail;	/* last page of the pending list */
+	uint32		unused;
+	uint64		base_count;		/* entries in the base run */
+	uint64		pending_count;	/* entries in the pending list */
+	BlockNumber null_head;		/* TIDs of rows whose key is NULL */
+	BlockNumber null_tail;
+	uint64		null_count;
+} GpuidxMetaPageData;
+
+#define GpuidxPageGetOpaque(page) ((GpuidxPageOpaque) PageGetSpecialPointer(page))
+#define GpuidxPageGetMeta(page) ((GpuidxMetaPageData *) PageGetContents(page))
+#define GpuidxPageGetEntries(page) ((GpuidxEntry *) PageGetContents(page))
+#define GpuidxPageCount(page) \
+	((int) ((((PageHeader) (page))->pd_lower - \
+			 (PageGetContents(page) - (char *) (page))) / sizeof(GpuidxEntry)))
+#define GPUIDX_ENTRIES_PER_PAGE \
+	((int) ((BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - \
+			 MAXALIGN(sizeof(GpuidxPageOpaqueData))) / sizeof(GpuidxEntry)))
+
+/* Pack a heap TID into the 64-bit payload the engines carry (sorts as TIDs). */
+static inline uint64
+gpuidx_tid_pack(BlockNumber block, OffsetNumber offset)
+{
+	return ((uint64) block << 16) | (uint64) offset;
+}
+
+/* Unpack a payload into a heap TID. */
+static inline void
+gpuidx_tid_unpack(uint64 payload, ItemPointer tid)
+{
+	ItemPointerSet(tid, (BlockNumber) (payload >> 16), (OffsetNumber) (payload & 0xFFFF));
+}
+
+/* ---------- options ---------- */
+
+typedef struct GpuidxOptions
+{
+	int32		vl_len_;		/* varlena header (do not touch directly!) */
+	int			structure_offset;	/* offset of the "structure" string */
+} GpuidxOptions;
+
+/* ---------- GUCs ---------- */
+
+typedef enum GpuidxEngineSetting
+{
+	GPUIDX_ENGINE_AUTO,
+	GPUIDX_ENGINE_GPU,
+	GPUIDX_ENGINE_CPU
+} GpuidxEngineSetting;
+
+extern int	gpuidx_engine_setting;
+extern int	gpuidx_pending_limit;
+extern int	gpuidx_device_memory_limit_mb;
+extern int	gpuidx_batch_chunk;
+
+/* ---------- storage.c ---------- */
+
+extern void gpuidx_init_page(Page page, uint16 flags);
+extern void gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure);
+extern void gpuidx_write_empty_metapage(Relation index, ForkNumber fork,
+										int key_bytes, GiStructure structure);
+extern void gpuidx_read_meta(Relation index, GpuidxMetaPageData *meta);
+extern BlockNumber gpuidx_write_chain(Relation index, const int64 *keys,
+									  const uint64 *tids, int64 n, uint16 flags,
+									  BlockNumber *tail);
+extern bool gpuidx_read_chain(Relation index, BlockNumber head, uint16 flags,
+							  int64 skip, int64 count, int64 *keys,
+							  uint64 *tids);
+extern void gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
+								int64 pending_from, int64 **keys,
+								uint64 **tids, int64 *n, uint64 **null_tids);
+extern void gpuidx_append(Relation index, uint16 list, int64 key,
+						  ItemPointer tid, uint64 *count);
+extern void gpuidx_sort_pairs(int64 *keys, uint64 *tids, int64 n);
+extern void *gpuidx_alloc_huge(Size size);
+extern int	gpuidx_key_bytes_for_type(Oid typid);
+extern int64 gpuidx_datum_to_key(Datum value, Oid typid);
+
+/* ---------- vacuum.c ---------- */
+
+typedef bool (*GpuidxKeepCallback) (ItemPointer tid, void *state);
+extern void gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
+						   int64 min_pending, int64 *kept, int64 *removed);
+extern void gpuidx_fold_pending(Relation index, int64 min_pending);
+
+/* ---------- cache.c ---------- */
+
+/* One loaded version of an index: host arrays and the engine image. */
+typedef struct GpuidxImageData
+{
+	Oid			indexoid;
+	int			refcount;		/* scans and batch calls holding it */
+	bool		stale;			/* replaced by a newer version */
+	MemoryContext context;		/* owns keys and tids */
+	int64		n;
+	int64	   *keys;			/* sorted by (key, tid) */
+	uint64	   *tids;			/* packed TIDs, parallel to keys */
+	GiImage    *image;
+	GiEngineKind engine;
+	int			key_bytes;
+	GiStructure structure;
+	uint64		generation;
+	uint64		base_count;
+	uint64		pending_count;
+	int64		nnull;			/* TIDs of rows with a NULL key */
+	uint64	   *null_tids;
+	double		load_ms;		/* reading pages */
+	struct GpuidxImageData *next_live;	/* list of all live versions */
+} GpuidxImageData;
+
+extern GpuidxImageData *gpuidx_image_acquire(Relation index);
+extern void gpuidx_image_release(GpuidxImageData *img);
+extern GiEngineKind gpuidx_choose_engine(void);
+extern void gpuidx_raise_engine_error(const GiError *err, const char *what);
+extern void gpuidx_query_image(GpuidxImageData *img, GiOp op,
+							   const int64 *probes, const int64 *probes_hi,
+							   int64 nprobes, uint64 *first, uint64 *last);
+extern int64 gpuidx_run_start(const GpuidxImageData *img, int64 pos);
+extern int64 gpuidx_run_end(const GpuidxImageData *img, int64 pos);
+
+/* ---------- handler.c / am callbacks ---------- */
+
+extern void _PG_init(void);
+extern Datum gpuidx_handler(PG_FUNCTION_ARGS);
+extern IndexBuildResult *gpuidx_build(Relation heap, Relation index,
+									  IndexInfo *indexInfo);
+extern void gpuidx_buildempty(Relation index);
+extern bool gpuidx_insert(Relation index, Datum *values, bool *isnull,
+						  ItemPointer heap_tid, Relation heap,
+						  IndexUniqueCheck checkUnique, bool indexUnchanged,
+						  IndexInfo *indexInfo);
+extern IndexBulkDeleteResult *gpuidx_bulkdelete(IndexVacuumInfo *info,
+												IndexBulkDeleteResult *stats,
+												IndexBulkDeleteCallback callback,
+												void *callback_state);
+extern IndexBulkDeleteResult *gpuidx_vacuumcleanup(IndexVacuumInfo *info,
+												   IndexBulkDeleteResult *stats);
+extern void gpuidx_costestimate(PlannerInfo *root, IndexPath *path,
+								double loop_count, Cost *indexStartupCost,
+								Cost *indexTotalCost,
+								Selectivity *indexSelectivity,
+								double *indexCorrelation, double *indexPages);
+extern bytea *gpuidx_options(Datum reloptions, bool validate);
+extern bool gpuidx_validate(Oid opclassoid);
+extern IndexScanDesc gpuidx_beginscan(Relation index, int nkeys, int norderbys);
+extern void gpuidx_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
+						  ScanKey orderbys, int norderbys);
+extern bool gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern int64 gpuidx_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+extern void gpuidx_endscan(IndexScanDesc scan);
+extern GiStructure gpuidx_relation_structure(Relation index);
+extern bool gpuidx_is_gpuidx_index(Relation index);
+
+#endif							/* GPUIDX_H */

@@ -1,0 +1,308 @@
+/*
+ * handler.c - the access method handler, GUCs, options, validation, cost.
+ */
+#include "gpuidx.h"
+
+#include <math.h>
+
+#include "access/amvalidate.h"
+#include "access/htup_details.h"
+#include "access/reloptions.h"
+#include "catalog/pg_amop.h"
+#include "catalog/pg_amproc.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_type.h"
+#include "commands/progress.h"
+#include "commands/vacuum.h"
+#include "fmgr.h"
+#include "optimizer/optimizer.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/selfuncs.h"
+#include "utils/syscache.h"
+
+PG_MODULE_MAGIC;
+
+int			gpuidx_engine_setting = GPUIDX_ENGINE_AUTO;
+int			gpuidx_pending_limit = 100000;
+int			gpuidx_device_memory_limit_mb = 0;
+int			gpuidx_batch_chunk = 1048576;
+
+static relopt_kind gpuidx_relopt_kind;
+
+static const struct config_enum_entry engine_options[] = {
+	{"auto", GPUIDX_ENGINE_AUTO, false},
+	{"gpu", GPUIDX_ENGINE_GPU, false},
+	{"cpu", GPUIDX_ENGINE_CPU, false},
+	{NULL, 0, false}
+};
+
+/* Accept only the structures gpuidx knows. */
+static void
+validate_structure(const char *value)
+{
+	if (value == NULL)
+		return;
+	if (strcmp(value, "btree") != 0 && strcmp(value, "veb") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for gpuidx option \"structure\": \"%s\"", value),
+				 errdetail("Valid values are \"btree\" and \"veb\".")));
+}
+
+/* Register GUCs and the reloption kind; no CUDA here (may be the postmaster). */
+void
+_PG_init(void)
+{
+	DefineCustomEnumVariable("gpuidx.engine",
+							 "Where gpuidx builds images and answers batches.",
+							 "auto uses the GPU when a usable one exists, else the CPU; "
+							 "gpu raises an error when there is none.",
+							 &gpuidx_engine_setting, GPUIDX_ENGINE_AUTO,
+							 engine_options, PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.pending_limit",
+							"Pending entries after which an insert folds the pending list into the base run.",
+							NULL,
+							&gpuidx_pending_limit, 100000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.device_memory_limit",
+							"Device memory gpuidx images may use in one backend (0 = no limit).",
+							NULL,
+							&gpuidx_device_memory_limit_mb, 0, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.batch_chunk",
+							"Probes sent to the engine at a time by the batch functions.",
+							"Larger batches are split into chunks of this size; "
+							"the query can be cancelled between chunks.",
+							&gpuidx_batch_chunk, 1048576, 1024, 1 << 28,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("gpuidx");
+
+	gpuidx_relopt_kind = add_reloption_kind();
+	add_string_reloption(gpuidx_relopt_kind, "structure",
+						 "Index structure: btree or veb",
+						 "btree", validate_structure, AccessExclusiveLock);
+}
+
+/* Parse the reloptions of a gpuidx index. */
+bytea *
+gpuidx_options(Datum reloptions, bool validate)
+{
+	static const relopt_parse_elt tab[] = {
+		{"structure", RELOPT_TYPE_STRING, offsetof(GpuidxOptions, structure_offset)}
+	};
+
+	return (bytea *) build_reloptions(reloptions, validate, gpuidx_relopt_kind,
+									  sizeof(GpuidxOptions), tab, lengthof(tab));
+}
+
+/* The structure an index was created with. */
+GiStructure
+gpuidx_relation_structure(Relation index)
+{
+	GpuidxOptions *opts = (GpuidxOptions *) index->rd_options;
+
+	if (opts && opts->structure_offset != 0 &&
+		strcmp((char *) opts + opts->structure_offset, "veb") == 0)
+		return GI_STRUCT_VEB;
+	return GI_STRUCT_BTREE;
+}
+
+/* Is this relation a gpuidx index? */
+bool
+gpuidx_is_gpuidx_index(Relation index)
+{
+	return index->rd_rel->relkind == RELKIND_INDEX &&
+		index->rd_indam != NULL &&
+		index->rd_indam->ambuild == gpuidx_build;
+}
+
+/* Names of the CREATE INDEX phases, for pg_stat_progress_create_index. */
+static char *
+gpuidx_buildphasename(int64 phasenum)
+{
+	switch (phasenum)
+	{
+		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
+			return "initializing";
+		case 2:
+			return "scanning table";
+		case 3:
+			return "sorting entries";
+		case 4:
+			return "writing base run";
+		default:
+			return NULL;
+	}
+}
+
+/*
+ * Cost: an index probe batch costs one pass over the cached image, not one
+ * descent per array element.  A fixed start-up charge (reading the metapage,
+ * checking the cache) keeps single-key lookups on btree where both exist.
+ */
+void
+gpuidx_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+					Cost *indexStartupCost, Cost *indexTotalCost,
+					Selectivity *indexSelectivity, double *indexCorrelation,
+					double *indexPages)
+{
+	IndexOptInfo *index = path->indexinfo;
+	GenericCosts costs;
+	double		nprobes = 1.0;
+	double		entries = Max(index->tuples, 1.0);
+	double		per_probe;
+	ListCell   *lc;
+
+	MemSet(&costs, 0, sizeof(costs));
+	genericcostestimate(root, path, loop_count, &costs);
+
+	/* Count the probes of = ANY(array) clauses: they are one batch. */
+	foreach(lc, path->indexclauses)
+	{
+		IndexClause *iclause = lfirst_node(IndexClause, lc);
+		ListCell   *lc2;
+
+		foreach(lc2, iclause->indexquals)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
+
+			if (IsA(rinfo->clause, ScalarArrayOpExpr))
+			{
+				ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) rinfo->clause;
+				Node	   *other = (Node *) lsecond(saop->args);
+
+				nprobes *= Max(estimate_array_length(other), 1);
+			}
+		}
+	}
+
+	per_probe = cpu_operator_cost * (log2(entries) + 1.0) * 0.25;
+	*indexStartupCost = random_page_cost + 100.0 * cpu_operator_cost +
+		nprobes * per_probe;
+	*indexTotalCost = *indexStartupCost +
+		costs.numIndexTuples * cpu_index_tuple_cost;
+	*indexSelectivity = costs.indexSelectivity;
+	*indexCorrelation = 0.0;
+	*indexPages = costs.numIndexPages;
+}
+
+/* Check an operator class: strategies 1..5 on integer types, no support functions. */
+bool
+gpuidx_validate(Oid opclassoid)
+{
+	bool		result = true;
+	HeapTuple	classtup;
+	Form_pg_opclass classform;
+	Oid			opfamilyoid;
+	char	   *opclassname;
+	CatCList   *oprlist;
+	CatCList   *proclist;
+	int			i;
+
+	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(classtup);
+	opfamilyoid = classform->opcfamily;
+	opclassname = NameStr(classform->opcname);
+
+	if (gpuidx_key_bytes_for_type(classform->opcintype) == 0)
+	{
+		ereport(INFO,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("gpuidx operator class \"%s\" indexes an unsupported type %s",
+						opclassname, format_type_be(classform->opcintype))));
+		result = false;
+	}
+
+	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(opfamilyoid));
+	for (i = 0; i < oprlist->n_members; i++)
+	{
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+
+		if (oprform->amopstrategy < 1 || oprform->amopstrategy > 5 ||
+			oprform->amoppurpose != AMOP_SEARCH ||
+			gpuidx_key_bytes_for_type(oprform->amoplefttype) == 0 ||
+			gpuidx_key_bytes_for_type(oprform->amoprighttype) == 0)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("gpuidx operator family contains invalid operator %s with strategy %d",
+							format_operator(oprform->amopopr),
+							oprform->amopstrategy)));
+			result = false;
+		}
+	}
+	ReleaseCatCacheList(oprlist);
+
+	proclist = SearchSysCacheList1(AMPROCNUM, ObjectIdGetDatum(opfamilyoid));
+	if (proclist->n_members > 0)
+	{
+		ereport(INFO,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("gpuidx operator family has support functions; it needs none")));
+		result = false;
+	}
+	ReleaseCatCacheList(proclist);
+
+	ReleaseSysCache(classtup);
+	return result;
+}
+
+PG_FUNCTION_INFO_V1(gpuidx_handler);
+
+/* The access method handler: what gpuidx can do and its callbacks. */
+Datum
+gpuidx_handler(PG_FUNCTION_ARGS)
+{
+	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
+
+	amroutine->amstrategies = 5;
+	amroutine->amsupport = 0;
+	amroutine->amoptsprocnum = 0;
+	amroutine->amcanorder = true;
+	amroutine->amcanorderbyop = false;
+	amroutine->amcanbackward = true;
+	amroutine->amcanunique = false;
+	amroutine->amcanmulticol = false;
+	amroutine->amoptionalkey = true;
+	amroutine->amsearcharray = true;
+	amroutine->amsearchnulls = true;
+	amroutine->amstorage = false;
+	amroutine->amclusterable = false;
+	amroutine->ampredlocks = false;
+	amroutine->amcanparallel = false;
+	amroutine->amcaninclude = false;
+	amroutine->amusemaintenanceworkmem = false;
+	amroutine->amparallelvacuumoptions = VACUUM_OPTION_NO_PARALLEL;
+	amroutine->amkeytype = InvalidOid;
+
+	amroutine->ambuild = gpuidx_build;
+	amroutine->ambuildempty = gpuidx_buildempty;
+	amroutine->aminsert = gpuidx_insert;
+	amroutine->ambulkdelete = gpuidx_bulkdelete;
+	amroutine->amvacuumcleanup = gpuidx_vacuumcleanup;
+	amroutine->amcanreturn = NULL;
+	amroutine->amcostestimate = gpuidx_costestimate;
+	amroutine->amoptions = gpuidx_options;
+	amroutine->amproperty = NULL;
+	amroutine->ambuildphasename = gpuidx_buildphasename;
+	amroutine->amvalidate = gpuidx_validate;
+	amroutine->amadjustmembers = NULL;
+	amroutine->ambeginscan = gpuidx_beginscan;
+	amroutine->amrescan = gpuidx_rescan;
+	amroutine->amgettuple = gpuidx_gettuple;
+	amroutine->amgetbitmap = gpuidx_getbitmap;
+	amroutine->amendscan = gpuidx_endscan;
+	amroutine->ammarkpos = NULL;
+	amroutine->amrestrpos = NULL;
+	amroutine->amestimateparallelscan = NULL;
+	amroutine->aminitparallelscan = NULL;
+	amroutine->amparallelrescan = NULL;
+
+	PG_RETURN_POINTER(amroutine);
+}

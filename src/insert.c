@@ -1,0 +1,29 @@
+/*
+ * insert.c - aminsert: append to the pending list; fold it into the base run
+ * once it passes gpuidx.pending_limit.  Rows with a NULL key go to their own
+ * list.
+ */
+#include "gpuidx.h"
+
+/* Index one new heap tuple. */
+bool
+gpuidx_insert(Relation index, Datum *values, bool *isnull,
+			  ItemPointer heap_tid, Relation heap,
+			  IndexUniqueCheck checkUnique, bool indexUnchanged,
+			  IndexInfo *indexInfo)
+{
+	Oid			keytype = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+	uint64		pending;
+
+	if (isnull[0])
+	{
+		/* Kept apart: only full scans and IS NULL return these. */
+		gpuidx_append(index, GPUIDX_PAGE_NULL, 0, heap_tid, &pending);
+		return false;
+	}
+	gpuidx_append(index, GPUIDX_PAGE_PENDING,
+				  gpuidx_datum_to_key(values[0], keytype), heap_tid, &pending);
+	if (pending >= (uint64) gpuidx_pending_limit)
+		gpuidx_fold_pending(index, gpuidx_pending_limit);
+	return false;
+}

@@ -1,0 +1,429 @@
+/*
+ * scan.c - index scans: the scan keys become one batch (points of an
+ * = ANY array, or one interval) answered by the engine; the hits are
+ * position ranges in (key, TID) order, walked forward or backward.
+ */
+#include "gpuidx.h"
+
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "nodes/tidbitmap.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+typedef struct GpuidxScanOpaqueData
+{
+	GpuidxImageData *img;		/* pinned image */
+	bool		computed;		/* ranges computed for the current keys */
+	int64		nranges;
+	uint64	   *rfirst;			/* hit ranges, ascending, disjoint */
+	uint64	   *rlast;
+	int64		cur_range;		/* -1: before the start; nranges: past the end */
+	int64		cur_pos;
+} GpuidxScanOpaqueData;
+
+typedef GpuidxScanOpaqueData *GpuidxScanOpaque;
+
+/* Start a scan. */
+IndexScanDesc
+gpuidx_beginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	GpuidxScanOpaque so = palloc0(sizeof(GpuidxScanOpaqueData));
+
+	so->cur_range = -1;
+	scan->opaque = so;
+	return scan;
+}
+
+/* Forget computed hits (and the pinned image). */
+static void
+reset_scan(GpuidxScanOpaque so)
+{
+	if (so->rfirst)
+		pfree(so->rfirst);
+	if (so->rlast)
+		pfree(so->rlast);
+	so->rfirst = so->rlast = NULL;
+	so->nranges = 0;
+	so->computed = false;
+	so->cur_range = -1;
+	gpuidx_image_release(so->img);
+	so->img = NULL;
+}
+
+/* Restart a scan, possibly with new keys. */
+void
+gpuidx_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
+			  int norderbys)
+{
+	GpuidxScanOpaque so = (GpuidxScanOpaque) scan->opaque;
+
+	reset_scan(so);
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
+}
+
+/* Compare int64 for qsort. */
+static int
+cmp_int64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* The non-NULL elements of an = ANY array as keys, sorted and distinct. */
+static int64 *
+array_keys(Datum arraydatum, int64 *count)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(arraydatum);
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems,
+				i;
+	int64		n = 0,
+				d = 0;
+	int64	   *out;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
+					  &elems, &nulls, &nelems);
+	out = palloc(sizeof(int64) * Max(nelems, 1));
+	for (i = 0; i < nelems; i++)
+		if (!nulls[i])
+			out[n++] = gpuidx_datum_to_key(elems[i], elemtype);
+	if (n > 1)
+	{
+		qsort(out, n, sizeof(int64), cmp_int64);
+		for (i = 1, d = 1; i < n; i++)
+			if (out[i] != out[d - 1])
+				out[d++] = out[i];
+		n = d;
+	}
+	*count = n;
+	return out;
+}
+
+/* Keep the elements of a (sorted, distinct) that are also in b. */
+static int64
+intersect_keys(int64 *a, int64 na, const int64 *b, int64 nb)
+{
+	int64		i = 0,
+				j = 0,
+				o = 0;
+
+	while (i < na && j < nb)
+	{
+		if (a[i] < b[j])
+			i++;
+		else if (a[i] > b[j])
+			j++;
+		else
+		{
+			a[o++] = a[i++];
+			j++;
+		}
+	}
+	return o;
+}
+
+static void compute_key_ranges(GpuidxScanOpaque so, int64 *points,
+							   int64 npoints, int64 lo, int64 hi);
+
+/* The packed heap TID at a position (past n: the NULL-key TIDs). */
+static inline uint64
+tid_at(const GpuidxImageData *img, int64 pos)
+{
+	return pos < img->n ? img->tids[pos] : img->null_tids[pos - img->n];
+}
+
+/* Turn the scan keys into hit ranges through one engine batch. */
+static void
+compute_ranges(IndexScanDesc scan)
+{
+	GpuidxScanOpaque so = (GpuidxScanOpaque) scan->opaque;
+	Oid			keytype = TupleDescAttr(RelationGetDescr(scan->indexRelation), 0)->atttypid;
+	int64		lo = PG_INT64_MIN,
+				hi = PG_INT64_MAX;
+	int64	   *points = NULL;
+	int64		npoints = 0;
+	bool		empty = false;
+	bool		want_null = true;	/* return NULL-key rows too */
+	bool		want_nonnull = true;
+	int			i;
+
+	so->computed = true;
+	so->cur_range = -1;
+	so->nranges = 0;
+
+	for (i = 0; i < scan->numberOfKeys && !empty; i++)
+	{
+		ScanKey		sk = &scan->keyData[i];
+		int64		v;
+
+		if (sk->sk_flags & SK_SEARCHNULL)
+		{
+			want_nonnull = false;
+			continue;
+		}
+		if (sk->sk_flags & SK_SEARCHNOTNULL)
+		{
+			want_null = false;
+			continue;
+		}
+		want_null = false;
+		if (sk->sk_flags & SK_ISNULL)
+		{
+			empty = true;		/* strict operators never match NULL */
+			break;
+		}
+		if (sk->sk_flags & SK_SEARCHARRAY)
+		{
+			int64		n;
+			int64	   *vals = array_keys(sk->sk_argument, &n);
+
+			if (n == 0)
+			{
+				empty = true;
+				break;
+			}
+			if (sk->sk_strategy == BTEqualStrategyNumber)
+			{
+				if (points == NULL)
+				{
+					points = vals;
+					npoints = n;
+				}
+				else
+				{
+					npoints = intersect_keys(points, npoints, vals, n);
+					pfree(vals);
+				}
+				continue;
+			}
+			/* k < ANY(a) is k < max(a); k > ANY(a) is k > min(a). */
+			v = (sk->sk_strategy <= BTLessEqualStrategyNumber) ? vals[n - 1] : vals[0];
+			pfree(vals);
+		}
+		else
+			v = gpuidx_datum_to_key(sk->sk_argument,
+									OidIsValid(sk->sk_subtype) ? sk->sk_subtype : keytype);
+
+		switch (sk->sk_strategy)
+		{
+			case BTLessStrategyNumber:
+				if (v == PG_INT64_MIN)
+					empty = true;
+				else
+					hi = Min(hi, v - 1);
+				break;
+			case BTLessEqualStrategyNumber:
+				hi = Min(hi, v);
+				break;
+			case BTEqualStrategyNumber:
+				lo = Max(lo, v);
+				hi = Min(hi, v);
+				break;
+			case BTGreaterEqualStrategyNumber:
+				lo = Max(lo, v);
+				break;
+			case BTGreaterStrategyNumber:
+				if (v == PG_INT64_MAX)
+					empty = true;
+				else
+					lo = Max(lo, v + 1);
+				break;
+			default:
+				elog(ERROR, "gpuidx: unexpected strategy %d", sk->sk_strategy);
+		}
+	}
+	if (empty || (lo > hi && !want_null))
+		return;
+
+	so->img = gpuidx_image_acquire(scan->indexRelation);
+	/* Room for the non-NULL ranges and one range of NULL-key TIDs. */
+	so->rfirst = palloc(sizeof(uint64) * (Max(npoints, 1) + 1));
+	so->rlast = palloc(sizeof(uint64) * (Max(npoints, 1) + 1));
+	if (want_nonnull && lo <= hi && so->img->n > 0)
+		compute_key_ranges(so, points, npoints, lo, hi);
+	if (want_null && want_nonnull && so->img->nnull > 0)
+	{
+		/* NULLs sort last: positions n .. n+nnull-1 stand for them. */
+		so->rfirst[so->nranges] = so->img->n;
+		so->rlast[so->nranges] = so->img->n + so->img->nnull;
+		so->nranges++;
+	}
+	else if (want_null && !want_nonnull && so->img->nnull > 0)
+	{
+		so->rfirst[0] = so->img->n;
+		so->rlast[0] = so->img->n + so->img->nnull;
+		so->nranges = 1;
+	}
+	if (points)
+		pfree(points);
+}
+
+/* Ranges of the non-NULL keys matching the points (if any) within [lo, hi]. */
+static void
+compute_key_ranges(GpuidxScanOpaque so, int64 *points, int64 npoints,
+				   int64 lo, int64 hi)
+{
+	if (points)
+	{
+		int64		n = 0;
+		uint64	   *first,
+				   *last;
+		int64		k;
+
+		for (k = 0; k < npoints; k++)
+			if (points[k] >= lo && points[k] <= hi)
+				points[n++] = points[k];
+		if (n == 0)
+			return;
+		first = palloc(sizeof(uint64) * n);
+		last = palloc(sizeof(uint64) * n);
+		gpuidx_query_image(so->img, GI_OP_POINT, points, NULL, n, first, last);
+		/* Distinct ascending points give ascending disjoint ranges. */
+		for (k = 0; k < n; k++)
+		{
+			if (last[k] > first[k])
+			{
+				so->rfirst[so->nranges] = first[k];
+				so->rlast[so->nranges] = last[k];
+				so->nranges++;
+			}
+		}
+		pfree(first);
+		pfree(last);
+	}
+	else
+	{
+		if (lo == PG_INT64_MIN && hi == PG_INT64_MAX)
+		{
+			so->rfirst[0] = 0;
+			so->rlast[0] = so->img->n;
+		}
+		else
+			gpuidx_query_image(so->img, GI_OP_RANGE, &lo, &hi, 1,
+							   so->rfirst, so->rlast);
+		if (so->rlast[0] > so->rfirst[0])
+			so->nranges = 1;
+	}
+}
+
+/* Step to the next hit in the given direction; false when there is none. */
+static bool
+step(GpuidxScanOpaque so, ScanDirection dir)
+{
+	if (so->nranges == 0)
+		return false;
+	if (ScanDirectionIsBackward(dir))
+	{
+		if (so->cur_range >= so->nranges)
+		{
+			so->cur_range = so->nranges - 1;
+			so->cur_pos = (int64) so->rlast[so->cur_range] - 1;
+			return true;
+		}
+		if (so->cur_range < 0)
+			return false;
+		if (--so->cur_pos < (int64) so->rfirst[so->cur_range])
+		{
+			if (--so->cur_range < 0)
+				return false;
+			so->cur_pos = (int64) so->rlast[so->cur_range] - 1;
+		}
+		return true;
+	}
+	if (so->cur_range < 0)
+	{
+		so->cur_range = 0;
+		so->cur_pos = (int64) so->rfirst[0];
+		return true;
+	}
+	if (so->cur_range >= so->nranges)
+		return false;
+	if (++so->cur_pos >= (int64) so->rlast[so->cur_range])
+	{
+		if (++so->cur_range >= so->nranges)
+			return false;
+		so->cur_pos = (int64) so->rfirst[so->cur_range];
+	}
+	return true;
+}
+
+/* Return the next matching TID; the executor rechecks the key. */
+bool
+gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	GpuidxScanOpaque so = (GpuidxScanOpaque) scan->opaque;
+
+	if (!so->computed)
+	{
+		compute_ranges(scan);
+		/* A scan that starts backward starts from the end. */
+		if (ScanDirectionIsBackward(dir))
+			so->cur_range = so->nranges;
+	}
+	if (!step(so, dir))
+		return false;
+	gpuidx_tid_unpack(tid_at(so->img, so->cur_pos), &scan->xs_heaptid);
+	scan->xs_recheck = true;
+	return true;
+}
+
+/* Add every matching TID to the bitmap. */
+int64
+gpuidx_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
+{
+	GpuidxScanOpaque so = (GpuidxScanOpaque) scan->opaque;
+	ItemPointerData tids[256];
+	int64		total = 0;
+	int64		r;
+	int			nbuf = 0;
+
+	if (!so->computed)
+		compute_ranges(scan);
+	for (r = 0; r < so->nranges; r++)
+	{
+		uint64		pos;
+
+		for (pos = so->rfirst[r]; pos < so->rlast[r]; pos++)
+		{
+			gpuidx_tid_unpack(tid_at(so->img, (int64) pos), &tids[nbuf++]);
+			if (nbuf == lengthof(tids))
+			{
+				CHECK_FOR_INTERRUPTS();
+				tbm_add_tuples(tbm, tids, nbuf, true);
+				total += nbuf;
+				nbuf = 0;
+			}
+		}
+	}
+	if (nbuf > 0)
+	{
+		tbm_add_tuples(tbm, tids, nbuf, true);
+		total += nbuf;
+	}
+	return total;
+}
+
+/* End a scan. */
+void
+gpuidx_endscan(IndexScanDesc scan)
+{
+	GpuidxScanOpaque so = (GpuidxScanOpaque) scan->opaque;
+
+	reset_scan(so);
+	pfree(so);
+}

@@ -1,0 +1,308 @@
+/*
+ * vacuum.c - rewriting the base run: VACUUM's bulk delete, folding the
+ * pending list, and the cleanup that returns free pages to the FSM.
+ *
+ * A rewrite writes a complete new base run into free or new pages, then
+ * switches the metapage to it in one WAL record and bumps the generation;
+ * only then are the old pages marked free.  A crash before the switch leaves
+ * the old run intact.  The metapage is locked exclusively for the whole
+ * rewrite, so inserts wait for it (documented in README).
+ */
+#include "gpuidx.h"
+
+#include "access/generic_xlog.h"
+#include "commands/vacuum.h"
+#include "miscadmin.h"
+#include "storage/indexfsm.h"
+
+/* Mark every page of a chain free and tell the FSM. */
+static void
+free_chain(Relation index, BlockNumber blkno)
+{
+	while (blkno != InvalidBlockNumber)
+	{
+		Buffer		buf = ReadBuffer(index, blkno);
+		GenericXLogState *state;
+		Page		page;
+		BlockNumber next;
+
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		state = GenericXLogStart(index);
+		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+		next = GpuidxPageGetOpaque(page)->next;
+		gpuidx_init_page(page, GPUIDX_PAGE_FREE);
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(buf);
+		RecordFreeIndexPage(index, blkno);
+		blkno = next;
+	}
+}
+
+/* Is (ka, ta) before (kb, tb) in index order? */
+static inline bool
+entry_less(int64 ka, uint64 ta, int64 kb, uint64 tb)
+{
+	return ka < kb || (ka == kb && ta < tb);
+}
+
+/*
+ * Rewrite the index: keep the entries for which keep() says so (all when
+ * keep is NULL), merge the pending list in, and switch to the new run.
+ * Does nothing when keep is NULL and fewer than min_pending entries are
+ * pending.  *kept and *removed (may be NULL) receive the counts.
+ */
+void
+gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
+			   int64 min_pending, int64 *kept, int64 *removed)
+{
+	Buffer		metabuf;
+	GpuidxMetaPageData meta;
+	int64		nbase,
+				npending,
+				nb = 0,
+				np = 0,
+				i,
+				j,
+				o;
+	int64	   *keys;
+	uint64	   *tids;
+	int64	   *out_keys;
+	uint64	   *out_tids;
+	BlockNumber head;
+	BlockNumber null_head,
+				null_tail;
+	int64		nnull,
+				null_kept;
+	GenericXLogState *xstate;
+	GpuidxMetaPageData *m;
+
+	metabuf = ReadBuffer(index, GPUIDX_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	memcpy(&meta, GpuidxPageGetMeta(BufferGetPage(metabuf)), sizeof(meta));
+	if (meta.magic != GPUIDX_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" is not a valid gpuidx index",
+						RelationGetRelationName(index))));
+	if (keep == NULL && (int64) meta.pending_count < Max(min_pending, 1))
+	{
+		UnlockReleaseBuffer(metabuf);
+		if (kept)
+			*kept = meta.base_count + meta.pending_count + meta.null_count;
+		if (removed)
+			*removed = 0;
+		return;
+	}
+
+	nbase = meta.base_count;
+	npending = meta.pending_count;
+	keys = gpuidx_alloc_huge(sizeof(int64) * (nbase + npending));
+	tids = gpuidx_alloc_huge(sizeof(uint64) * (nbase + npending));
+	if (!gpuidx_read_chain(index, meta.base_head, GPUIDX_PAGE_BASE, 0, nbase,
+						   keys, tids) ||
+		!gpuidx_read_chain(index, meta.pending_head, GPUIDX_PAGE_PENDING, 0,
+						   npending, keys + nbase, tids + nbase))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has a broken page chain",
+						RelationGetRelationName(index)),
+				 errhint("REINDEX the index.")));
+
+	/* Filter each part in place, keeping order. */
+	for (i = 0; i < nbase + npending; i++)
+	{
+		ItemPointerData tid;
+
+		if ((i & 0xFFFF) == 0)
+			vacuum_delay_point();
+		if (keep)
+		{
+			gpuidx_tid_unpack(tids[i], &tid);
+			if (!keep(&tid, state))
+				continue;
+		}
+		if (i < nbase)
+		{
+			keys[nb] = keys[i];
+			tids[nb] = tids[i];
+			nb++;
+		}
+		else
+		{
+			keys[nbase + np] = keys[i];
+			tids[nbase + np] = tids[i];
+			np++;
+		}
+	}
+	gpuidx_sort_pairs(keys + nbase, tids + nbase, np);
+
+	/* Merge the sorted base part and the sorted pending part. */
+	out_keys = gpuidx_alloc_huge(sizeof(int64) * (nb + np));
+	out_tids = gpuidx_alloc_huge(sizeof(uint64) * (nb + np));
+	for (i = 0, j = nbase, o = 0; i < nb || j < nbase + np; o++)
+	{
+		if (j >= nbase + np ||
+			(i < nb && entry_less(keys[i], tids[i], keys[j], tids[j])))
+		{
+			out_keys[o] = keys[i];
+			out_tids[o] = tids[i++];
+		}
+		else
+		{
+			out_keys[o] = keys[j];
+			out_tids[o] = tids[j++];
+		}
+	}
+	pfree(keys);
+	pfree(tids);
+
+	head = gpuidx_write_chain(index, out_keys, out_tids, nb + np, GPUIDX_PAGE_BASE, NULL);
+
+	/* The NULL-key TIDs: filtered by VACUUM, left alone by a fold. */
+	nnull = meta.null_count;
+	null_kept = nnull;
+	null_head = meta.null_head;
+	null_tail = meta.null_tail;
+	if (keep && nnull > 0)
+	{
+		int64	   *nk = gpuidx_alloc_huge(sizeof(int64) * nnull);
+		uint64	   *nt = gpuidx_alloc_huge(sizeof(uint64) * nnull);
+
+		if (!gpuidx_read_chain(index, meta.null_head, GPUIDX_PAGE_NULL, 0,
+							   nnull, nk, nt))
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\" has a broken page chain",
+							RelationGetRelationName(index)),
+					 errhint("REINDEX the index.")));
+		null_kept = 0;
+		for (i = 0; i < nnull; i++)
+		{
+			ItemPointerData tid;
+
+			gpuidx_tid_unpack(nt[i], &tid);
+			if (keep(&tid, state))
+			{
+				nk[null_kept] = 0;
+				nt[null_kept++] = nt[i];
+			}
+		}
+		if (null_kept < nnull)
+			null_head = gpuidx_write_chain(index, nk, nt, null_kept,
+										   GPUIDX_PAGE_NULL, &null_tail);
+		pfree(nk);
+		pfree(nt);
+	}
+
+	xstate = GenericXLogStart(index);
+	m = GpuidxPageGetMeta(GenericXLogRegisterBuffer(xstate, metabuf, 0));
+	m->base_head = head;
+	m->base_count = nb + np;
+	m->pending_head = InvalidBlockNumber;
+	m->pending_tail = InvalidBlockNumber;
+	m->pending_count = 0;
+	m->null_head = null_head;
+	m->null_tail = null_tail;
+	m->null_count = null_kept;
+	m->generation++;
+	GenericXLogFinish(xstate);
+
+	free_chain(index, meta.base_head);
+	free_chain(index, meta.pending_head);
+	if (null_kept < nnull)
+		free_chain(index, meta.null_head);
+	UnlockReleaseBuffer(metabuf);
+
+	pfree(out_keys);
+	pfree(out_tids);
+	if (kept)
+		*kept = nb + np + null_kept;
+	if (removed)
+		*removed = (nbase + npending) - (nb + np) + (nnull - null_kept);
+}
+
+/* Fold the pending list into the base run if at least min_pending wait. */
+void
+gpuidx_fold_pending(Relation index, int64 min_pending)
+{
+	gpuidx_rewrite(index, NULL, NULL, min_pending, NULL, NULL);
+}
+
+typedef struct BulkDeleteState
+{
+	IndexBulkDeleteCallback callback;
+	void	   *callback_state;
+} BulkDeleteState;
+
+/* Keep an entry unless VACUUM says its heap tuple is dead. */
+static bool
+keep_live(ItemPointer tid, void *state)
+{
+	BulkDeleteState *bds = (BulkDeleteState *) state;
+
+	return !bds->callback(tid, bds->callback_state);
+}
+
+/* VACUUM: remove entries of dead heap tuples (and fold the pending list). */
+IndexBulkDeleteResult *
+gpuidx_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+				  IndexBulkDeleteCallback callback, void *callback_state)
+{
+	BulkDeleteState bds;
+	int64		kept,
+				removed;
+
+	if (stats == NULL)
+		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
+	bds.callback = callback;
+	bds.callback_state = callback_state;
+	gpuidx_rewrite(info->index, keep_live, &bds, 0, &kept, &removed);
+	stats->tuples_removed += removed;
+	stats->num_index_tuples = kept;
+	return stats;
+}
+
+/* VACUUM cleanup: fold pending entries, give free pages back to the FSM. */
+IndexBulkDeleteResult *
+gpuidx_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
+{
+	Relation	index = info->index;
+	BlockNumber npages,
+				blkno;
+	GpuidxMetaPageData meta;
+
+	if (info->analyze_only)
+		return stats;
+	if (stats == NULL)
+	{
+		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
+		gpuidx_fold_pending(index, 1);
+	}
+
+	npages = RelationGetNumberOfBlocks(index);
+	stats->pages_free = 0;
+	for (blkno = GPUIDX_METAPAGE_BLKNO + 1; blkno < npages; blkno++)
+	{
+		Buffer		buf;
+		Page		page;
+
+		vacuum_delay_point();
+		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL,
+								 info->strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (PageIsNew(page) || (GpuidxPageGetOpaque(page)->flags & GPUIDX_PAGE_FREE))
+		{
+			RecordFreeIndexPage(index, blkno);
+			stats->pages_free++;
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	IndexFreeSpaceMapVacuum(index);
+
+	gpuidx_read_meta(index, &meta);
+	stats->num_pages = npages;
+	stats->num_index_tuples = meta.base_count + meta.pending_count + meta.null_count;
+	stats->estimated_count = false;
+	return stats;
+}
