@@ -25,10 +25,10 @@
  * p < the largest key.  Probes are int64 whatever the key width; a probe
  * outside the stored type's range is answered by comparison (below all keys
  * or above all keys), never narrowed.  Large batches are cut into blocks,
- * each block's probes radix-sorted with their indexes and searched in key
- * order (the descents then walk the tree left to right, so nodes and leaves
- * come from cache); results go to the caller's positions.  Batches large
- * enough are split over threads, each owning a contiguous slice of probes.
+ * each block's probes partially radix-sorted (top bits) with their positions
+ * and searched in key order (the descents then walk the tree left to right,
+ * so nodes and leaves come from cache); results go to the caller's positions.
+ * Batches large enough are split over threads, each owning a slice of probes.
  *
  * No PostgreSQL headers here.
  */
@@ -47,14 +47,23 @@
 #define RUN_SCAN		8		/* equal keys scanned before descending */
 
 /*
- * Batch tuning, measured on a 2-core EPYC with 10^7 keys: sorting pays from
- * a few thousand probes on; a thread pays from some 64k probes.  Both can be
- * overridden (GI_CPU_SORT_MIN, GI_CPU_THREADS) for tests and experiments.
+ * Batch tuning, measured on a 2-core EPYC VM, 10^6 probes over 10^7 int32
+ * keys: searching sorted blocks takes ~55-70 ns a probe against ~140-220 ns
+ * in the caller's order.  Blocks of 2^18 probes were best (2^16 leaves the
+ * probes too sparse over the leaves; 2^20 spreads the scattered result
+ * writes over more than the caches).  Sorting is cheap (~8 ns a probe), so it
+ * is done from a few thousand probes on; a thread pays from some 64k probes.
+ * GI_CPU_SORT_MIN and GI_CPU_THREADS override both for tests and experiments.
  */
 #define DEFAULT_SORT_MIN	4096
 #define PROBES_PER_THREAD	65536
 #define MAX_THREADS			32
-#define SORT_BLOCK			(1 << 20)	/* probes sorted together */
+#ifndef SORT_BLOCK
+#define SORT_BLOCK			(1 << 18)	/* probes sorted together */
+#endif
+#ifndef SORT_BITS
+#define SORT_BITS			16	/* top bits of the span the block sort uses */
+#endif
 
 typedef struct CpuBtree
 {
@@ -258,52 +267,144 @@ answer(const CpuBtree *t, GiOp op, int64_t p, int64_t hi, uint64_t *first,
 	*last = b;
 }
 
-/*
- * Answer probes in the order given by order[] (indexes into the caller's
- * arrays) or, when order is NULL, positions base .. base + count - 1.
- */
+/* Answer the caller's probes base .. base + count - 1 in their own order. */
 static inline __attribute__((always_inline)) void
 answer_many(const CpuBtree *t, GiOp op, const int64_t *probes,
-			const int64_t *probes_hi, const uint64_t *order, size_t base,
-			size_t count, uint64_t *first, uint64_t *last, const int wide)
+			const int64_t *probes_hi, size_t base, size_t count,
+			uint64_t *first, uint64_t *last, const int wide)
+{
+	size_t		i;
+
+	for (i = base; i < base + count; i++)
+		answer(t, op, probes[i], probes_hi ? probes_hi[i] : 0, &first[i],
+			   &last[i], wide);
+}
+
+/*
+ * Answer a sorted block: probe values min + rebased[s] in search order, for
+ * caller position base + pos[s].  Answers are written in search order, over
+ * rebased[] (each value is read before its slot is reused) and spare[], and
+ * only then scattered to the caller's positions in a tight loop of
+ * independent stores: interleaving scattered stores with the descents
+ * stalls them.
+ */
+static inline __attribute__((always_inline)) void
+answer_sorted(const CpuBtree *t, GiOp op, uint64_t *rebased, uint64_t *spare,
+			  const uint32_t *pos, int64_t min, const int64_t *probes_hi,
+			  size_t base, size_t count, uint64_t *first, uint64_t *last,
+			  const int wide)
 {
 	size_t		s;
 
-	if (t->hdr.n == 0)
-	{
+	/* Upper bounds are gathered first, in a loop of independent loads. */
+	if (probes_hi)
 		for (s = 0; s < count; s++)
-		{
-			size_t		i = order ? order[s] : base + s;
+			spare[s] = (uint64_t) probes_hi[base + pos[s]];
+	for (s = 0; s < count; s++)
+	{
+		int64_t		p = (int64_t) (rebased[s] + (uint64_t) min);
 
-			first[i] = last[i] = 0;
-		}
-		return;
+		answer(t, op, p, (int64_t) spare[s], &rebased[s], &spare[s], wide);
 	}
 	for (s = 0; s < count; s++)
 	{
-		size_t		i = order ? order[s] : base + s;
-
-		answer(t, op, probes[i], probes_hi ? probes_hi[i] : 0,
-			   &first[i], &last[i], wide);
+		first[base + pos[s]] = rebased[s];
+		last[base + pos[s]] = spare[s];
 	}
 }
 
-/* answer_many for int32 keys. */
+/* answer_many / answer_sorted specialized for int32 or int64 keys. */
 static void
-answer_many32(const CpuBtree *t, GiOp op, const int64_t *probes,
-			  const int64_t *probes_hi, const uint64_t *order, size_t base,
-			  size_t count, uint64_t *first, uint64_t *last)
+answer_block(const CpuBtree *t, GiOp op, const int64_t *probes,
+			 const int64_t *probes_hi, uint64_t *rebased, uint64_t *spare,
+			 const uint32_t *pos, int64_t min, size_t base, size_t count,
+			 uint64_t *first, uint64_t *last)
 {
-	answer_many(t, op, probes, probes_hi, order, base, count, first, last, 0);
+	if (t->hdr.n == 0)
+	{
+		size_t		i;
+
+		for (i = base; i < base + count; i++)
+			first[i] = last[i] = 0;
+	}
+	else if (rebased == NULL && t->wide)
+		answer_many(t, op, probes, probes_hi, base, count, first, last, 1);
+	else if (rebased == NULL)
+		answer_many(t, op, probes, probes_hi, base, count, first, last, 0);
+	else if (t->wide)
+		answer_sorted(t, op, rebased, spare, pos, min, probes_hi, base, count,
+					  first, last, 1);
+	else
+		answer_sorted(t, op, rebased, spare, pos, min, probes_hi, base, count,
+					  first, last, 0);
 }
 
-/* answer_many for int64 keys. */
+/*
+ * Order a block of probes for locality (Harmonia's partial sort): an LSD
+ * radix sort of the rebased probes p - min on their top SORT_BITS bits only.
+ * Probes that share those bits are close in value, so they fall into the
+ * same or neighbouring leaves whatever their order among themselves; the
+ * order only affects speed, never answers.  Returns the arrays holding the
+ * result (keys/pos or tmp_keys/tmp_pos) through *out_keys and *out_pos.
+ */
 static void
-answer_many64(const CpuBtree *t, GiOp op, const int64_t *probes,
-			  const int64_t *probes_hi, const uint64_t *order, size_t base,
-			  size_t count, uint64_t *first, uint64_t *last)
+sort_probe_block(const int64_t *probes, size_t count, uint64_t *keys,
+				 uint32_t *pos, uint64_t *tmp_keys, uint32_t *tmp_pos,
+				 int64_t *min_out, uint64_t **out_keys, uint32_t **out_pos)
 {
-	answer_many(t, op, probes, probes_hi, order, base, count, first, last, 1);
+	int64_t		min = probes[0];
+	int64_t		max = probes[0];
+	uint64_t	span;
+	int			bits;
+	int			shift;
+	size_t		i;
+
+	for (i = 1; i < count; i++)
+	{
+		if (probes[i] < min)
+			min = probes[i];
+		if (probes[i] > max)
+			max = probes[i];
+	}
+	for (i = 0; i < count; i++)
+	{
+		keys[i] = (uint64_t) probes[i] - (uint64_t) min;
+		pos[i] = (uint32_t) i;
+	}
+	span = (uint64_t) max - (uint64_t) min;
+	bits = span ? 64 - __builtin_clzll(span) : 0;
+	shift = bits > SORT_BITS ? bits - SORT_BITS : 0;
+	for (; shift < bits; shift += 8)
+	{
+		size_t		offset[256];
+		size_t		sum = 0;
+		uint64_t   *swap_keys;
+		uint32_t   *swap_pos;
+		int			b;
+
+		memset(offset, 0, sizeof(offset));
+		for (i = 0; i < count; i++)
+			offset[(keys[i] >> shift) & 255]++;
+		for (b = 0; b < 256; b++)
+		{
+			size_t		c = offset[b];
+
+			offset[b] = sum;
+			sum += c;
+		}
+		for (i = 0; i < count; i++)
+		{
+			size_t		at = offset[(keys[i] >> shift) & 255]++;
+
+			tmp_keys[at] = keys[i];
+			tmp_pos[at] = pos[i];
+		}
+		swap_keys = keys, keys = tmp_keys, tmp_keys = swap_keys;
+		swap_pos = pos, pos = tmp_pos, tmp_pos = swap_pos;
+	}
+	*min_out = min;
+	*out_keys = keys;
+	*out_pos = pos;
 }
 
 /* One thread's share of a batch, and the scratch it sorts in. */
@@ -318,11 +419,10 @@ typedef struct QueryTask
 	size_t		begin;			/* caller positions [begin, end) */
 	size_t		end;
 	size_t		sort_min;		/* sort blocks at least this large */
-	int64_t    *sorted_keys;	/* scratch: SORT_BLOCK each, or NULL */
-	uint64_t   *indexes;
-	uint64_t   *sorted_indexes;
-	GiStatus	status;
-	GiError		err;
+	uint64_t   *keys;			/* scratch for sort_probe_block, or NULL */
+	uint64_t   *tmp_keys;
+	uint32_t   *pos;
+	uint32_t   *tmp_pos;
 	double		sort_ms;
 	double		search_ms;
 } QueryTask;
@@ -334,36 +434,24 @@ run_task(void *arg)
 	QueryTask  *q = (QueryTask *) arg;
 	size_t		at = q->begin;
 
-	q->status = GI_OK;
 	while (at < q->end)
 	{
 		size_t		count = q->end - at;
-		const uint64_t *order = NULL;
+		uint64_t   *rebased = NULL;
+		uint32_t   *pos = NULL;
+		int64_t		min = 0;
 		double		t0 = gi_now_ms();
 		double		t1;
 
 		if (count > SORT_BLOCK)
 			count = SORT_BLOCK;
-		if (count >= q->sort_min && q->sorted_keys != NULL)
-		{
-			size_t		i;
-
-			for (i = 0; i < count; i++)
-				q->indexes[i] = at + i;
-			q->status = gi_host_sort_pairs(q->probes + at, q->indexes, count,
-										   q->sorted_keys, q->sorted_indexes,
-										   &q->err);
-			if (q->status != GI_OK)
-				return NULL;
-			order = q->sorted_indexes;
-		}
+		if (count >= q->sort_min && q->keys != NULL)
+			sort_probe_block(q->probes + at, count, q->keys, q->pos,
+							 q->tmp_keys, q->tmp_pos, &min, &rebased, &pos);
 		t1 = gi_now_ms();
-		if (q->t->wide)
-			answer_many64(q->t, q->op, q->probes, q->probes_hi, order, at, count,
-						  q->first, q->last);
-		else
-			answer_many32(q->t, q->op, q->probes, q->probes_hi, order, at, count,
-						  q->first, q->last);
+		answer_block(q->t, q->op, q->probes, q->probes_hi, rebased,
+					 rebased == q->keys ? q->tmp_keys : q->keys, pos, min,
+					 at, count, q->first, q->last);
 		q->sort_ms += t1 - t0;
 		q->search_ms += gi_now_ms() - t1;
 		at += count;
@@ -455,10 +543,11 @@ gi_cpu_query(GiImage *image, GiOp op, const int64_t *probes,
 		q->sort_min = sort_min;
 		if (block >= sort_min && t->hdr.n > 0)
 		{
-			q->sorted_keys = malloc(block * sizeof(int64_t));
-			q->indexes = malloc(block * sizeof(uint64_t));
-			q->sorted_indexes = malloc(block * sizeof(uint64_t));
-			if (!q->sorted_keys || !q->indexes || !q->sorted_indexes)
+			q->keys = malloc(block * sizeof(uint64_t));
+			q->tmp_keys = malloc(block * sizeof(uint64_t));
+			q->pos = malloc(block * sizeof(uint32_t));
+			q->tmp_pos = malloc(block * sizeof(uint32_t));
+			if (!q->keys || !q->tmp_keys || !q->pos || !q->tmp_pos)
 				st = gi_set_error(err, GI_ERR_HOST_OOM,
 								  "out of host memory sorting %zu probes", block);
 		}
@@ -491,12 +580,6 @@ gi_cpu_query(GiImage *image, GiOp op, const int64_t *probes,
 		}
 		for (i = 0; i < nthreads; i++)
 		{
-			if (tasks[i].status != GI_OK && st == GI_OK)
-			{
-				st = tasks[i].status;
-				if (err)
-					*err = tasks[i].err;
-			}
 			/* Phases overlap across threads: report the slowest thread. */
 			if (tasks[i].sort_ms > image->last_query.sort_ms)
 				image->last_query.sort_ms = tasks[i].sort_ms;
@@ -506,9 +589,10 @@ gi_cpu_query(GiImage *image, GiOp op, const int64_t *probes,
 	}
 	for (i = 0; i < nthreads; i++)
 	{
-		free(tasks[i].sorted_keys);
-		free(tasks[i].indexes);
-		free(tasks[i].sorted_indexes);
+		free(tasks[i].keys);
+		free(tasks[i].tmp_keys);
+		free(tasks[i].pos);
+		free(tasks[i].tmp_pos);
 	}
 	image->last_query.total_ms = gi_now_ms() - t0;
 	return st;
