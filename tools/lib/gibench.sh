@@ -99,7 +99,7 @@ gib_table() {
             base["pred"] = "LATERAL"; base["rcount"] = "LATERAL count"
             hdr = sprintf("%-15s %8s %-14s %11s", "workload", "batch", "btree form", "btree ms")
             for (i = 1; i <= ne; i++) hdr = hdr sprintf(" %11s %9s", E[i] " ms", "x " E[i])
-            hdr = hdr sprintf(" %10s %10s", "rows btree", "rows gpuidx")
+            hdr = hdr sprintf(" %11s %11s", "rows btree", "rows gpuidx")
             print hdr
         }
         {
@@ -117,7 +117,7 @@ gib_table() {
                         line = line sprintf(" %11.2f %8.1fx", ms, (ms > 0 ? BT[key] / ms : 0))
                     } else line = line sprintf(" %11s %9s", "-", "-")
                 }
-                line = line sprintf(" %10d %10d", RB[key], RG[key])
+                line = line sprintf(" %11d %11d", RB[key], RG[key])
                 print line
             }
         }'
@@ -130,7 +130,7 @@ gib_plans() {
         for m in btree gpuidx; do
             [[ "$w/$m" == lookup/btree ]] && continue
             echo "  $w via $m:"
-            pgc_psql -At -c "SELECT gibench.plan('$w', '$m', $n)" | head -n 4 | sed 's/^/    /'
+            pgc_psql -At -c "SELECT gibench.plan('$w', '$m', $n)" | head -n 4 | cut -c1-110 | sed "s/^/    /" || true
         done
     done
 }
