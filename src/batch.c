@@ -231,6 +231,92 @@ rls_filter(Batch *b, RowList *list, int64 from)
 	pfree(arr);
 }
 
+/* Above this many candidates a round fetches in position order, unsorted. */
+#define MAX_SORTED_FETCH (8 * 1024 * 1024)
+
+/*
+ * Fetch every candidate position of the active probes and append the
+ * visible ones to out, in (probe, position) order.  Fetches are made in heap
+ * TID order so that consecutive ones share a heap page already pinned,
+ * which is most of the cost of a batch.
+ */
+static void
+fetch_candidates(Batch *b, const int64 *active, int64 nactive,
+				 const uint64 *first, const uint64 *last, int64 probe_base,
+				 RowList *out)
+{
+	int64		ncand = 0,
+				i,
+				c;
+	int64	   *tidkey;
+	uint64	   *order;
+	int64	   *cand_pos;
+	int64	   *cand_probe;
+	bool	   *visible;
+	ItemPointerData *ctids;
+
+	for (i = 0; i < nactive; i++)
+		ncand += (int64) (last[active[i]] - first[active[i]]);
+	if (ncand > MAX_SORTED_FETCH)
+	{
+		for (i = 0; i < nactive; i++)
+		{
+			int64		p = active[i];
+			uint64		pos;
+
+			for (pos = first[p]; pos < last[p]; pos++)
+			{
+				ItemPointerData ctid;
+
+				if (((pos - first[p]) & 0xFFF) == 0)
+					CHECK_FOR_INTERRUPTS();
+				if (entry_visible(b, (int64) pos, &ctid))
+					rows_push(out, probe_base + p, (int64) pos, &ctid);
+			}
+		}
+		return;
+	}
+
+	tidkey = gpuidx_alloc_huge(sizeof(int64) * Max(ncand, 1));
+	order = gpuidx_alloc_huge(sizeof(uint64) * Max(ncand, 1));
+	cand_pos = gpuidx_alloc_huge(sizeof(int64) * Max(ncand, 1));
+	cand_probe = gpuidx_alloc_huge(sizeof(int64) * Max(ncand, 1));
+	for (i = 0, c = 0; i < nactive; i++)
+	{
+		int64		p = active[i];
+		uint64		pos;
+
+		for (pos = first[p]; pos < last[p]; pos++, c++)
+		{
+			cand_pos[c] = (int64) pos;
+			cand_probe[c] = p;
+			tidkey[c] = (int64) b->img->tids[pos];
+			order[c] = (uint64) c;
+		}
+	}
+	gpuidx_sort_pairs(tidkey, order, ncand);
+	pfree(tidkey);
+
+	visible = gpuidx_alloc_huge(sizeof(bool) * Max(ncand, 1));
+	ctids = gpuidx_alloc_huge(sizeof(ItemPointerData) * Max(ncand, 1));
+	for (i = 0; i < ncand; i++)
+	{
+		c = (int64) order[i];
+		if ((i & 0xFFF) == 0xFFF)
+			CHECK_FOR_INTERRUPTS();
+		visible[c] = entry_visible(b, cand_pos[c], &ctids[c]);
+	}
+	for (c = 0; c < ncand; c++)
+		if (visible[c])
+			rows_push(out, probe_base + cand_probe[c], cand_pos[c], &ctids[c]);
+
+	pfree(order);
+	pfree(cand_pos);
+	pfree(cand_probe);
+	pfree(visible);
+	pfree(ctids);
+}
+
 /* Order rows by (probe, position). */
 static int
 cmp_row(const void *a, const void *b)
@@ -267,23 +353,8 @@ collect_rows(Batch *b, GiOp op, int64 nprobes, uint64 *first, uint64 *last,
 	{
 		int64		round_from = out->n;
 		int64		still = 0;
-		int64		fetched = 0;
 
-		for (i = 0; i < nactive; i++)
-		{
-			int64		p = active[i];
-			uint64		pos;
-
-			for (pos = first[p]; pos < last[p]; pos++)
-			{
-				ItemPointerData ctid;
-
-				if ((++fetched & 0xFFF) == 0)
-					CHECK_FOR_INTERRUPTS();
-				if (entry_visible(b, (int64) pos, &ctid))
-					rows_push(out, probe_base + p, (int64) pos, &ctid);
-			}
-		}
+		fetch_candidates(b, active, nactive, first, last, probe_base, out);
 		if (b->rls)
 			rls_filter(b, out, round_from);
 		round++;
