@@ -92,3 +92,7 @@ COMMENT ON FUNCTION gpuidx_range_count(regclass, bigint[], bigint[]) IS 'Batch: 
 CREATE FUNCTION gpuidx_info(idx regclass) RETURNS jsonb
 	AS 'MODULE_PATHNAME', 'gpuidx_info' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION gpuidx_info(regclass) IS 'Structure, engine, entries, memory and timings of a gpuidx index';
+
+CREATE FUNCTION gpuidx_verify(idx regclass) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'gpuidx_verify' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpuidx_verify(regclass) IS 'Check the on-disk structure of a gpuidx index and that its image agrees; true or an error';

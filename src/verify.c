@@ -1,0 +1,161 @@
+/*
+ * verify.c - gpuidx_verify(idx): check the on-disk structure and that the
+ * loaded image agrees with it.  Used by the tests; cheap enough for users.
+ */
+#include "gpuidx.h"
+
+#include "access/relation.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+/* Report a verification failure. */
+static void
+fail(Relation index, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("gpuidx index \"%s\" failed verification: %s",
+					RelationGetRelationName(index), what)));
+}
+
+/* Check every chain's pages and counts against the metapage. */
+static void
+verify_disk(Relation index, GpuidxMetaPageData *meta, int64 **keys,
+			uint64 **tids, int64 *n, uint64 **null_tids)
+{
+	int64		i;
+	int64		nbase;
+
+	gpuidx_read_entries(index, meta, -1, keys, tids, n, null_tids);
+	if (meta->key_bytes != 2 && meta->key_bytes != 4 && meta->key_bytes != 8)
+		fail(index, psprintf("metapage key width %d", meta->key_bytes));
+	if (meta->key_bytes != gpuidx_key_bytes_for_type(
+													 TupleDescAttr(RelationGetDescr(index), 0)->atttypid))
+		fail(index, "metapage key width does not match the column type");
+	nbase = (int64) meta->base_count;
+	if (*n != nbase + (int64) meta->pending_count)
+		fail(index, "entry count does not match the metapage");
+	for (i = 1; i < nbase; i++)
+	{
+		if ((*keys)[i - 1] > (*keys)[i] ||
+			((*keys)[i - 1] == (*keys)[i] && (*tids)[i - 1] >= (*tids)[i]))
+			fail(index, psprintf("base run out of order at entry " INT64_FORMAT, i));
+	}
+	for (i = 0; i < *n; i++)
+	{
+		int64		k = (*keys)[i];
+
+		if ((meta->key_bytes == 2 && (k < PG_INT16_MIN || k > PG_INT16_MAX)) ||
+			(meta->key_bytes == 4 && (k < PG_INT32_MIN || k > PG_INT32_MAX)))
+			fail(index, psprintf("key " INT64_FORMAT " outside the key type", k));
+		if (((*tids)[i] & 0xFFFF) == 0)
+			fail(index, "entry with an invalid heap TID");
+	}
+}
+
+PG_FUNCTION_INFO_V1(gpuidx_verify);
+/* gpuidx_verify(idx): true, or an error saying what is wrong. */
+Datum
+gpuidx_verify(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	Oid			heapoid;
+	Relation	heap,
+				index;
+	GpuidxMetaPageData meta;
+	int64	   *keys;
+	uint64	   *tids;
+	uint64	   *null_tids;
+	int64		n,
+				i,
+				ndistinct = 0;
+	GpuidxImageData *img;
+	int64	   *probes;
+	uint64	   *first,
+			   *last;
+	AclResult	aclresult;
+
+	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ?
+						get_rel_name(indexoid) : "?")));
+	heapoid = IndexGetRelation(indexoid, false);
+	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(heapoid));
+	heap = relation_open(heapoid, AccessShareLock);
+	index = index_open(indexoid, AccessShareLock);
+	if (!gpuidx_is_gpuidx_index(index))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a gpuidx index", RelationGetRelationName(index))));
+
+	verify_disk(index, &meta, &keys, &tids, &n, &null_tids);
+	gpuidx_sort_pairs(keys + meta.base_count, tids + meta.base_count,
+					  (int64) meta.pending_count);
+
+	/* The image must hold exactly the disk's entries, in order. */
+	img = gpuidx_image_acquire(index);
+	if (img->generation == meta.generation && img->pending_count == meta.pending_count)
+	{
+		int64	   *mk = palloc(sizeof(int64) * Max(n, 1));
+		uint64	   *mt = palloc(sizeof(uint64) * Max(n, 1));
+		int64		a = 0,
+					b = meta.base_count,
+					o = 0;
+
+		/* merge base and sorted pending as the cache does */
+		while (a < (int64) meta.base_count || b < n)
+		{
+			if (b >= n || (a < (int64) meta.base_count &&
+						   (keys[a] < keys[b] || (keys[a] == keys[b] && tids[a] < tids[b]))))
+			{
+				mk[o] = keys[a];
+				mt[o++] = tids[a++];
+			}
+			else
+			{
+				mk[o] = keys[b];
+				mt[o++] = tids[b++];
+			}
+		}
+		if (img->n != n)
+			fail(index, "image entry count differs from the disk");
+		for (i = 0; i < n; i++)
+			if (img->keys[i] != mk[i] || img->tids[i] != mt[i])
+				fail(index, psprintf("image entry " INT64_FORMAT " differs from the disk", i));
+		if (img->nnull != (int64) meta.null_count ||
+			(meta.null_count > 0 &&
+			 memcmp(img->null_tids, null_tids, sizeof(uint64) * meta.null_count) != 0))
+			fail(index, "image NULL-key TIDs differ from the disk");
+	}
+
+	/* The engine must find every distinct key's whole run. */
+	probes = palloc(sizeof(int64) * Max(img->n, 1));
+	for (i = 0; i < img->n; i++)
+		if (i == 0 || img->keys[i] != img->keys[i - 1])
+			probes[ndistinct++] = img->keys[i];
+	first = palloc(sizeof(uint64) * Max(ndistinct, 1));
+	last = palloc(sizeof(uint64) * Max(ndistinct, 1));
+	gpuidx_query_image(img, GI_OP_POINT, probes, NULL, ndistinct, first, last);
+	for (i = 0; i < ndistinct; i++)
+	{
+		if (first[i] >= last[i] || last[i] > (uint64) img->n ||
+			img->keys[first[i]] != probes[i] ||
+			(first[i] > 0 && img->keys[first[i] - 1] == probes[i]) ||
+			img->keys[last[i] - 1] != probes[i] ||
+			(last[i] < (uint64) img->n && img->keys[last[i]] == probes[i]))
+			fail(index, psprintf("engine answer for key " INT64_FORMAT " is wrong", probes[i]));
+	}
+	gpuidx_image_release(img);
+
+	index_close(index, AccessShareLock);
+	relation_close(heap, AccessShareLock);
+	PG_RETURN_BOOL(true);
+}
