@@ -28,10 +28,12 @@ typedef struct CacheEntry
 	Oid			indexoid;		/* hash key */
 	RelFileNode node;
 	GpuidxImageData *current;
+	uint64		last_used;		/* for least-recently-used eviction */
 } CacheEntry;
 
 static HTAB *image_cache = NULL;
 static GpuidxImageData *live_versions = NULL;
+static uint64 use_tick = 0;
 static int	gpu_usable = -1;	/* -1 unknown, 0 no, 1 yes */
 static char gpu_unusable_reason[256];
 
@@ -169,6 +171,38 @@ device_bytes_in_use(GpuidxImageData *except)
 	return total;
 }
 
+/*
+ * Make room on the device under gpuidx.device_memory_limit: free the images
+ * of the least recently used indexes that no scan holds, until need more
+ * bytes fit or nothing is left to evict.
+ */
+static void
+evict_for_device(uint64 limit, uint64 need, Oid keep)
+{
+	for (;;)
+	{
+		HASH_SEQ_STATUS seq;
+		CacheEntry *e,
+				   *victim = NULL;
+
+		if (device_bytes_in_use(NULL) + need <= limit)
+			return;
+		hash_seq_init(&seq, image_cache);
+		while ((e = hash_seq_search(&seq)) != NULL)
+		{
+			if (e->indexoid == keep || e->current == NULL ||
+				e->current->refcount > 0 || e->current->engine != GI_ENGINE_GPU)
+				continue;
+			if (victim == NULL || e->last_used < victim->last_used)
+				victim = e;
+		}
+		if (victim == NULL)
+			return;
+		free_version(victim->current);
+		victim->current = NULL;
+	}
+}
+
 /* Merge two (key, tid)-sorted runs into out. */
 static void
 merge_runs(const int64 *ak, const uint64 *at, int64 na,
@@ -294,7 +328,12 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	if (engine == GI_ENGINE_GPU && gpuidx_device_memory_limit_mb > 0)
 	{
 		uint64		limit = (uint64) gpuidx_device_memory_limit_mb * 1024 * 1024;
-		uint64		used = device_bytes_in_use(prev);
+		uint64		used;
+
+		/* Keys on the device plus about a quarter for the inner levels. */
+		evict_for_device(limit, (uint64) img->n * (img->key_bytes <= 4 ? 4 : 8) * 5 / 4,
+						 img->indexoid);
+		used = device_bytes_in_use(prev);
 
 		params.device_memory_limit = used >= limit ? 1 : (size_t) (limit - used);
 	}
@@ -336,8 +375,10 @@ gpuidx_image_acquire(Relation index)
 	if (!found)
 	{
 		entry->current = NULL;
+		entry->last_used = 0;
 		memset(&entry->node, 0, sizeof(RelFileNode));
 	}
+	entry->last_used = ++use_tick;
 	cur = entry->current;
 	if (cur && (!RelFileNodeEquals(entry->node, index->rd_node) ||
 				cur->generation != meta.generation ||
