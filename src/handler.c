@@ -180,8 +180,14 @@ gpuidx_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		}
 	}
 
+	/*
+	 * Fixed cost of a batch: reading the metapage and checking the image
+	 * (about a random page), plus dispatching to the engine, which on a GPU
+	 * is a launch and two copies.  A lone key is cheaper through btree.
+	 */
 	per_probe = cpu_operator_cost * (log2(entries) + 1.0) * 0.25;
-	*indexStartupCost = random_page_cost + 100.0 * cpu_operator_cost +
+	*indexStartupCost = random_page_cost + 400.0 * cpu_operator_cost +
+		(gpuidx_engine_setting != GPUIDX_ENGINE_CPU ? 2000.0 * cpu_operator_cost : 0.0) +
 		nprobes * per_probe;
 	*indexTotalCost = *indexStartupCost +
 		costs.numIndexTuples * cpu_index_tuple_cost;
