@@ -117,6 +117,11 @@ extern int	gpuidx_engine_setting;
 extern int	gpuidx_pending_limit;
 extern int	gpuidx_device_memory_limit_mb;
 extern int	gpuidx_batch_chunk;
+extern bool gpuidx_enable_customscan;
+
+/* ---------- customscan.c ---------- */
+
+extern void gpuidx_customscan_init(void);
 
 /* ---------- storage.c ---------- */
 

@@ -79,7 +79,13 @@ _PG_init(void)
 							"the query can be cancelled between chunks.",
 							&gpuidx_batch_chunk, 1048576, 1024, 1 << 28,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuidx.enable_customscan",
+							 "Lets the planner use GpuIndexScan, which answers a table's quals on a gpuidx column as one batch.",
+							 NULL,
+							 &gpuidx_enable_customscan, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gpuidx");
+	gpuidx_customscan_init();
 
 	gpuidx_relopt_kind = add_reloption_kind();
 	add_string_reloption(gpuidx_relopt_kind, "structure",

@@ -1,0 +1,807 @@
+/*
+ * customscan.c - GpuIndexScan: a custom scan that answers all of a table's
+ * quals on a gpuidx-indexed column as one batch.
+ *
+ * Planner: set_rel_pathlist_hook adds a GpuIndexScan path for a base table
+ * with a gpuidx index when its quals on the indexed column are comparisons
+ * with constants, parameters or stable expressions, = ANY(array), BETWEEN,
+ * or ORs of these.  Every qual stays in the plan's qual list and is
+ * rechecked on each tuple, so the batch only has to be a superset.
+ *
+ * Executor: the batch's values are evaluated at the first fetch (and after
+ * every rescan) into a sorted list of disjoint key intervals, the engine
+ * answers them in one call, the hit TIDs are sorted by heap block and the
+ * tuples fetched with the snapshot.
+ */
+#include "gpuidx.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/restrictinfo.h"
+#include "portability/instr_time.h"
+#include <math.h>
+
+#include "utils/array.h"
+#include "utils/ruleutils.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/selfuncs.h"
+#include "utils/snapmgr.h"
+
+bool		gpuidx_enable_customscan = true;
+
+static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+static Oid	gpuidx_am_oid = InvalidOid;
+
+/* ---------- recognizing batchable quals ---------- */
+
+/* Does node compute the index's key (its column, or its expression)? */
+static bool
+is_index_key(Node *node, IndexOptInfo *index, Index relid)
+{
+	while (node && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	if (node == NULL)
+		return false;
+	if (index->indexkeys[0] != 0)
+		return IsA(node, Var) &&
+			((Var *) node)->varno == relid &&
+			((Var *) node)->varattno == index->indexkeys[0] &&
+			((Var *) node)->varlevelsup == 0;
+	return index->indexprs != NIL && equal(node, linitial(index->indexprs));
+}
+
+/* Can node be evaluated once per scan (no Vars, nothing volatile)? */
+static bool
+is_scan_constant(Node *node)
+{
+	return !contain_var_clause(node) && !contain_volatile_functions(node);
+}
+
+/* Strategy of an operator in the index's family, 0 if not there. */
+static int
+op_strategy(Oid opno, IndexOptInfo *index)
+{
+	return get_op_opfamily_strategy(opno, index->opfamily[0]);
+}
+
+/*
+ * Is clause usable in a batch on this index: a comparison of the key with a
+ * scan constant, key = ANY(array), or an OR / AND of usable clauses?
+ */
+static bool
+clause_is_batchable(Node *clause, IndexOptInfo *index, Index relid)
+{
+	if (IsA(clause, RestrictInfo))
+		clause = (Node *) ((RestrictInfo *) clause)->clause;
+	if (IsA(clause, OpExpr))
+	{
+		OpExpr	   *op = (OpExpr *) clause;
+		Node	   *l,
+				   *r;
+		Oid			opno = op->opno;
+
+		if (list_length(op->args) != 2)
+			return false;
+		l = linitial(op->args);
+		r = lsecond(op->args);
+		if (is_index_key(l, index, relid) && is_scan_constant(r))
+			return op_strategy(opno, index) != 0;
+		if (is_index_key(r, index, relid) && is_scan_constant(l))
+		{
+			Oid			comm = get_commutator(opno);
+
+			return OidIsValid(comm) && op_strategy(comm, index) != 0;
+		}
+		return false;
+	}
+	if (IsA(clause, ScalarArrayOpExpr))
+	{
+		ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) clause;
+
+		return saop->useOr &&
+			op_strategy(saop->opno, index) == BTEqualStrategyNumber &&
+			is_index_key(linitial(saop->args), index, relid) &&
+			is_scan_constant(lsecond(saop->args));
+	}
+	if (IsA(clause, BoolExpr) &&
+		(is_orclause(clause) || is_andclause(clause)))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((BoolExpr *) clause)->args)
+			if (!clause_is_batchable(lfirst(lc), index, relid))
+				return false;
+		return true;
+	}
+	return false;
+}
+
+/* Rough number of intervals a clause contributes (for costing). */
+static double
+clause_probes(Node *clause)
+{
+	if (IsA(clause, RestrictInfo))
+		clause = (Node *) ((RestrictInfo *) clause)->clause;
+	if (IsA(clause, ScalarArrayOpExpr))
+		return Max(estimate_array_length(lsecond(((ScalarArrayOpExpr *) clause)->args)), 1);
+	if (IsA(clause, BoolExpr))
+	{
+		double		n = 0;
+		ListCell   *lc;
+
+		foreach(lc, ((BoolExpr *) clause)->args)
+			n += clause_probes(lfirst(lc));
+		return Max(n, 1);
+	}
+	return 1;
+}
+
+/* ---------- planner ---------- */
+
+static Plan *plan_gpuidx_path(PlannerInfo *root, RelOptInfo *rel,
+							  CustomPath *best_path, List *tlist,
+							  List *clauses, List *custom_plans);
+static Node *create_gpuidx_scan_state(CustomScan *cscan);
+
+static const CustomPathMethods gpuidx_path_methods = {
+	.CustomName = "GpuIndexScan",
+	.PlanCustomPath = plan_gpuidx_path,
+};
+
+static const CustomScanMethods gpuidx_scan_methods = {
+	.CustomName = "GpuIndexScan",
+	.CreateCustomScanState = create_gpuidx_scan_state,
+};
+
+/*
+ * Cost: the fixed cost of one engine batch (as the index AM charges it),
+ * per-probe search, and a heap visit in block order per hit, as a bitmap
+ * heap scan would pay.
+ */
+static void
+cost_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
+				 List *batch_clauses, Path *path)
+{
+	Selectivity sel = clauselist_selectivity(root, batch_clauses, rel->relid,
+											 JOIN_INNER, NULL);
+	double		hits = clamp_row_est(sel * rel->tuples);
+	double		nprobes = 0;
+	double		pages;
+	double		entries = Max(index->tuples, 1.0);
+	QualCost	qual_cost;
+	ListCell   *lc;
+	Cost		startup,
+				run;
+
+	foreach(lc, batch_clauses)
+		nprobes += clause_probes(lfirst(lc));
+	pages = Min(hits, Max(rel->pages, 1));
+
+	startup = random_page_cost + 400.0 * cpu_operator_cost +
+		(gpuidx_engine_setting != GPUIDX_ENGINE_CPU ? 2000.0 * cpu_operator_cost : 0.0) +
+		nprobes * cpu_operator_cost * (log2(entries) + 1.0) * 0.25 +
+		hits * cpu_operator_cost;	/* compaction and the sort by block */
+
+	/* Pages in block order: sequential when most are read, else random. */
+	run = pages * (pages >= rel->pages * 0.5 ? seq_page_cost : random_page_cost * 0.5);
+	cost_qual_eval(&qual_cost, rel->baserestrictinfo, root);
+	run += hits * (cpu_tuple_cost + qual_cost.per_tuple);
+	startup += qual_cost.startup;
+
+	path->rows = rel->rows;
+	path->startup_cost = startup;
+	path->total_cost = startup + run;
+}
+
+/* Add GpuIndexScan paths for a base relation with gpuidx indexes. */
+static void
+gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+						RangeTblEntry *rte)
+{
+	ListCell   *lc;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+	if (!gpuidx_enable_customscan || rel->reloptkind != RELOPT_BASEREL ||
+		rte->rtekind != RTE_RELATION || rte->inh || rel->baserestrictinfo == NIL)
+		return;
+	if (!OidIsValid(gpuidx_am_oid))
+		gpuidx_am_oid = get_am_oid("gpuidx", true);
+	if (!OidIsValid(gpuidx_am_oid))
+		return;
+
+	foreach(lc, rel->indexlist)
+	{
+		IndexOptInfo *index = lfirst_node(IndexOptInfo, lc);
+		List	   *batch = NIL;
+		ListCell   *lc2;
+		CustomPath *cpath;
+
+		if (index->relam != gpuidx_am_oid || (index->indpred != NIL && !index->predOK))
+			continue;
+		foreach(lc2, rel->baserestrictinfo)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
+
+			if (!rinfo->pseudoconstant &&
+				clause_is_batchable((Node *) rinfo->clause, index, rel->relid))
+				batch = lappend(batch, rinfo);
+		}
+		if (batch == NIL)
+			continue;
+
+		cpath = makeNode(CustomPath);
+		cpath->path.pathtype = T_CustomScan;
+		cpath->path.parent = rel;
+		cpath->path.pathtarget = rel->reltarget;
+		cpath->path.param_info = NULL;
+		cpath->path.parallel_aware = false;
+		cpath->path.parallel_safe = rel->consider_parallel;
+		cpath->path.parallel_workers = 0;
+		cpath->path.pathkeys = NIL;
+		cpath->flags = 0;
+		cpath->custom_paths = NIL;
+		cpath->custom_private = list_make2(makeInteger((int) index->indexoid),
+										   batch);
+		cpath->methods = &gpuidx_path_methods;
+		cost_gpuidx_path(root, rel, index, batch, &cpath->path);
+		add_path(rel, &cpath->path);
+	}
+}
+
+/* Turn the chosen path into a CustomScan plan node. */
+static Plan *
+plan_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+				 List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *batch = lsecond(best_path->custom_private);
+
+	cscan->scan.plan.targetlist = tlist;
+	/* Every qual is rechecked: the batch is only a superset. */
+	cscan->scan.plan.qual = extract_actual_clauses(clauses, false);
+	cscan->scan.scanrelid = rel->relid;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = NIL;
+	cscan->custom_exprs = extract_actual_clauses(batch, false);
+	cscan->custom_private = list_make1(linitial(best_path->custom_private));
+	cscan->custom_scan_tlist = NIL;
+	cscan->methods = &gpuidx_scan_methods;
+	return &cscan->scan.plan;
+}
+
+/* ---------- executor ---------- */
+
+/* A batch clause prepared for evaluation. */
+typedef struct BatchTerm
+{
+	int			kind;			/* 'c' comparison, 'a' = ANY, '|' OR, '&' AND */
+	int			strategy;		/* for 'c': btree strategy with the key on the left */
+	ExprState  *value;			/* for 'c' and 'a': the scan-constant side */
+	Oid			value_type;		/* its type (element type for 'a') */
+	List	   *children;		/* for '|' and '&' */
+} BatchTerm;
+
+/* Sorted, disjoint, inclusive key intervals. */
+typedef struct Intervals
+{
+	int64		n;
+	int64	   *lo;
+	int64	   *hi;
+} Intervals;
+
+typedef struct GpuidxScanState
+{
+	CustomScanState css;
+	Relation	index;
+	List	   *terms;			/* BatchTerm, ANDed */
+	bool		computed;
+	GpuidxImageData *img;
+	IndexFetchTableData *fetch;
+	TupleTableSlot *fetch_slot;	/* the table AM's own slot */
+	uint64	   *hits;			/* packed TIDs, in heap order */
+	int64		nhits;
+	int64		next;
+	/* for EXPLAIN ANALYZE */
+	int64		stat_probes;
+	int64		stat_hits;
+	int64		stat_fetches;
+	double		ms_search;
+	double		ms_compact;
+	double		ms_heap;
+	GiEngineKind engine;
+} GpuidxScanState;
+
+static void begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *exec_gpuidx_scan(CustomScanState *node);
+static void end_gpuidx_scan(CustomScanState *node);
+static void rescan_gpuidx_scan(CustomScanState *node);
+static void explain_gpuidx_scan(CustomScanState *node, List *ancestors,
+								ExplainState *es);
+
+static const CustomExecMethods gpuidx_exec_methods = {
+	.CustomName = "GpuIndexScan",
+	.BeginCustomScan = begin_gpuidx_scan,
+	.ExecCustomScan = exec_gpuidx_scan,
+	.EndCustomScan = end_gpuidx_scan,
+	.ReScanCustomScan = rescan_gpuidx_scan,
+	.ExplainCustomScan = explain_gpuidx_scan,
+};
+
+/* Create the executor state of a GpuIndexScan. */
+static Node *
+create_gpuidx_scan_state(CustomScan *cscan)
+{
+	GpuidxScanState *state = palloc0(sizeof(GpuidxScanState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->css.methods = &gpuidx_exec_methods;
+	return (Node *) state;
+}
+
+/* Prepare one batch clause (as planned) for evaluation. */
+static BatchTerm *
+prepare_term(Node *clause, GpuidxScanState *state, Oid opfamily)
+{
+	BatchTerm  *term = palloc0(sizeof(BatchTerm));
+
+	if (IsA(clause, OpExpr))
+	{
+		OpExpr	   *op = (OpExpr *) clause;
+		Node	   *l = linitial(op->args);
+		Node	   *r = lsecond(op->args);
+
+		term->kind = 'c';
+		if (is_scan_constant(r))
+		{
+			term->strategy = get_op_opfamily_strategy(op->opno, opfamily);
+			term->value = ExecInitExpr((Expr *) r, &state->css.ss.ps);
+			term->value_type = exprType(r);
+		}
+		else
+		{
+			/* Key on the right: use the commutator, which has it on the left. */
+			term->strategy = get_op_opfamily_strategy(get_commutator(op->opno), opfamily);
+			term->value = ExecInitExpr((Expr *) l, &state->css.ss.ps);
+			term->value_type = exprType(l);
+		}
+	}
+	else if (IsA(clause, ScalarArrayOpExpr))
+	{
+		Node	   *arr = lsecond(((ScalarArrayOpExpr *) clause)->args);
+
+		term->kind = 'a';
+		term->value = ExecInitExpr((Expr *) arr, &state->css.ss.ps);
+		term->value_type = get_element_type(exprType(arr));
+	}
+	else
+	{
+		BoolExpr   *b = (BoolExpr *) clause;
+		ListCell   *lc;
+
+		term->kind = is_orclause(clause) ? '|' : '&';
+		foreach(lc, b->args)
+			term->children = lappend(term->children,
+									 prepare_term(lfirst(lc), state, opfamily));
+	}
+	return term;
+}
+
+/* Open the index and prepare the batch clauses. */
+static void
+begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
+{
+	GpuidxScanState *state = (GpuidxScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	Oid			indexoid = (Oid) intVal(linitial(cscan->custom_private));
+	ListCell   *lc;
+
+	state->index = index_open(indexoid, AccessShareLock);
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	foreach(lc, cscan->custom_exprs)
+		state->terms = lappend(state->terms,
+							   prepare_term(lfirst(lc), state,
+											state->index->rd_opfamily[0]));
+	state->fetch = table_index_fetch_begin(node->ss.ss_currentRelation);
+	/* PostgreSQL 15 gives custom scans a virtual scan slot: fetch apart. */
+	state->fetch_slot = table_slot_create(node->ss.ss_currentRelation,
+										  &estate->es_tupleTable);
+}
+
+/* Interval list of one value per element: sorted distinct points. */
+static Intervals
+points_intervals(int64 *vals, int64 n)
+{
+	Intervals	r;
+	int64		i,
+				d = 0;
+
+	if (n > 1)
+	{
+		int64	   *keys = vals;
+		uint64	   *dummy = palloc0(sizeof(uint64) * n);
+
+		gpuidx_sort_pairs(keys, dummy, n);
+		pfree(dummy);
+	}
+	r.lo = palloc(sizeof(int64) * Max(n, 1));
+	r.hi = palloc(sizeof(int64) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		if (d > 0 && r.lo[d - 1] == vals[i])
+			continue;
+		r.lo[d] = r.hi[d] = vals[i];
+		d++;
+	}
+	r.n = d;
+	return r;
+}
+
+/* Union of two interval lists, coalescing overlaps and neighbours. */
+static Intervals
+intervals_union(Intervals a, Intervals b)
+{
+	Intervals	r;
+	int64		i = 0,
+				j = 0;
+
+	r.lo = palloc(sizeof(int64) * Max(a.n + b.n, 1));
+	r.hi = palloc(sizeof(int64) * Max(a.n + b.n, 1));
+	r.n = 0;
+	while (i < a.n || j < b.n)
+	{
+		int64		lo,
+					hi;
+
+		if (j >= b.n || (i < a.n && a.lo[i] <= b.lo[j]))
+		{
+			lo = a.lo[i];
+			hi = a.hi[i++];
+		}
+		else
+		{
+			lo = b.lo[j];
+			hi = b.hi[j++];
+		}
+		if (r.n > 0 && (r.hi[r.n - 1] == PG_INT64_MAX || lo <= r.hi[r.n - 1] + 1))
+		{
+			if (hi > r.hi[r.n - 1])
+				r.hi[r.n - 1] = hi;
+		}
+		else
+		{
+			r.lo[r.n] = lo;
+			r.hi[r.n] = hi;
+			r.n++;
+		}
+	}
+	return r;
+}
+
+/* Intersection of two interval lists. */
+static Intervals
+intervals_intersect(Intervals a, Intervals b)
+{
+	Intervals	r;
+	int64		i = 0,
+				j = 0;
+
+	r.lo = palloc(sizeof(int64) * Max(a.n + b.n, 1));
+	r.hi = palloc(sizeof(int64) * Max(a.n + b.n, 1));
+	r.n = 0;
+	while (i < a.n && j < b.n)
+	{
+		int64		lo = Max(a.lo[i], b.lo[j]);
+		int64		hi = Min(a.hi[i], b.hi[j]);
+
+		if (lo <= hi)
+		{
+			r.lo[r.n] = lo;
+			r.hi[r.n] = hi;
+			r.n++;
+		}
+		if (a.hi[i] < b.hi[j])
+			i++;
+		else
+			j++;
+	}
+	return r;
+}
+
+/* One interval (or none when lo > hi). */
+static Intervals
+single_interval(int64 lo, int64 hi)
+{
+	Intervals	r;
+
+	r.lo = palloc(sizeof(int64));
+	r.hi = palloc(sizeof(int64));
+	r.lo[0] = lo;
+	r.hi[0] = hi;
+	r.n = lo <= hi ? 1 : 0;
+	return r;
+}
+
+/* Evaluate a prepared term into the key intervals it admits. */
+static Intervals
+eval_term(BatchTerm *term, ExprContext *econtext)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (term->kind == '|' || term->kind == '&')
+	{
+		ListCell   *lc;
+		Intervals	acc;
+		bool		first = true;
+
+		acc = single_interval(1, 0);
+		foreach(lc, term->children)
+		{
+			Intervals	x = eval_term(lfirst(lc), econtext);
+
+			if (first)
+				acc = x;
+			else
+				acc = term->kind == '|' ? intervals_union(acc, x) : intervals_intersect(acc, x);
+			first = false;
+		}
+		return acc;
+	}
+
+	d = ExecEvalExprSwitchContext(term->value, econtext, &isnull);
+	if (isnull)
+		return single_interval(1, 0);	/* strict: NULL matches nothing */
+	if (term->kind == 'a')
+	{
+		ArrayType  *arr = DatumGetArrayTypeP(d);
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		Datum	   *elems;
+		bool	   *nulls;
+		int			nelems,
+					i;
+		int64	   *vals;
+		int64		n = 0;
+
+		get_typlenbyvalalign(term->value_type, &typlen, &typbyval, &typalign);
+		deconstruct_array(arr, term->value_type, typlen, typbyval, typalign,
+						  &elems, &nulls, &nelems);
+		vals = palloc(sizeof(int64) * Max(nelems, 1));
+		for (i = 0; i < nelems; i++)
+			if (!nulls[i])
+				vals[n++] = gpuidx_datum_to_key(elems[i], term->value_type);
+		return points_intervals(vals, n);
+	}
+	else
+	{
+		int64		v = gpuidx_datum_to_key(d, term->value_type);
+
+		switch (term->strategy)
+		{
+			case BTLessStrategyNumber:
+				return v == PG_INT64_MIN ? single_interval(1, 0) :
+					single_interval(PG_INT64_MIN, v - 1);
+			case BTLessEqualStrategyNumber:
+				return single_interval(PG_INT64_MIN, v);
+			case BTEqualStrategyNumber:
+				return single_interval(v, v);
+			case BTGreaterEqualStrategyNumber:
+				return single_interval(v, PG_INT64_MAX);
+			case BTGreaterStrategyNumber:
+				return v == PG_INT64_MAX ? single_interval(1, 0) :
+					single_interval(v + 1, PG_INT64_MAX);
+			default:
+				elog(ERROR, "gpuidx: unexpected strategy %d", term->strategy);
+		}
+	}
+	return single_interval(1, 0);	/* keep compiler quiet */
+}
+
+/* Milliseconds since *t, and reset *t to now. */
+static double
+lap_ms(instr_time *t)
+{
+	instr_time	now;
+	double		ms;
+
+	INSTR_TIME_SET_CURRENT(now);
+	ms = INSTR_TIME_GET_MILLISEC(now) - INSTR_TIME_GET_MILLISEC(*t);
+	*t = now;
+	return ms;
+}
+
+/* Evaluate the batch, ask the engine, and collect hit TIDs in heap order. */
+static void
+compute_hits(GpuidxScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	Intervals	iv = single_interval(PG_INT64_MIN, PG_INT64_MAX);
+	ListCell   *lc;
+	uint64	   *first,
+			   *last;
+	int64		i,
+				total = 0;
+	instr_time	t;
+
+	state->computed = true;
+	state->nhits = 0;
+	state->next = 0;
+	foreach(lc, state->terms)
+		iv = intervals_intersect(iv, eval_term(lfirst(lc), econtext));
+	state->stat_probes += iv.n;
+	if (iv.n == 0)
+		return;
+
+	INSTR_TIME_SET_CURRENT(t);
+	if (state->img == NULL)
+		state->img = gpuidx_image_acquire(state->index);
+	state->engine = state->img->engine;
+	if (state->img->n == 0)
+		return;
+	first = palloc(sizeof(uint64) * iv.n);
+	last = palloc(sizeof(uint64) * iv.n);
+	gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last);
+	state->ms_search += lap_ms(&t);
+
+	for (i = 0; i < iv.n; i++)
+		total += (int64) (last[i] - first[i]);
+	if (state->hits)
+		pfree(state->hits);
+	state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+	for (i = 0; i < iv.n; i++)
+	{
+		memcpy(state->hits + state->nhits, state->img->tids + first[i],
+			   sizeof(uint64) * (last[i] - first[i]));
+		state->nhits += (int64) (last[i] - first[i]);
+	}
+	/* Heap order: consecutive fetches share a pinned page. */
+	{
+		int64	   *keys = (int64 *) state->hits;
+		uint64	   *dummy = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+
+		memset(dummy, 0, sizeof(uint64) * total);
+		gpuidx_sort_pairs(keys, dummy, total);
+		pfree(dummy);
+	}
+	state->stat_hits += state->nhits;
+	state->ms_compact += lap_ms(&t);
+	pfree(first);
+	pfree(last);
+}
+
+/* Fetch the next hit visible with the snapshot. */
+static TupleTableSlot *
+next_gpuidx_tuple(ScanState *ss)
+{
+	GpuidxScanState *state = (GpuidxScanState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	Snapshot	snapshot = ss->ps.state->es_snapshot;
+	instr_time	t;
+
+	if (!state->computed)
+		compute_hits(state);
+	INSTR_TIME_SET_CURRENT(t);
+	while (state->next < state->nhits)
+	{
+		ItemPointerData tid;
+		bool		call_again = false;
+		bool		all_dead = false;
+
+		CHECK_FOR_INTERRUPTS();
+		gpuidx_tid_unpack(state->hits[state->next++], &tid);
+		state->stat_fetches++;
+		if (table_index_fetch_tuple(state->fetch, &tid, snapshot,
+									state->fetch_slot, &call_again, &all_dead))
+		{
+			ExecCopySlot(slot, state->fetch_slot);
+			state->ms_heap += lap_ms(&t);
+			return slot;
+		}
+	}
+	state->ms_heap += lap_ms(&t);
+	return ExecClearTuple(slot);
+}
+
+/* Quals are rechecked by ExecScan itself; nothing more to check. */
+static bool
+recheck_gpuidx_tuple(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+/* Return the next qualifying, projected tuple. */
+static TupleTableSlot *
+exec_gpuidx_scan(CustomScanState *node)
+{
+	return ExecScan(&node->ss, (ExecScanAccessMtd) next_gpuidx_tuple,
+					(ExecScanRecheckMtd) recheck_gpuidx_tuple);
+}
+
+/* Start over: the batch's values may have changed (parameters). */
+static void
+rescan_gpuidx_scan(CustomScanState *node)
+{
+	GpuidxScanState *state = (GpuidxScanState *) node;
+
+	state->computed = false;
+	state->nhits = 0;
+	state->next = 0;
+	if (state->img)
+	{
+		gpuidx_image_release(state->img);
+		state->img = NULL;
+	}
+	ExecScanReScan(&node->ss);
+}
+
+/* Release the index, the image and the heap fetch state. */
+static void
+end_gpuidx_scan(CustomScanState *node)
+{
+	GpuidxScanState *state = (GpuidxScanState *) node;
+
+	if (state->img)
+		gpuidx_image_release(state->img);
+	state->img = NULL;
+	if (state->fetch)
+		table_index_fetch_end(state->fetch);
+	if (state->index)
+		index_close(state->index, AccessShareLock);
+}
+
+/* EXPLAIN: the index, the batch, the engine; with ANALYZE the counts and times. */
+static void
+explain_gpuidx_scan(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	GpuidxScanState *state = (GpuidxScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *context;
+	Node	   *batch;
+	char	   *s;
+
+	ExplainPropertyText("Index", RelationGetRelationName(state->index), es);
+	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+	batch = (Node *) make_ands_explicit(cscan->custom_exprs);
+	s = deparse_expression(batch, context, es->verbose, false);
+	ExplainPropertyText("Batch", s, es);
+	if (es->analyze)
+	{
+		ExplainPropertyText("Engine", gi_engine_name(state->engine), es);
+		ExplainPropertyInteger("Probes", NULL, state->stat_probes, es);
+		ExplainPropertyInteger("Hits", NULL, state->stat_hits, es);
+		ExplainPropertyInteger("Heap Fetches", NULL, state->stat_fetches, es);
+		if (es->timing)
+		{
+			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);
+			ExplainPropertyFloat("Compaction Time", "ms", state->ms_compact, 3, es);
+			ExplainPropertyFloat("Heap Time", "ms", state->ms_heap, 3, es);
+		}
+	}
+}
+
+/* Install the planner hook and register the scan methods. */
+void
+gpuidx_customscan_init(void)
+{
+	RegisterCustomScanMethods(&gpuidx_scan_methods);
+	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = gpuidx_set_rel_pathlist;
+}
