@@ -72,6 +72,22 @@ is_scan_constant(Node *node)
 	return !contain_var_clause(node) && !contain_volatile_functions(node);
 }
 
+/*
+ * Can node be evaluated before scanning relid: no Vars of relid, nothing
+ * volatile?  Vars of other relations are allowed; their relids are added to
+ * *outer (the path then needs them as parameters from a nested loop).
+ */
+static bool
+is_outer_constant(PlannerInfo *root, Node *node, Index relid, Relids *outer)
+{
+	Relids		varnos = pull_varnos(root, node);
+
+	if (bms_is_member(relid, varnos) || contain_volatile_functions(node))
+		return false;
+	*outer = bms_add_members(*outer, varnos);
+	return true;
+}
+
 /* Strategy of an operator in the index's family, 0 if not there. */
 static int
 op_strategy(Oid opno, IndexOptInfo *index)
@@ -80,11 +96,14 @@ op_strategy(Oid opno, IndexOptInfo *index)
 }
 
 /*
- * Is clause usable in a batch on this index: a comparison of the key with a
- * scan constant, key = ANY(array), or an OR / AND of usable clauses?
+ * The part of clause a batch on this index can use, or NULL: comparisons of
+ * the key with values known before the scan, key = ANY(array), ORs whose
+ * every arm is usable, and the usable conjuncts of an AND (dropping the
+ * others only widens the batch; the full qual is rechecked).
  */
-static bool
-clause_is_batchable(Node *clause, IndexOptInfo *index, Index relid)
+static Node *
+batch_clause(PlannerInfo *root, Node *clause, IndexOptInfo *index,
+			 Index relid, Relids *outer)
 {
 	if (IsA(clause, RestrictInfo))
 		clause = (Node *) ((RestrictInfo *) clause)->clause;
@@ -93,42 +112,53 @@ clause_is_batchable(Node *clause, IndexOptInfo *index, Index relid)
 		OpExpr	   *op = (OpExpr *) clause;
 		Node	   *l,
 				   *r;
-		Oid			opno = op->opno;
 
 		if (list_length(op->args) != 2)
-			return false;
+			return NULL;
 		l = linitial(op->args);
 		r = lsecond(op->args);
-		if (is_index_key(l, index, relid) && is_scan_constant(r))
-			return op_strategy(opno, index) != 0;
-		if (is_index_key(r, index, relid) && is_scan_constant(l))
-		{
-			Oid			comm = get_commutator(opno);
-
-			return OidIsValid(comm) && op_strategy(comm, index) != 0;
-		}
-		return false;
+		if (is_index_key(l, index, relid) && op_strategy(op->opno, index) != 0 &&
+			is_outer_constant(root, r, relid, outer))
+			return clause;
+		if (is_index_key(r, index, relid) && OidIsValid(get_commutator(op->opno)) &&
+			op_strategy(get_commutator(op->opno), index) != 0 &&
+			is_outer_constant(root, l, relid, outer))
+			return clause;
+		return NULL;
 	}
 	if (IsA(clause, ScalarArrayOpExpr))
 	{
 		ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) clause;
 
-		return saop->useOr &&
+		if (saop->useOr &&
 			op_strategy(saop->opno, index) == BTEqualStrategyNumber &&
 			is_index_key(linitial(saop->args), index, relid) &&
-			is_scan_constant(lsecond(saop->args));
+			is_outer_constant(root, lsecond(saop->args), relid, outer))
+			return clause;
+		return NULL;
 	}
-	if (IsA(clause, BoolExpr) &&
-		(is_orclause(clause) || is_andclause(clause)))
+	if (is_orclause(clause) || is_andclause(clause))
 	{
+		List	   *parts = NIL;
 		ListCell   *lc;
 
 		foreach(lc, ((BoolExpr *) clause)->args)
-			if (!clause_is_batchable(lfirst(lc), index, relid))
-				return false;
-		return true;
+		{
+			Node	   *part = batch_clause(root, lfirst(lc), index, relid, outer);
+
+			if (part)
+				parts = lappend(parts, part);
+			else if (is_orclause(clause))
+				return NULL;	/* an unusable arm: the OR can match anything */
+		}
+		if (parts == NIL)
+			return NULL;
+		if (list_length(parts) == 1)
+			return linitial(parts);
+		return is_orclause(clause) ? (Node *) make_orclause(parts) :
+			(Node *) make_andclause(parts);
 	}
-	return false;
+	return NULL;
 }
 
 /* Rough number of intervals a clause contributes (for costing). */
@@ -208,6 +238,31 @@ cost_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
 	path->total_cost = startup + run;
 }
 
+/* Add one GpuIndexScan path, parameterized by required_outer if not NULL. */
+static void
+add_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
+				List *batch, Relids required_outer)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = rel;
+	cpath->path.pathtarget = rel->reltarget;
+	cpath->path.param_info = get_baserel_parampathinfo(root, rel, required_outer);
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = rel->consider_parallel;
+	cpath->path.parallel_workers = 0;
+	cpath->path.pathkeys = NIL;
+	cpath->flags = 0;
+	cpath->custom_paths = NIL;
+	cpath->custom_private = list_make2(makeInteger((int) index->indexoid), batch);
+	cpath->methods = &gpuidx_path_methods;
+	cost_gpuidx_path(root, rel, index, batch, &cpath->path);
+	if (cpath->path.param_info)
+		cpath->path.rows = cpath->path.param_info->ppi_rows;
+	add_path(rel, &cpath->path);
+}
+
 /* Add GpuIndexScan paths for a base relation with gpuidx indexes. */
 static void
 gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
@@ -218,7 +273,8 @@ gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 	if (!gpuidx_enable_customscan || rel->reloptkind != RELOPT_BASEREL ||
-		rte->rtekind != RTE_RELATION || rte->inh || rel->baserestrictinfo == NIL)
+		rte->rtekind != RTE_RELATION || rte->inh ||
+		(rel->baserestrictinfo == NIL && rel->joininfo == NIL))
 		return;
 	if (!OidIsValid(gpuidx_am_oid))
 		gpuidx_am_oid = get_am_oid("gpuidx", true);
@@ -229,38 +285,46 @@ gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	{
 		IndexOptInfo *index = lfirst_node(IndexOptInfo, lc);
 		List	   *batch = NIL;
+		List	   *join_batch = NIL;
+		Relids		required_outer = NULL;
 		ListCell   *lc2;
-		CustomPath *cpath;
 
 		if (index->relam != gpuidx_am_oid || (index->indpred != NIL && !index->predOK))
 			continue;
 		foreach(lc2, rel->baserestrictinfo)
 		{
 			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
+			Relids		outer = NULL;
+			Node	   *part;
 
-			if (!rinfo->pseudoconstant &&
-				clause_is_batchable((Node *) rinfo->clause, index, rel->relid))
-				batch = lappend(batch, rinfo);
+			if (rinfo->pseudoconstant)
+				continue;
+			part = batch_clause(root, (Node *) rinfo->clause, index, rel->relid, &outer);
+			if (part && bms_is_empty(outer))
+				batch = lappend(batch, part);
 		}
-		if (batch == NIL)
-			continue;
+		if (batch != NIL)
+			add_gpuidx_path(root, rel, index, batch, NULL);
 
-		cpath = makeNode(CustomPath);
-		cpath->path.pathtype = T_CustomScan;
-		cpath->path.parent = rel;
-		cpath->path.pathtarget = rel->reltarget;
-		cpath->path.param_info = NULL;
-		cpath->path.parallel_aware = false;
-		cpath->path.parallel_safe = rel->consider_parallel;
-		cpath->path.parallel_workers = 0;
-		cpath->path.pathkeys = NIL;
-		cpath->flags = 0;
-		cpath->custom_paths = NIL;
-		cpath->custom_private = list_make2(makeInteger((int) index->indexoid),
-										   batch);
-		cpath->methods = &gpuidx_path_methods;
-		cost_gpuidx_path(root, rel, index, batch, &cpath->path);
-		add_path(rel, &cpath->path);
+		/* Join clauses whose other side a nested loop can pass as parameters. */
+		foreach(lc2, rel->joininfo)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
+			Relids		outer = NULL;
+			Node	   *part;
+
+			if (rinfo->pseudoconstant || rinfo->outerjoin_delayed)
+				continue;
+			part = batch_clause(root, (Node *) rinfo->clause, index, rel->relid, &outer);
+			if (part && !bms_is_empty(outer))
+			{
+				join_batch = lappend(join_batch, part);
+				required_outer = bms_add_members(required_outer, outer);
+			}
+		}
+		if (join_batch != NIL && !bms_overlap(required_outer, rel->relids))
+			add_gpuidx_path(root, rel, index, list_concat(join_batch, batch),
+							required_outer);
 	}
 }
 
@@ -278,7 +342,7 @@ plan_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->scan.scanrelid = rel->relid;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = NIL;
-	cscan->custom_exprs = extract_actual_clauses(batch, false);
+	cscan->custom_exprs = copyObject(batch);
 	cscan->custom_private = list_make1(linitial(best_path->custom_private));
 	cscan->custom_scan_tlist = NIL;
 	cscan->methods = &gpuidx_scan_methods;
