@@ -163,6 +163,59 @@ gi_image_query(GiImage *image, GiOp op, const int64_t *probes,
 	return gi_cpu_query(image, op, probes, probes_hi, nprobes, first, last, err);
 }
 
+/* Select the payloads of all entries a batch hits (mask + SPACE). */
+GiStatus
+gi_image_select(GiImage *image, GiOp op, const int64_t *probes,
+				const int64_t *probes_hi, size_t nprobes, GiSelectOrder order,
+				uint64_t **out, size_t *nout, GiError *err)
+{
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+	if (image == NULL || out == NULL || nout == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "missing select arguments");
+	*out = NULL;
+	*nout = 0;
+	if (op < GI_OP_POINT || op > GI_OP_RANGE)
+		return gi_set_error(err, GI_ERR_INVALID, "unknown query op %d", (int) op);
+	if ((op == GI_OP_RANGE) != (probes_hi != NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "upper bounds go with range queries only");
+	if (order != GI_ORDER_KEY && order != GI_ORDER_PAYLOAD)
+		return gi_set_error(err, GI_ERR_INVALID, "unknown select order %d", (int) order);
+	if (nprobes > 0 && probes == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "missing probes");
+	if (image->engine == GI_ENGINE_GPU)
+		return gi_gpu_select(image, op, probes, probes_hi, nprobes, order, out, nout, err);
+	return gi_cpu_select(image, op, probes, probes_hi, nprobes, order, out, nout, err);
+}
+
+/* Stream compaction on its own. */
+GiStatus
+gi_compact(GiEngineKind engine, const uint64_t *mask, const void *values,
+		   int value_bytes, size_t n, size_t chunk_bits, void *out,
+		   size_t *nout, GiError *err)
+{
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+	if (nout == NULL || (n > 0 && (mask == NULL || values == NULL || out == NULL)))
+		return gi_set_error(err, GI_ERR_INVALID, "missing compaction arrays");
+	if (value_bytes != 4 && value_bytes != 8)
+		return gi_set_error(err, GI_ERR_INVALID, "value width %d is not 4 or 8", value_bytes);
+	if (chunk_bits != 0 && (chunk_bits < 512 || chunk_bits > 4096 ||
+							(chunk_bits & (chunk_bits - 1)) != 0))
+		return gi_set_error(err, GI_ERR_INVALID,
+							"chunk size %zu is not a power of two in 512..4096", chunk_bits);
+	if (engine == GI_ENGINE_GPU)
+		return gi_gpu_compact(mask, values, value_bytes, n, chunk_bits, out, nout, err);
+	return gi_cpu_compact(mask, values, value_bytes, n, chunk_bits, out, nout, err);
+}
+
+/* Release engine-allocated memory. */
+void
+gi_free(void *p)
+{
+	free(p);
+}
+
 /* Describe an image. */
 void
 gi_image_info(const GiImage *image, GiImageInfo *info)

@@ -151,6 +151,41 @@ GiStatus	gi_image_query(GiImage *image, GiOp op,
 						   size_t nprobes, uint64_t *first, uint64_t *last,
 						   GiError *err);
 
+/* Order of the payloads gi_image_select returns. */
+typedef enum GiSelectOrder
+{
+	GI_ORDER_KEY = 1,			/* (key, payload) order of the entries */
+	GI_ORDER_PAYLOAD = 2		/* ascending payload (heap order for TIDs) */
+} GiSelectOrder;
+
+/*
+ * Select the payloads of every entry any probe hits.  The batch runs as in
+ * gi_image_query; each hit range sets bits of a hit mask over the image's
+ * entries (so an entry hit by several probes appears once), and SPACE stream
+ * compaction turns the mask into the dense list of hit payloads.  The image
+ * must have been built with payloads.  *out is allocated by the engine
+ * (malloc; release with gi_free) and *nout receives the count.
+ */
+GiStatus	gi_image_select(GiImage *image, GiOp op, const int64_t *probes,
+							const int64_t *probes_hi, size_t nprobes,
+							GiSelectOrder order, uint64_t **out,
+							size_t *nout, GiError *err);
+
+/*
+ * SPACE stream compaction on its own (tests and benchmarks): out receives
+ * values[i] for every set bit i of mask (bit i of word i / 64), in order;
+ * value_bytes is 4 or 8; chunk_bits is the chunk size (512..4096, 0 for
+ * the engine's choice).  *nout receives the count; out must have room for
+ * the number of set bits.
+ */
+GiStatus	gi_compact(GiEngineKind engine, const uint64_t *mask,
+					   const void *values, int value_bytes, size_t n,
+					   size_t chunk_bits, void *out, size_t *nout,
+					   GiError *err);
+
+/* Release memory the engine allocated for a caller (gi_image_select). */
+void		gi_free(void *p);
+
 /* Describe an image. */
 void		gi_image_info(const GiImage *image, GiImageInfo *info);
 

@@ -46,7 +46,23 @@ GiStatus	gi_cpu_query(GiImage *image, GiOp op, const int64_t *probes,
 						 uint64_t *first, uint64_t *last, GiError *err);
 void		gi_cpu_info(const GiImage *image, GiImageInfo *info);
 
+/* SPACE compaction and selection, CPU twin (engine/cpu_space.c). */
+GiStatus	gi_cpu_select(GiImage *image, GiOp op, const int64_t *probes,
+						  const int64_t *probes_hi, size_t nprobes,
+						  GiSelectOrder order, uint64_t **out, size_t *nout,
+						  GiError *err);
+GiStatus	gi_cpu_compact(const uint64_t *mask, const void *values,
+						   int value_bytes, size_t n, size_t chunk_bits,
+						   void *out, size_t *nout, GiError *err);
+
 /* GPU engine (cuda/, or engine/gpu_stub.c without nvcc). */
+GiStatus	gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
+						  const int64_t *probes_hi, size_t nprobes,
+						  GiSelectOrder order, uint64_t **out, size_t *nout,
+						  GiError *err);
+GiStatus	gi_gpu_compact(const uint64_t *mask, const void *values,
+						   int value_bytes, size_t n, size_t chunk_bits,
+						   void *out, size_t *nout, GiError *err);
 bool		gi_gpu_probe(char *why, size_t whylen);
 GiStatus	gi_gpu_build(const GiBuildParams *params, const int64_t *keys,
 						 const uint64_t *payloads, size_t n, GiImage **out,

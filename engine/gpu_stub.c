@@ -61,3 +61,27 @@ gi_gpu_info(const GiImage *image, GiImageInfo *info)
 {
 	(void) image, (void) info;
 }
+
+/* Refuse: no GPU in this build. */
+GiStatus
+gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
+			  const int64_t *probes_hi, size_t nprobes, GiSelectOrder order,
+			  uint64_t **out, size_t *nout, GiError *err)
+{
+	(void) image, (void) op, (void) probes, (void) probes_hi, (void) nprobes;
+	(void) order, (void) out, (void) nout;
+	return gi_set_error(err, GI_ERR_NO_DEVICE,
+						"gpuidx was built without CUDA (no nvcc on the build host)");
+}
+
+/* Refuse: no GPU in this build. */
+GiStatus
+gi_gpu_compact(const uint64_t *mask, const void *values, int value_bytes,
+			   size_t n, size_t chunk_bits, void *out, size_t *nout,
+			   GiError *err)
+{
+	(void) mask, (void) values, (void) value_bytes, (void) n, (void) chunk_bits;
+	(void) out, (void) nout;
+	return gi_set_error(err, GI_ERR_NO_DEVICE,
+						"gpuidx was built without CUDA (no nvcc on the build host)");
+}
