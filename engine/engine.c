@@ -54,6 +54,24 @@ check_params(const GiBuildParams *params, GiError *err)
 	return GI_OK;
 }
 
+/* Keep a host copy of the payloads of a CPU image, for gi_image_select. */
+static GiStatus
+keep_cpu_payloads(GiImage *image, const uint64_t *payloads, size_t n,
+				  GiError *err)
+{
+	image->payloads = NULL;
+	if (payloads == NULL)
+		return GI_OK;
+	image->payloads = malloc((n ? n : 1) * sizeof(uint64_t));
+	if (image->payloads == NULL)
+	{
+		gi_cpu_free(image);
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory keeping %zu payloads", n);
+	}
+	memcpy(image->payloads, payloads, n * sizeof(uint64_t));
+	return GI_OK;
+}
+
 /* Build an image from sorted entries on the requested engine. */
 GiStatus
 gi_image_build(const GiBuildParams *params, const int64_t *keys,
@@ -70,7 +88,12 @@ gi_image_build(const GiBuildParams *params, const int64_t *keys,
 	*out = NULL;
 	if (params->engine == GI_ENGINE_GPU)
 		return gi_gpu_build(params, keys, payloads, n, out, err);
-	return gi_cpu_build(params, keys, payloads, n, out, err);
+	st = gi_cpu_build(params, keys, payloads, n, out, err);
+	if (st == GI_OK)
+		st = keep_cpu_payloads(*out, payloads, n, err);
+	if (st != GI_OK)
+		*out = NULL;
+	return st;
 }
 
 /* Sort the entries (on the engine's side) and build. */
@@ -116,6 +139,10 @@ gi_image_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 
 		st = gi_cpu_build(params, sk, payloads ? sp : NULL, n, out, err);
 		if (st == GI_OK)
+			st = keep_cpu_payloads(*out, payloads ? sp : NULL, n, err);
+		if (st != GI_OK)
+			*out = NULL;
+		if (st == GI_OK)
 		{
 			(*out)->build.sort_ms = sort_ms;
 			(*out)->build.total_ms += sort_ms;
@@ -137,7 +164,10 @@ gi_image_free(GiImage *image)
 	if (image->engine == GI_ENGINE_GPU)
 		gi_gpu_free(image);
 	else
+	{
+		free(image->payloads);
 		gi_cpu_free(image);
+	}
 }
 
 /* Answer a query batch. */

@@ -24,6 +24,8 @@ struct GiImage
 	uint64_t	n;
 	GiTimings	build;
 	GiTimings	last_query;
+	uint64_t   *payloads;		/* CPU engine: host copy for gi_image_select
+								 * (set by engine.c); NULL if built without */
 };
 
 /* Set err to status and a printf-style message; returns status. */
