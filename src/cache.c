@@ -452,6 +452,42 @@ gpuidx_query_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 	}
 }
 
+/*
+ * Select the hit payloads (TIDs) of a batch through the engine's hit mask
+ * and SPACE compaction, in heap order.  Returns false if the engine does
+ * not implement selection (the caller then walks the query's ranges).
+ * *out is palloc'd in the current context.
+ */
+bool
+gpuidx_select_image(GpuidxImageData *img, GiOp op, const int64 *probes,
+					const int64 *probes_hi, int64 nprobes, uint64 **out,
+					int64 *nout)
+{
+	GiError		err;
+	uint64_t   *sel = NULL;
+	size_t		nsel = 0;
+
+	if (gi_image_select(img->image, op, (const int64_t *) probes,
+						(const int64_t *) probes_hi, (size_t) nprobes,
+						GI_ORDER_PAYLOAD, &sel, &nsel, &err) != GI_OK)
+	{
+		if (err.status == GI_ERR_UNSUPPORTED)
+			return false;
+		if (err.status == GI_ERR_DEVICE || err.status == GI_ERR_DEVICE_OOM)
+		{
+			gi_image_free(img->image);
+			img->image = NULL;
+			img->stale = true;
+		}
+		gpuidx_raise_engine_error(&err, "selecting from the index image");
+	}
+	*out = gpuidx_alloc_huge(sizeof(uint64) * Max(nsel, 1));
+	memcpy(*out, sel, sizeof(uint64) * nsel);
+	gi_free(sel);
+	*nout = (int64) nsel;
+	return true;
+}
+
 /* First position of the run of equal keys containing pos. */
 int64
 gpuidx_run_start(const GpuidxImageData *img, int64 pos)

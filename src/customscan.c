@@ -720,35 +720,51 @@ compute_hits(GpuidxScanState *state)
 	state->engine = state->img->engine;
 	if (state->img->n == 0)
 		return;
-	first = palloc(sizeof(uint64) * iv.n);
-	last = palloc(sizeof(uint64) * iv.n);
-	gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last);
-	state->ms_search += lap_ms(&t);
-
-	for (i = 0; i < iv.n; i++)
-		total += (int64) (last[i] - first[i]);
 	if (state->hits)
 		pfree(state->hits);
-	state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
-	for (i = 0; i < iv.n; i++)
-	{
-		memcpy(state->hits + state->nhits, state->img->tids + first[i],
-			   sizeof(uint64) * (last[i] - first[i]));
-		state->nhits += (int64) (last[i] - first[i]);
-	}
-	/* Heap order: consecutive fetches share a pinned page. */
-	{
-		int64	   *keys = (int64 *) state->hits;
-		uint64	   *dummy = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+	state->hits = NULL;
 
-		memset(dummy, 0, sizeof(uint64) * total);
-		gpuidx_sort_pairs(keys, dummy, total);
-		pfree(dummy);
+	/* The engine marks a hit mask and compacts it (SPACE), in heap order. */
+	if (gpuidx_select_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n,
+							&state->hits, &state->nhits))
+	{
+		GiImageInfo info;
+
+		gi_image_info(state->img->image, &info);
+		state->ms_search += info.last_query.search_ms;
+		state->ms_compact += info.last_query.total_ms - info.last_query.search_ms;
+		lap_ms(&t);
+	}
+	else
+	{
+		/* No selection in this engine: walk the ranges on the host. */
+		first = palloc(sizeof(uint64) * iv.n);
+		last = palloc(sizeof(uint64) * iv.n);
+		gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last);
+		state->ms_search += lap_ms(&t);
+		for (i = 0; i < iv.n; i++)
+			total += (int64) (last[i] - first[i]);
+		state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+		for (i = 0; i < iv.n; i++)
+		{
+			memcpy(state->hits + state->nhits, state->img->tids + first[i],
+				   sizeof(uint64) * (last[i] - first[i]));
+			state->nhits += (int64) (last[i] - first[i]);
+		}
+		/* Heap order: consecutive fetches share a pinned page. */
+		{
+			int64	   *keys = (int64 *) state->hits;
+			uint64	   *dummy = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+
+			memset(dummy, 0, sizeof(uint64) * total);
+			gpuidx_sort_pairs(keys, dummy, total);
+			pfree(dummy);
+		}
+		state->ms_compact += lap_ms(&t);
+		pfree(first);
+		pfree(last);
 	}
 	state->stat_hits += state->nhits;
-	state->ms_compact += lap_ms(&t);
-	pfree(first);
-	pfree(last);
 }
 
 /* Fetch the next hit visible with the snapshot. */

@@ -185,6 +185,9 @@ extern void gpuidx_raise_engine_error(const GiError *err, const char *what);
 extern void gpuidx_query_image(GpuidxImageData *img, GiOp op,
 							   const int64 *probes, const int64 *probes_hi,
 							   int64 nprobes, uint64 *first, uint64 *last);
+extern bool gpuidx_select_image(GpuidxImageData *img, GiOp op,
+								const int64 *probes, const int64 *probes_hi,
+								int64 nprobes, uint64 **out, int64 *nout);
 extern int64 gpuidx_run_start(const GpuidxImageData *img, int64 pos);
 extern int64 gpuidx_run_end(const GpuidxImageData *img, int64 pos);
 
