@@ -5,8 +5,9 @@
  * Planner: set_rel_pathlist_hook adds a GpuIndexScan path for a base table
  * with a gpuidx index when its quals on the indexed column are comparisons
  * with constants, parameters or stable expressions, = ANY(array), BETWEEN,
- * or ORs of these.  Every qual stays in the plan's qual list and is
- * rechecked on each tuple, so the batch only has to be a superset.
+ * or ORs of these.  Quals the batch answers exactly leave the plan's qual
+ * list (the engine's answer is exact, as a btree's is); the others, and
+ * those it only narrows (an AND with an unusable conjunct), are rechecked.
  *
  * Executor: the batch's values are evaluated at the first fetch (and after
  * every rescan) into a sorted list of disjoint key intervals, the engine
@@ -141,18 +142,25 @@ batch_clause(PlannerInfo *root, Node *clause, IndexOptInfo *index,
 	{
 		List	   *parts = NIL;
 		ListCell   *lc;
+		bool		whole = true;
 
 		foreach(lc, ((BoolExpr *) clause)->args)
 		{
-			Node	   *part = batch_clause(root, lfirst(lc), index, relid, outer);
+			Node	   *arg = lfirst(lc);
+			Node	   *part = batch_clause(root, arg, index, relid, outer);
 
+			if (IsA(arg, RestrictInfo))
+				arg = (Node *) ((RestrictInfo *) arg)->clause;
 			if (part)
 				parts = lappend(parts, part);
 			else if (is_orclause(clause))
 				return NULL;	/* an unusable arm: the OR can match anything */
+			whole = whole && part == arg;
 		}
 		if (parts == NIL)
 			return NULL;
+		if (whole)
+			return clause;		/* exact: the caller may skip its recheck */
 		if (list_length(parts) == 1)
 			return linitial(parts);
 		return is_orclause(clause) ? (Node *) make_orclause(parts) :
@@ -238,10 +246,14 @@ cost_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
 	path->total_cost = startup + run;
 }
 
-/* Add one GpuIndexScan path, parameterized by required_outer if not NULL. */
+/*
+ * Add one GpuIndexScan path, parameterized by required_outer if not NULL.
+ * exact lists the RestrictInfos the batch answers exactly: the plan does
+ * not recheck them (as an index scan does not recheck its index quals).
+ */
 static void
 add_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
-				List *batch, Relids required_outer)
+				List *batch, List *exact, Relids required_outer)
 {
 	CustomPath *cpath = makeNode(CustomPath);
 
@@ -255,7 +267,8 @@ add_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
 	cpath->path.pathkeys = NIL;
 	cpath->flags = 0;
 	cpath->custom_paths = NIL;
-	cpath->custom_private = list_make2(makeInteger((int) index->indexoid), batch);
+	cpath->custom_private = list_make3(makeInteger((int) index->indexoid), batch,
+									   exact);
 	cpath->methods = &gpuidx_path_methods;
 	cost_gpuidx_path(root, rel, index, batch, &cpath->path);
 	if (cpath->path.param_info)
@@ -285,7 +298,9 @@ gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	{
 		IndexOptInfo *index = lfirst_node(IndexOptInfo, lc);
 		List	   *batch = NIL;
+		List	   *exact = NIL;
 		List	   *join_batch = NIL;
+		List	   *join_exact = NIL;
 		Relids		required_outer = NULL;
 		ListCell   *lc2;
 
@@ -301,10 +316,14 @@ gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 				continue;
 			part = batch_clause(root, (Node *) rinfo->clause, index, rel->relid, &outer);
 			if (part && bms_is_empty(outer))
+			{
 				batch = lappend(batch, part);
+				if (part == (Node *) rinfo->clause)
+					exact = lappend(exact, rinfo);
+			}
 		}
 		if (batch != NIL)
-			add_gpuidx_path(root, rel, index, batch, NULL);
+			add_gpuidx_path(root, rel, index, batch, exact, NULL);
 
 		/* Join clauses whose other side a nested loop can pass as parameters. */
 		foreach(lc2, rel->joininfo)
@@ -319,12 +338,14 @@ gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 			if (part && !bms_is_empty(outer))
 			{
 				join_batch = lappend(join_batch, part);
+				if (part == (Node *) rinfo->clause)
+					join_exact = lappend(join_exact, rinfo);
 				required_outer = bms_add_members(required_outer, outer);
 			}
 		}
 		if (join_batch != NIL && !bms_overlap(required_outer, rel->relids))
 			add_gpuidx_path(root, rel, index, list_concat(join_batch, batch),
-							required_outer);
+							list_concat(join_exact, exact), required_outer);
 	}
 }
 
@@ -335,10 +356,20 @@ plan_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 {
 	CustomScan *cscan = makeNode(CustomScan);
 	List	   *batch = lsecond(best_path->custom_private);
+	List	   *exact = lthird(best_path->custom_private);
+	List	   *recheck = NIL;
+	ListCell   *lc;
 
+	/* Quals the batch answers exactly need no recheck; the rest stay. */
+	foreach(lc, clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (!list_member_ptr(exact, rinfo))
+			recheck = lappend(recheck, rinfo);
+	}
 	cscan->scan.plan.targetlist = tlist;
-	/* Every qual is rechecked: the batch is only a superset. */
-	cscan->scan.plan.qual = extract_actual_clauses(clauses, false);
+	cscan->scan.plan.qual = extract_actual_clauses(recheck, false);
 	cscan->scan.scanrelid = rel->relid;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = NIL;
