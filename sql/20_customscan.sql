@@ -77,6 +77,19 @@ SELECT check_same($q$SELECT id, k4 FROM t WHERE k4 = ANY('{1,3000000000,-3000000
 SELECT check_same($q$SELECT id, k4 FROM t WHERE k4 > 2000000000::int8 OR k4 < -50::int2$q$);
 SELECT check_same($q$SELECT id, k4 FROM t WHERE k4 >= 2147483647 OR k4 <= -2147483648$q$);
 
+-- ctid comes out right, and UPDATE / DELETE through the scan work.
+SELECT check_same($q$SELECT ctid AS tid, id, k FROM t WHERE k = ANY('{1,2,3,-1000,1000}')$q$);
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) UPDATE t SET pad = 'y' WHERE k = ANY('{7,8}');
+UPDATE t SET pad = 'y' WHERE k = ANY('{7,8}');
+RESET enable_seqscan;
+RESET enable_indexscan;
+RESET enable_bitmapscan;
+SELECT count(*) = (SELECT count(*) FROM t WHERE k IN (7, 8)) AS all_updated
+FROM t WHERE pad = 'y';
+
 -- Updated, deleted and rolled-back rows.
 UPDATE t SET k = k + 1 WHERE id % 10 = 0;
 DELETE FROM t WHERE id % 13 = 0;

@@ -22,6 +22,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 typedef struct CacheEntry
 {
@@ -349,6 +350,28 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	return img;
 }
 
+/* Free the images of indexes that no longer exist (DROP INDEX). */
+static void
+sweep_dropped(void)
+{
+	HASH_SEQ_STATUS seq;
+	CacheEntry *e;
+
+	hash_seq_init(&seq, image_cache);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(e->indexoid)))
+			continue;
+		if (e->current)
+		{
+			e->current->stale = true;
+			if (e->current->refcount == 0)
+				free_version(e->current);
+		}
+		hash_search(image_cache, &e->indexoid, HASH_REMOVE, NULL);
+	}
+}
+
 /*
  * Get an up-to-date image of the index, pinned until released (or until
  * the transaction ends).
@@ -364,6 +387,8 @@ gpuidx_image_acquire(Relation index)
 	GiEngineKind engine;
 
 	cache_init();
+	if ((use_tick & 63) == 63)
+		sweep_dropped();
 	engine = gpuidx_choose_engine();
 	gpuidx_read_meta(index, &meta);
 	if ((GiStructure) meta.structure == GI_STRUCT_VEB)

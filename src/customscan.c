@@ -823,6 +823,9 @@ next_gpuidx_tuple(ScanState *ss)
 									state->fetch_slot, &call_again, &all_dead))
 		{
 			ExecCopySlot(slot, state->fetch_slot);
+			/* ctid and tableoid are read off the slot (UPDATE, DELETE). */
+			slot->tts_tid = state->fetch_slot->tts_tid;
+			slot->tts_tableOid = state->fetch_slot->tts_tableOid;
 			state->ms_heap += lap_ms(&t);
 			return slot;
 		}
