@@ -32,7 +32,7 @@
  *
  * No PostgreSQL headers here.
  */
-#include "engine_impl.h"
+#include "cpu_engine.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -473,9 +473,9 @@ env_long(const char *name, long dflt)
 	return (*end == '\0' && v >= 0) ? v : dflt;
 }
 
-/* Answer a batch (engine_impl.h). */
+/* Answer a batch (cpu_engine.h). */
 GiStatus
-gi_cpu_query(GiImage *image, GiOp op, const int64_t *probes,
+gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 			 const int64_t *probes_hi, size_t nprobes, uint64_t *first,
 			 uint64_t *last, GiError *err)
 {
@@ -649,9 +649,9 @@ fill_inner_level(CpuBtree *t, LevelCut cut, uint64_t node_base,
 	}
 }
 
-/* Build an image from sorted keys (engine_impl.h). */
+/* Build an image from sorted keys (cpu_engine.h). */
 GiStatus
-gi_cpu_build(const GiBuildParams *params, const int64_t *keys,
+gi_cpu_btree_build(const GiBuildParams *params, const int64_t *keys,
 			 const uint64_t *payloads, size_t n, GiImage **out, GiError *err)
 {
 	double		t0 = gi_now_ms();
@@ -669,9 +669,6 @@ gi_cpu_build(const GiBuildParams *params, const int64_t *keys,
 
 	(void) payloads;			/* no query needs them on the host */
 	*out = NULL;
-	if (params->structure == GI_STRUCT_VEB)
-		return gi_set_error(err, GI_ERR_UNSUPPORTED,
-							"the CPU engine does not implement the veb structure yet; use structure = btree");
 	if (params->structure != GI_STRUCT_BTREE)
 		return gi_set_error(err, GI_ERR_INVALID, "unknown structure %d",
 							(int) params->structure);
@@ -776,14 +773,14 @@ gi_cpu_build(const GiBuildParams *params, const int64_t *keys,
 	return GI_OK;
 
 oom:
-	gi_cpu_free(&t->hdr);
+	gi_cpu_btree_free(&t->hdr);
 	return gi_set_error(err, GI_ERR_HOST_OOM,
 						"out of host memory building an image of %zu keys", n);
 }
 
-/* Free an image (engine_impl.h). */
+/* Free an image (cpu_engine.h). */
 void
-gi_cpu_free(GiImage *image)
+gi_cpu_btree_free(GiImage *image)
 {
 	CpuBtree   *t = (CpuBtree *) image;
 
@@ -795,9 +792,9 @@ gi_cpu_free(GiImage *image)
 	free(t);
 }
 
-/* Describe an image (engine_impl.h). */
+/* Describe an image (cpu_engine.h). */
 void
-gi_cpu_info(const GiImage *image, GiImageInfo *info)
+gi_cpu_btree_info(const GiImage *image, GiImageInfo *info)
 {
 	const CpuBtree *t = (const CpuBtree *) image;
 

@@ -111,6 +111,13 @@ typedef struct GiImageInfo
 	GiTimings	build;			/* timings of the build */
 	GiTimings	last_query;		/* timings of the last query batch */
 	char		device_name[64];	/* "" for the CPU engine */
+	/* Added for the van Emde Boas structure; 0 for the B+ tree. */
+	uint64_t	clusters;		/* veb: all clusters, 16-bit leaf bitmaps
+								 * included (nodes counts those with hash
+								 * tables) */
+	uint64_t	hash_bytes;		/* veb: bytes of the per-cluster hash tables */
+	double		space_overhead; /* veb: (clusters + hash tables) bytes over
+								 * distinct_keys * key_bytes */
 } GiImageInfo;
 
 typedef struct GiImage GiImage;

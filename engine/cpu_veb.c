@@ -1,0 +1,1596 @@
+/*
+ * cpu_veb.c - the CPU engine's van Emde Boas tree, built in parallel from
+ * sorted keys (Mayr et al., "Are van Emde Boas trees viable on the GPU?"),
+ * and the classic one-at-a-time insertion build (their Algorithm 2) kept as
+ * the build-time baseline (cpu_veb.h).  The GPU vEB mirrors this file.
+ *
+ * Universe.  Keys are mapped to unsigned words by flipping the sign bit
+ * (order preserving): W = 32 bits for 2- and 4-byte keys (depth d = 5),
+ * W = 64 bits for 8-byte keys (d = 6).  Only distinct keys enter the tree;
+ * run_start[i] is the first entry position of the i-th distinct key
+ * (run_start[nd] = n), so a distinct index found by a search becomes the run
+ * [run_start[i], run_start[i + 1]) of entries, exactly as the B+ tree
+ * returns them.
+ *
+ * Clusters.  A cluster sits at a slot (s, w): it holds the bits [s, s + w)
+ * (counted from the left) of the keys below it.  Its minimum stays in the
+ * cluster; the other values go to its children (slot (s + w/2, w/2), keyed
+ * by their high half) and their distinct high halves to its summary (slot
+ * (s, w/2)).  Slot j of level L (w = W >> L, s = j * w) is a summary slot
+ * when j is even and a child slot when j is odd.  Every cluster covers a
+ * contiguous range [a, b) of distinct indices: a is its first element
+ * (minimum), b the first index whose bits [0, s) differ (Eq. 8), and its
+ * values are the distinct bits [s, s + w) in that range.  Clusters with
+ * w >= 8 are VebCluster records, with a hash table of their children; the
+ * clusters with w = 4 are 16-bit bitmaps, stored inline: a summary as the
+ * parent's summary field, a child as a slot of the parent's hash table
+ * (with the index of its first element, from which a bit's distinct index
+ * is a popcount away).  For the chain of children from the root (s + w = W)
+ * the values are whole keys, so a cluster's maximum is at index b - 1.
+ *
+ * Build (no allocation per node; every step is a loop over keys or clusters
+ * whose iterations are independent, run here on gi_cpu_parallel_for and on
+ * the GPU as one thread per item):
+ *  1. de-duplicate and map the keys;
+ *  2. level by level from the top, the first-element bit field of each key
+ *     (Fig. 4: bit 2^L - 1 + j for slot j of level L): Eq. 7 marks a child
+ *     slot where the prefix [0, s) changes from the previous key, unless an
+ *     enclosing slot already starts there; then each cluster found on the
+ *     level propagates to the first key after its minimum's run: the first
+ *     element of its summary and of its first child;
+ *  3. popcount of the bit fields and a prefix sum number the clusters; Eqs.
+ *     8-9 size each cluster's hash table (min(b - m, 2^(w/2)) children over
+ *     the fill ratio, m the end of the minimum's run); a prefix sum places
+ *     the tables; one allocation holds all clusters, one all tables;
+ *  4. level by level from the top, each cluster finds its parent through
+ *     the levels already linked and enters it (summary field or hash table;
+ *     inserts into a shared table use compare-and-swap); the 16-bit leaf
+ *     bitmaps are filled from their key ranges as they are entered.
+ * Hash tables: linear probing, universal hashing (multiply-add-shift, one
+ * random pair per image) reduced to the table size by a multiply-high.
+ *
+ * Queries.  exists / predecessor / successor walk down without recursion:
+ * loops bounded by the fixed depth, and a small array of pending summary
+ * frames resolved on the way back; bitmaps are searched with ctz / clz.
+ *
+ * No PostgreSQL headers here.
+ */
+#include "cpu_engine.h"
+#include "cpu_veb.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE32			UINT32_MAX
+#define NONE64			UINT64_MAX
+#define MAX_BITS		31		/* first-element bits for W = 64 */
+#define MAX_DEPTH		6		/* levels of clusters, with bitmaps, +1 */
+#define LINEAR_STEPS	8		/* keys compared before a binary search */
+#define BUILD_PER_THREAD	(1 << 16)	/* keys per build thread */
+#define PROBES_PER_THREAD	65536	/* probes per query thread */
+
+/*
+ * Hash-table fill ratio, in percent of the slots: 50 keeps a miss at about
+ * 2.5 probes under linear probing; the bound of Eq. 9 already overestimates
+ * small clusters.
+ */
+#ifndef VEB_FILL_PERCENT
+#define VEB_FILL_PERCENT	50
+#endif
+
+/* One cluster of word length >= 8 (32 bytes). */
+typedef struct VebCluster
+{
+	uint32_t	min;			/* word of the minimum (bits [s, s + w)) */
+	uint32_t	max;			/* word of the maximum */
+	uint32_t	first;			/* distinct index of the minimum (a) */
+	uint32_t	last;			/* b - 1: the maximum's index on the root's
+								 * chain of children */
+	uint32_t	summary;		/* summary cluster, or its bitmap when w = 8;
+								 * NONE32 (0 for w = 8) when single-valued */
+	uint32_t	slots;			/* hash-table slots; 0 = no children */
+	uint64_t	table;			/* index of the first slot */
+} VebCluster;
+
+/*
+ * A hash-table slot, 64 bits, 0 when empty.  A child cluster (w >= 8):
+ * the child's high half key in the low 32 bits, cluster number + 1 in the
+ * high 32.  A child bitmap (w = 4): the bitmap in bits 0-15, its 4-bit key in
+ * bits 16-19, the distinct index of its first value in the high 32 bits.
+ */
+typedef uint64_t VebSlot;
+
+typedef struct CpuVeb
+{
+	GiImage		hdr;			/* must be first */
+	int			universe;		/* W: 32 or 64 */
+	int			leaf_level;		/* level of the 16-bit bitmaps: 3 or 4 */
+	uint64_t	nd;				/* distinct keys */
+	uint64_t   *run_start;		/* nd + 1 entry positions */
+	VebCluster *clusters;
+	uint64_t	nclusters;		/* records (w >= 8) */
+	uint64_t	nbitmaps;		/* 16-bit leaf clusters */
+	VebSlot    *table;
+	uint64_t	table_slots;
+	uint64_t	hash_a;			/* universal hash: ((a * k + b) >> 32) */
+	uint64_t	hash_b;
+	int64_t		min_key;
+	int64_t		max_key;
+	uint64_t	umin;			/* mapped min_key and max_key */
+	uint64_t	umax;
+	uint64_t	host_bytes;
+} CpuVeb;
+
+/* ---------------------------------------------------------------------
+ * Words, slots and hashing
+ * --------------------------------------------------------------------- */
+
+/* Mask of the low w bits, w <= 64. */
+static inline uint64_t
+low_mask(int w)
+{
+	return w >= 64 ? UINT64_MAX : (((uint64_t) 1 << w) - 1);
+}
+
+/* Bits [s, s + w) of the W-bit word x, counted from the left. */
+static inline uint64_t
+word_at(uint64_t x, int s, int w, int W)
+{
+	return (x >> (W - s - w)) & low_mask(w);
+}
+
+/* Order-preserving map of a signed key to the W-bit universe. */
+static inline uint64_t
+map_key(int64_t k, int W)
+{
+	if (W == 32)
+		return (uint64_t) ((uint32_t) (int32_t) k ^ 0x80000000u);
+	return (uint64_t) k ^ ((uint64_t) 1 << 63);
+}
+
+/* First-element bit of slot j on level L (Fig. 4). */
+static inline int
+slot_bit(int L, int j)
+{
+	return (1 << L) - 1 + j;
+}
+
+/* All first-element bits of level L. */
+static inline uint32_t
+level_bits(int L)
+{
+	return (uint32_t) (((uint64_t) 1 << (1 << L)) - 1) << ((1 << L) - 1);
+}
+
+/* Table slot for key in a table of slots entries (universal hash). */
+static inline uint64_t
+hash_slot(const CpuVeb *t, uint32_t key, uint32_t slots)
+{
+	uint32_t	h = (uint32_t) ((t->hash_a * key + t->hash_b) >> 32);
+
+	return ((uint64_t) h * slots) >> 32;
+}
+
+/* Cluster number of the child keyed by key, or NONE32. */
+static inline uint32_t
+find_child(const CpuVeb *t, const VebCluster *c, uint32_t key)
+{
+	const VebSlot *tab = t->table + c->table;
+	uint32_t	i;
+
+	if (c->slots == 0)
+		return NONE32;
+	i = (uint32_t) hash_slot(t, key, c->slots);
+	for (;;)
+	{
+		VebSlot		e = tab[i];
+
+		if (e == 0)
+			return NONE32;
+		if ((uint32_t) e == key)
+			return (uint32_t) (e >> 32) - 1;
+		if (++i == c->slots)
+			i = 0;
+	}
+}
+
+/* The child bitmap slot keyed by key (0..15), or 0. */
+static inline VebSlot
+find_bitmap(const CpuVeb *t, const VebCluster *c, uint32_t key)
+{
+	const VebSlot *tab = t->table + c->table;
+	uint32_t	i;
+
+	if (c->slots == 0)
+		return 0;
+	i = (uint32_t) hash_slot(t, key, c->slots);
+	for (;;)
+	{
+		VebSlot		e = tab[i];
+
+		if (e == 0)
+			return 0;
+		if (((e >> 16) & 15) == key)
+			return e;
+		if (++i == c->slots)
+			i = 0;
+	}
+}
+
+/* Bitmap of a child bitmap slot. */
+static inline uint32_t
+slot_bits(VebSlot e)
+{
+	return (uint32_t) (e & 0xFFFF);
+}
+
+/* Distinct index of the first value of a child bitmap slot. */
+static inline uint32_t
+slot_first(VebSlot e)
+{
+	return (uint32_t) (e >> 32);
+}
+
+/* Highest set bit of a non-zero 32-bit word. */
+static inline uint32_t
+top_bit(uint32_t bits)
+{
+	return 31 - (uint32_t) __builtin_clz(bits);
+}
+
+/* ---------------------------------------------------------------------
+ * Queries
+ * --------------------------------------------------------------------- */
+
+/*
+ * Predecessor (largest value <= y) among the values of the summary cluster
+ * s at level L0 (a bitmap when L0 is the leaf level), as a word of that
+ * level; NONE64 if none.  Descends without recursion: a step either enters
+ * a child (its result is prefixed with the child's key) or, when the child
+ * cannot hold the answer, searches the cluster's own summary for the
+ * nearest smaller child, a frame resolved on the way back up.
+ */
+static inline __attribute__((always_inline)) uint64_t
+summary_pred(const CpuVeb *t, uint32_t s, int L0, uint32_t y, const int W)
+{
+	const int	leaf_level = W == 64 ? 4 : 3;
+	uint32_t	frame_cluster[MAX_DEPTH] = {0};
+	uint32_t	frame_key[MAX_DEPTH] = {0};	/* child key, or NONE32 for summary */
+	int			frame_half[MAX_DEPTH] = {0};
+	int			depth = 0;
+	uint32_t	cur = s;
+	uint64_t	r = NONE64;
+	int			L;
+
+#pragma GCC unroll 6
+	for (L = L0; L <= leaf_level; L++)
+	{
+		const int	w = W >> L;
+		const int	half = w >> 1;
+		const VebCluster *c;
+		uint32_t	h;
+		uint32_t	lo;
+		uint32_t	child;
+
+		if (w == 4)
+		{
+			uint32_t	bits = cur & ((2u << y) - 1);
+
+			r = bits ? top_bit(bits) : NONE64;
+			break;
+		}
+		c = &t->clusters[cur];
+		if (y >= c->max)
+		{
+			r = c->max;
+			break;
+		}
+		if (y < c->min)
+			break;
+		h = y >> half;
+		lo = y & (uint32_t) low_mask(half);
+		if (half == 4)
+		{
+			VebSlot		e = find_bitmap(t, c, h);
+			uint32_t	bits = slot_bits(e) & ((2u << lo) - 1);
+
+			if (bits)
+				r = (h << 4) | top_bit(bits);
+			else if ((bits = c->summary & ((1u << h) - 1)) == 0)
+				r = c->min;
+			else
+			{
+				uint32_t	hp = top_bit(bits);
+
+				r = (hp << 4) | top_bit(slot_bits(find_bitmap(t, c, hp)));
+			}
+			break;
+		}
+		child = find_child(t, c, h);
+		frame_cluster[depth] = cur;
+		frame_half[depth] = half;
+		if (child != NONE32 && lo >= t->clusters[child].min)
+		{
+			frame_key[depth++] = h;
+			cur = child;
+			y = lo;
+			continue;
+		}
+		if (h == 0)
+		{
+			r = c->min;
+			break;
+		}
+		frame_key[depth++] = NONE32;
+		cur = c->summary;
+		y = h - 1;
+	}
+	while (depth-- > 0)
+	{
+		const VebCluster *c = &t->clusters[frame_cluster[depth]];
+		int			half = frame_half[depth];
+
+		if (frame_key[depth] != NONE32)
+			r = ((uint64_t) frame_key[depth] << half) | r;
+		else if (r == NONE64)
+			r = c->min;
+		else
+			r = (r << half) |
+				t->clusters[find_child(t, c, (uint32_t) r)].max;
+	}
+	return r;
+}
+
+/* Successor (smallest value >= y) in a summary: summary_pred's mirror. */
+static inline __attribute__((always_inline)) uint64_t
+summary_succ(const CpuVeb *t, uint32_t s, int L0, uint32_t y, const int W)
+{
+	const int	leaf_level = W == 64 ? 4 : 3;
+	uint32_t	frame_cluster[MAX_DEPTH] = {0};
+	uint32_t	frame_key[MAX_DEPTH] = {0};	/* child key, or NONE32 for summary */
+	int			frame_half[MAX_DEPTH] = {0};
+	int			depth = 0;
+	uint32_t	cur = s;
+	uint64_t	r = NONE64;
+	int			L;
+
+#pragma GCC unroll 6
+	for (L = L0; L <= leaf_level; L++)
+	{
+		const int	w = W >> L;
+		const int	half = w >> 1;
+		const VebCluster *c;
+		uint32_t	h;
+		uint32_t	lo;
+		uint32_t	child;
+
+		if (w == 4)
+		{
+			uint32_t	bits = y < 16 ? cur & ~((1u << y) - 1) & 0xFFFF : 0;
+
+			r = bits ? (uint32_t) __builtin_ctz(bits) : NONE64;
+			break;
+		}
+		c = &t->clusters[cur];
+		if (y <= c->min)
+		{
+			r = c->min;
+			break;
+		}
+		if (y > c->max)
+			break;
+		h = y >> half;
+		lo = y & (uint32_t) low_mask(half);
+		if (half == 4)
+		{
+			VebSlot		e = find_bitmap(t, c, h);
+			uint32_t	bits = slot_bits(e) & ~((1u << lo) - 1);
+
+			if (bits)
+				r = (h << 4) | (uint32_t) __builtin_ctz(bits);
+			else if ((bits = c->summary & 0xFFFF & ~((2u << h) - 1)) == 0)
+				r = NONE64;		/* cannot happen: y <= max */
+			else
+			{
+				uint32_t	hn = (uint32_t) __builtin_ctz(bits);
+
+				r = (hn << 4) |
+					(uint32_t) __builtin_ctz(slot_bits(find_bitmap(t, c, hn)));
+			}
+			break;
+		}
+		child = find_child(t, c, h);
+		frame_cluster[depth] = cur;
+		frame_half[depth] = half;
+		if (child != NONE32 && lo <= t->clusters[child].max)
+		{
+			frame_key[depth++] = h;
+			cur = child;
+			y = lo;
+			continue;
+		}
+		if (h == (uint32_t) low_mask(half))
+			break;				/* cannot happen: y <= max */
+		frame_key[depth++] = NONE32;
+		cur = c->summary;
+		y = h + 1;
+	}
+	while (depth-- > 0)
+	{
+		const VebCluster *c = &t->clusters[frame_cluster[depth]];
+		int			half = frame_half[depth];
+
+		if (r == NONE64)
+			continue;
+		if (frame_key[depth] != NONE32)
+			r = ((uint64_t) frame_key[depth] << half) | r;
+		else
+			r = (r << half) |
+				t->clusters[find_child(t, c, (uint32_t) r)].min;
+	}
+	return r;
+}
+
+/*
+ * Distinct index of the largest key <= x, for umin <= x < umax: down the
+ * root's chain of children, whose values are whole keys and so carry their
+ * distinct indexes; a summary search where the chain leaves off.
+ */
+static inline __attribute__((always_inline)) uint64_t
+veb_pred(const CpuVeb *t, uint64_t x, const int W)
+{
+	const int	leaf_level = W == 64 ? 4 : 3;
+	uint32_t	cur = 0;
+	uint64_t	y = x;
+	int			L;
+
+#pragma GCC unroll 6
+	for (L = 0; L < leaf_level; L++)
+	{
+		const int	w = W >> L;
+		const int	half = w >> 1;
+		const VebCluster *c = &t->clusters[cur];
+		uint32_t	h = (uint32_t) (y >> half);
+		uint32_t	lo = (uint32_t) (y & low_mask(half));
+		uint32_t	child;
+		uint64_t	hp;
+
+		/* The root's bounds were checked by the caller; y >= min here. */
+		if (L > 0 && y >= c->max)
+			return c->last;
+		if (half == 4)
+		{
+			VebSlot		e = find_bitmap(t, c, h);
+			uint32_t	bits = slot_bits(e) & ((2u << lo) - 1);
+
+			if (bits)
+				return slot_first(e) + __builtin_popcount(bits) - 1;
+			if ((bits = c->summary & ((1u << h) - 1)) == 0)
+				return c->first;
+			e = find_bitmap(t, c, top_bit(bits));
+			return slot_first(e) + __builtin_popcount(slot_bits(e)) - 1;
+		}
+		child = find_child(t, c, h);
+		if (child != NONE32 && lo >= t->clusters[child].min)
+		{
+			cur = child;
+			y = lo;
+			continue;
+		}
+		if (h == 0)
+			return c->first;
+		hp = summary_pred(t, c->summary, L + 1, h - 1, W);
+		if (hp == NONE64)
+			return c->first;
+		return t->clusters[find_child(t, c, (uint32_t) hp)].last;
+	}
+	return NONE64;				/* not reached */
+}
+
+/* Distinct index of the smallest key >= x, for umin < x <= umax. */
+static inline __attribute__((always_inline)) uint64_t
+veb_succ(const CpuVeb *t, uint64_t x, const int W)
+{
+	const int	leaf_level = W == 64 ? 4 : 3;
+	uint32_t	cur = 0;
+	uint64_t	y = x;
+	int			L;
+
+#pragma GCC unroll 6
+	for (L = 0; L < leaf_level; L++)
+	{
+		const int	w = W >> L;
+		const int	half = w >> 1;
+		const VebCluster *c = &t->clusters[cur];
+		uint32_t	h = (uint32_t) (y >> half);
+		uint32_t	lo = (uint32_t) (y & low_mask(half));
+		uint32_t	child;
+		uint64_t	hn;
+
+		/* Here min < y <= max (at the root by the caller's checks). */
+		if (half == 4)
+		{
+			VebSlot		e = find_bitmap(t, c, h);
+			uint32_t	bits = slot_bits(e) & ~((1u << lo) - 1);
+
+			if (bits)
+				return slot_first(e) +
+					__builtin_popcount(slot_bits(e) & ((1u << __builtin_ctz(bits)) - 1));
+			bits = c->summary & 0xFFFF & ~((2u << h) - 1);
+			e = find_bitmap(t, c, (uint32_t) __builtin_ctz(bits));
+			return slot_first(e);
+		}
+		child = find_child(t, c, h);
+		if (child != NONE32 && lo <= t->clusters[child].max)
+		{
+			const VebCluster *cc = &t->clusters[child];
+
+			if (lo <= cc->min)
+				return cc->first;
+			cur = child;
+			y = lo;
+			continue;
+		}
+		hn = summary_succ(t, c->summary, L + 1, h + 1, W);
+		return t->clusters[find_child(t, c, (uint32_t) hn)].first;
+	}
+	return NONE64;				/* not reached */
+}
+
+/* Distinct index of key x, or NONE64, for umin <= x <= umax. */
+static inline __attribute__((always_inline)) uint64_t
+veb_exists(const CpuVeb *t, uint64_t x, const int W)
+{
+	const int	leaf_level = W == 64 ? 4 : 3;
+	uint32_t	cur = 0;
+	uint64_t	y = x;
+	int			L;
+
+	if (x == t->umin)
+		return 0;
+	if (x == t->umax)
+		return t->nd - 1;
+#pragma GCC unroll 6
+	for (L = 0; L < leaf_level; L++)
+	{
+		const int	w = W >> L;
+		const int	half = w >> 1;
+		const VebCluster *c = &t->clusters[cur];
+		uint32_t	h = (uint32_t) (y >> half);
+		uint32_t	lo = (uint32_t) (y & low_mask(half));
+
+		if (L > 0)
+		{
+			if (y == c->min)
+				return c->first;
+			if (y == c->max)
+				return c->last;
+			if (y < c->min || y > c->max)
+				return NONE64;
+		}
+		if (half == 4)
+		{
+			VebSlot		e = find_bitmap(t, c, h);
+			uint32_t	bits = slot_bits(e);
+
+			if ((bits >> lo) & 1)
+				return slot_first(e) + __builtin_popcount(bits & ((1u << lo) - 1));
+			return NONE64;
+		}
+		cur = find_child(t, c, h);
+		if (cur == NONE32)
+			return NONE64;
+		y = lo;
+	}
+	return NONE64;				/* not reached */
+}
+
+/* Answer one probe into *first, *last (engine.h semantics). */
+static inline __attribute__((always_inline)) void
+veb_answer(const CpuVeb *t, GiOp op, int64_t p, int64_t hi, uint64_t *first,
+		   uint64_t *last, const int W)
+{
+	const uint64_t *rs = t->run_start;
+	uint64_t	n = t->hdr.n;
+	uint64_t	i;
+
+	if (t->nd == 0)
+	{
+		*first = *last = 0;
+		return;
+	}
+	switch (op)
+	{
+		case GI_OP_POINT:
+			i = (p < t->min_key || p > t->max_key) ? NONE64 :
+				veb_exists(t, map_key(p, W), W);
+			if (i == NONE64)
+				*first = *last = 0;
+			else
+				*first = rs[i], *last = rs[i + 1];
+			break;
+		case GI_OP_PRED:
+			if (p < t->min_key)
+				*first = *last = 0;
+			else
+			{
+				i = p >= t->max_key ? t->nd - 1 : veb_pred(t, map_key(p, W), W);
+				*first = rs[i];
+				*last = rs[i + 1];
+			}
+			break;
+		case GI_OP_SUCC:
+			if (p > t->max_key)
+				*first = *last = n;
+			else
+			{
+				i = p <= t->min_key ? 0 : veb_succ(t, map_key(p, W), W);
+				*first = rs[i];
+				*last = rs[i + 1];
+			}
+			break;
+		default:				/* GI_OP_RANGE: [lower_bound(p), upper_bound(hi)) */
+			if (p > hi)
+			{
+				*first = *last = 0;
+				break;
+			}
+			*first = p <= t->min_key ? 0 : p > t->max_key ? n :
+				rs[veb_succ(t, map_key(p, W), W)];
+			*last = hi >= t->max_key ? n : hi < t->min_key ? 0 :
+				rs[veb_pred(t, map_key(hi, W), W) + 1];
+			break;
+	}
+}
+
+typedef struct QueryJob
+{
+	const CpuVeb *t;
+	GiOp		op;
+	const int64_t *probes;
+	const int64_t *probes_hi;
+	uint64_t   *first;
+	uint64_t   *last;
+} QueryJob;
+
+/* Answer probes [begin, end) of a batch (a gi_cpu_parallel_for slice). */
+static void
+query_slice(void *arg, size_t begin, size_t end)
+{
+	const QueryJob *q = (const QueryJob *) arg;
+	size_t		i;
+
+	if (q->t->universe == 64)
+		for (i = begin; i < end; i++)
+			veb_answer(q->t, q->op, q->probes[i],
+					   q->probes_hi ? q->probes_hi[i] : 0,
+					   &q->first[i], &q->last[i], 64);
+	else
+		for (i = begin; i < end; i++)
+			veb_answer(q->t, q->op, q->probes[i],
+					   q->probes_hi ? q->probes_hi[i] : 0,
+					   &q->first[i], &q->last[i], 32);
+}
+
+/* Answer a batch (cpu_engine.h). */
+GiStatus
+gi_cpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
+				 const int64_t *probes_hi, size_t nprobes, uint64_t *first,
+				 uint64_t *last, GiError *err)
+{
+	CpuVeb	   *t = (CpuVeb *) image;
+	double		t0 = gi_now_ms();
+	QueryJob	q;
+
+	memset(&image->last_query, 0, sizeof(image->last_query));
+	if (op < GI_OP_POINT || op > GI_OP_RANGE)
+		return gi_set_error(err, GI_ERR_INVALID, "unknown query op %d", (int) op);
+	q.t = t;
+	q.op = op;
+	q.probes = probes;
+	q.probes_hi = op == GI_OP_RANGE ? probes_hi : NULL;
+	q.first = first;
+	q.last = last;
+	gi_cpu_parallel_for(nprobes, PROBES_PER_THREAD, query_slice, &q);
+	image->last_query.search_ms = gi_now_ms() - t0;
+	image->last_query.total_ms = image->last_query.search_ms;
+	return GI_OK;
+}
+
+/* ---------------------------------------------------------------------
+ * Parallel build
+ * --------------------------------------------------------------------- */
+
+typedef struct BuildJob
+{
+	CpuVeb	   *t;
+	const uint64_t *x;			/* nd mapped distinct keys */
+	uint32_t   *fe;				/* nd first-element bit fields */
+	uint32_t   *base;			/* nd cluster numbers of each key's first */
+	uint32_t	ancestors[MAX_BITS];	/* bits of the slots enclosing a slot */
+	int			level;			/* the level the current step works on */
+} BuildJob;
+
+/*
+ * First index after i whose bits [0, pb) differ from x[i]'s, or nd (Eq. 8):
+ * a few neighbours, then a binary search for the next prefix.
+ */
+static uint64_t
+prefix_end(const uint64_t *x, uint64_t nd, uint64_t i, int pb, int W)
+{
+	int			sh = W - pb;
+	uint64_t	pfx;
+	uint64_t	target;
+	uint64_t	lo;
+	uint64_t	hi;
+	uint64_t	k;
+
+	if (pb == 0)
+		return nd;
+	pfx = x[i] >> sh;
+	for (k = i + 1; k < nd && k <= i + LINEAR_STEPS; k++)
+		if ((x[k] >> sh) != pfx)
+			return k;
+	if (k >= nd || pfx == low_mask(pb))
+		return nd;
+	target = (pfx + 1) << sh;
+	lo = k;
+	hi = nd;
+	while (lo < hi)
+	{
+		uint64_t	mid = lo + (hi - lo) / 2;
+
+		if (x[mid] < target)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Position from the left of the first bit where a and b differ (W if none). */
+static inline int
+first_difference(uint64_t a, uint64_t b, int W)
+{
+	uint64_t	d = a ^ b;
+
+	return d == 0 ? W : __builtin_clzll(d) - (64 - W);
+}
+
+/*
+ * Eq. 7 on level L for keys [begin, end): child slot j starts at key i when
+ * the prefix [0, s) differs from key i - 1's, unless a slot enclosing it
+ * already starts at key i (no first element can nest inside another).
+ */
+static void
+mark_level_slice(void *arg, size_t begin, size_t end)
+{
+	BuildJob   *b = (BuildJob *) arg;
+	int			W = b->t->universe;
+	int			L = b->level;
+	int			w = W >> L;
+	size_t		i;
+
+	for (i = begin < 1 ? 1 : begin; i < end; i++)
+	{
+		int			diff = first_difference(b->x[i - 1], b->x[i], W);
+		uint32_t	f = b->fe[i];
+		int			j;
+
+		for (j = 1; j < (1 << L); j += 2)
+		{
+			int			bit = slot_bit(L, j);
+
+			if (diff < j * w && (f & b->ancestors[bit]) == 0)
+				f |= 1u << bit;
+		}
+		b->fe[i] = f;
+	}
+}
+
+/*
+ * Propagation from the clusters of level L starting at keys [begin, end):
+ * the first key m after the minimum's run (bits [0, s + w) equal) starts
+ * both the summary and the first child, if m is still inside the cluster.
+ * Several clusters may propagate into one key: atomic OR.
+ */
+static void
+propagate_slice(void *arg, size_t begin, size_t end)
+{
+	BuildJob   *b = (BuildJob *) arg;
+	int			W = b->t->universe;
+	int			L = b->level;
+	int			w = W >> L;
+	uint64_t	nd = b->t->nd;
+	size_t		i;
+
+	for (i = begin; i < end; i++)
+	{
+		uint32_t	bits = __atomic_load_n(&b->fe[i], __ATOMIC_RELAXED) & level_bits(L);
+
+		while (bits)
+		{
+			int			bit = __builtin_ctz(bits);
+			int			j = bit - ((1 << L) - 1);
+			int			s = j * w;
+			uint64_t	m = prefix_end(b->x, nd, i, s + w, W);
+
+			bits &= bits - 1;
+			if (m < prefix_end(b->x, nd, i, s, W))
+				__atomic_fetch_or(&b->fe[m],
+								  (1u << slot_bit(L + 1, 2 * j)) |
+								  (1u << slot_bit(L + 1, 2 * j + 1)),
+								  __ATOMIC_RELAXED);
+		}
+	}
+}
+
+/* Slots of a table for at most children entries (fill ratio, one free). */
+static uint32_t
+table_size(uint64_t children)
+{
+	uint64_t	slots = (children * 100 + VEB_FILL_PERCENT - 1) / VEB_FILL_PERCENT;
+
+	if (children == 0)
+		return 0;
+	if (slots <= children)
+		slots = children + 1;
+	return slots > UINT32_MAX ? UINT32_MAX : (uint32_t) slots;
+}
+
+/*
+ * Set up the cluster records of keys [begin, end): bounds, first and last
+ * index, and the table size of Eq. 9 (children at most min(b - m, 2^(w/2))).
+ */
+static void
+init_clusters_slice(void *arg, size_t begin, size_t end)
+{
+	BuildJob   *b = (BuildJob *) arg;
+	CpuVeb	   *t = b->t;
+	int			W = t->universe;
+	uint32_t	inner = level_bits(t->leaf_level) - 1;
+	size_t		i;
+
+	for (i = begin; i < end; i++)
+	{
+		uint32_t	bits = b->fe[i] & inner;
+		uint32_t	id = b->base[i];
+
+		for (; bits; bits &= bits - 1, id++)
+		{
+			int			bit = __builtin_ctz(bits);
+			int			L = 31 - __builtin_clz((unsigned) bit + 1);
+			int			j = bit - ((1 << L) - 1);
+			int			w = W >> L;
+			int			s = j * w;
+			uint64_t	m = prefix_end(b->x, t->nd, i, s + w, W);
+			uint64_t	e = prefix_end(b->x, t->nd, i, s, W);
+			VebCluster *c = &t->clusters[id];
+			uint64_t	bound = (uint64_t) 1 << (w / 2);
+
+			c->min = (uint32_t) word_at(b->x[i], s, w, W);
+			c->max = (uint32_t) word_at(b->x[e - 1], s, w, W);
+			c->first = (uint32_t) i;
+			c->last = (uint32_t) (e - 1);
+			c->summary = w == 8 ? 0 : NONE32;
+			c->slots = m < e ? table_size(e - m < bound ? e - m : bound) : 0;
+			c->table = 0;
+		}
+	}
+}
+
+/*
+ * The cluster at slot j of level L whose range holds key x, found from the
+ * root through the levels already linked: slot j's bits, from the top,
+ * say summary (0) or child (1) at each level.
+ */
+static uint32_t
+locate(const CpuVeb *t, uint64_t x, int L, int j)
+{
+	int			W = t->universe;
+	uint32_t	cur = 0;
+	int			l;
+
+	for (l = 1; l <= L; l++)
+	{
+		const VebCluster *c = &t->clusters[cur];
+		int			wp = W >> (l - 1);
+		int			sp = (j >> (L - l + 1)) * wp;
+
+		if (((j >> (L - l)) & 1) == 0)
+			cur = c->summary;
+		else
+			cur = find_child(t, c, (uint32_t) (word_at(x, sp, wp, W) >> (wp / 2)));
+	}
+	return cur;
+}
+
+/* Put slot value v into the first free slot from key's home (CAS). */
+static void
+table_put(CpuVeb *t, const VebCluster *c, uint32_t key, VebSlot v)
+{
+	VebSlot    *tab = t->table + c->table;
+	uint32_t	i = (uint32_t) hash_slot(t, key, c->slots);
+
+	for (;;)
+	{
+		VebSlot		expected = 0;
+
+		if (__atomic_compare_exchange_n(&tab[i], &expected, v, false,
+										__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return;
+		if (++i == c->slots)
+			i = 0;
+	}
+}
+
+/*
+ * Link the clusters of level L starting at keys [begin, end) into their
+ * parents on level L - 1: the summary field, or the parent's hash table.
+ * On the leaf level the 16-bit bitmap is filled first, from the cluster's
+ * key range, one binary search per distinct 4-bit value.
+ */
+static void
+link_level_slice(void *arg, size_t begin, size_t end)
+{
+	BuildJob   *b = (BuildJob *) arg;
+	CpuVeb	   *t = b->t;
+	int			W = t->universe;
+	int			L = b->level;
+	int			w = W >> L;
+	size_t		i;
+
+	for (i = begin; i < end; i++)
+	{
+		uint32_t	all = b->fe[i];
+		uint32_t	bits = all & level_bits(L);
+
+		while (bits)
+		{
+			int			bit = __builtin_ctz(bits);
+			int			j = bit - ((1 << L) - 1);
+			int			s = j * w;
+			uint32_t	pid = locate(t, b->x[i], L - 1, j >> 1);
+			VebCluster *p = &t->clusters[pid];
+			uint32_t	key = (uint32_t) word_at(b->x[i], s - (j & 1 ? w : 0), w, W);
+
+			bits &= bits - 1;
+			if (L == t->leaf_level)
+			{
+				uint64_t	e = prefix_end(b->x, t->nd, i, s, W);
+				uint64_t	k = i;
+				uint32_t	bitmap = 0;
+
+				while (k < e)
+				{
+					bitmap |= 1u << word_at(b->x[k], s, 4, W);
+					k = prefix_end(b->x, t->nd, k, s + 4, W);
+				}
+				if ((j & 1) == 0)
+					p->summary = bitmap;
+				else
+					table_put(t, p, key, (VebSlot) bitmap |
+							  ((VebSlot) key << 16) | ((VebSlot) i << 32));
+			}
+			else
+			{
+				uint32_t	id = b->base[i] +
+					__builtin_popcount(all & ((1u << bit) - 1));
+
+				if ((j & 1) == 0)
+					p->summary = id;
+				else
+					table_put(t, p, key, (VebSlot) key | ((VebSlot) (id + 1) << 32));
+			}
+		}
+	}
+}
+
+/* splitmix64 step: the image's hash constants. */
+static uint64_t
+splitmix(uint64_t *state)
+{
+	uint64_t	z = (*state += 0x9E3779B97F4A7C15ULL);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+/* Check that keys are sorted and fit key_bytes. */
+static GiStatus
+check_keys(const int64_t *keys, size_t n, int key_bytes, GiError *err)
+{
+	int64_t		type_max = key_bytes == 2 ? INT16_MAX :
+		key_bytes == 4 ? INT32_MAX : INT64_MAX;
+	int64_t		type_min = -type_max - 1;
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (keys[i] < type_min || keys[i] > type_max)
+			return gi_set_error(err, GI_ERR_INVALID,
+								"key %lld at position %zu does not fit in %d bytes",
+								(long long) keys[i], i, key_bytes);
+		if (i > 0 && keys[i] < keys[i - 1])
+			return gi_set_error(err, GI_ERR_INVALID,
+								"keys are not sorted at position %zu", i);
+	}
+	return GI_OK;
+}
+
+/* Build an image from sorted keys (cpu_engine.h). */
+GiStatus
+gi_cpu_veb_build(const GiBuildParams *params, const int64_t *keys,
+				 const uint64_t *payloads, size_t n, GiImage **out,
+				 GiError *err)
+{
+	double		t0 = gi_now_ms();
+	CpuVeb	   *t;
+	BuildJob	b;
+	uint64_t   *x = NULL;
+	uint64_t	nd;
+	uint64_t	total;
+	uint64_t	leaves;
+	uint64_t	i;
+	int			W;
+	int			L;
+	int			bit;
+	uint64_t	seed;
+	GiStatus	st;
+
+	(void) payloads;			/* no query needs them on the host */
+	*out = NULL;
+	if ((st = check_keys(keys, n, params->key_bytes, err)) != GI_OK)
+		return st;
+
+	t = calloc(1, sizeof(CpuVeb));
+	if (t == NULL)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory building an image");
+	t->hdr.engine = GI_ENGINE_CPU;
+	t->hdr.structure = GI_STRUCT_VEB;
+	t->hdr.key_bytes = params->key_bytes;
+	t->hdr.n = n;
+	W = t->universe = params->key_bytes == 8 ? 64 : 32;
+	t->leaf_level = W == 64 ? 4 : 3;
+	memset(&b, 0, sizeof(b));
+
+	/* 1. De-duplicate (a flag and a prefix sum on the GPU) and map. */
+	nd = n > 0;
+	for (i = 1; i < n; i++)
+		nd += keys[i] != keys[i - 1];
+	if (nd >= NONE32)
+	{
+		free(t);
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"the veb structure holds fewer than 2^32 - 1 distinct keys, not %llu",
+							(unsigned long long) nd);
+	}
+	t->nd = nd;
+	t->run_start = malloc((nd + 1) * sizeof(uint64_t));
+	x = malloc((nd ? nd : 1) * sizeof(uint64_t));
+	b.fe = calloc(nd ? nd : 1, sizeof(uint32_t));
+	b.base = malloc((nd ? nd : 1) * sizeof(uint32_t));
+	if (t->run_start == NULL || x == NULL || b.fe == NULL || b.base == NULL)
+		goto oom;
+	nd = 0;
+	for (i = 0; i < n; i++)
+	{
+		if (i == 0 || keys[i] != keys[i - 1])
+		{
+			t->run_start[nd] = i;
+			x[nd++] = map_key(keys[i], W);
+		}
+	}
+	t->run_start[nd] = n;
+	if (n > 0)
+	{
+		t->min_key = keys[0];
+		t->max_key = keys[n - 1];
+		t->umin = x[0];
+		t->umax = x[nd - 1];
+	}
+	seed = 0x5EEDF00DULL ^ nd;
+	t->hash_a = splitmix(&seed) | 1;
+	t->hash_b = splitmix(&seed);
+	b.t = t;
+	b.x = x;
+
+	/* The slots enclosing each slot: the bits no first element may nest in. */
+	for (bit = 0; bit < (1 << (t->leaf_level + 1)) - 1; bit++)
+	{
+		int			Lb = 31 - __builtin_clz((unsigned) bit + 1);
+		int			j = bit - ((1 << Lb) - 1);
+		int			l;
+
+		for (l = 0; l < Lb; l++)
+			b.ancestors[bit] |= 1u << slot_bit(l, j >> (Lb - l));
+	}
+
+	/* 2. First-element bit fields, level by level from the top. */
+	if (nd > 0)
+		b.fe[0] = 1;			/* the root */
+	for (L = 0; L <= t->leaf_level && nd > 0; L++)
+	{
+		b.level = L;
+		if (L > 0)
+			gi_cpu_parallel_for(nd, BUILD_PER_THREAD, mark_level_slice, &b);
+		if (L < t->leaf_level)
+			gi_cpu_parallel_for(nd, BUILD_PER_THREAD, propagate_slice, &b);
+	}
+
+	/* 3. Number the clusters (popcount, prefix sum), size their tables. */
+	total = 0;
+	leaves = 0;
+	for (i = 0; i < nd; i++)
+	{
+		uint32_t	inner = b.fe[i] & (level_bits(t->leaf_level) - 1);
+
+		b.base[i] = (uint32_t) total;
+		total += __builtin_popcount(inner);
+		leaves += __builtin_popcount(b.fe[i] & level_bits(t->leaf_level));
+		if (total >= NONE32)
+		{
+			st = gi_set_error(err, GI_ERR_UNSUPPORTED,
+							  "the veb structure of %llu distinct keys needs 2^32 clusters or more",
+							  (unsigned long long) nd);
+			goto fail;
+		}
+	}
+	t->nclusters = total;
+	t->nbitmaps = leaves;
+	t->clusters = malloc((total ? total : 1) * sizeof(VebCluster));
+	if (t->clusters == NULL)
+		goto oom;
+	gi_cpu_parallel_for(nd, BUILD_PER_THREAD, init_clusters_slice, &b);
+	t->table_slots = 0;
+	for (i = 0; i < total; i++)
+	{
+		t->clusters[i].table = t->table_slots;
+		t->table_slots += t->clusters[i].slots;
+	}
+	t->table = calloc(t->table_slots ? t->table_slots : 1, sizeof(VebSlot));
+	if (t->table == NULL)
+		goto oom;
+
+	/* 4. Link the clusters into their parents, level by level from the top. */
+	for (L = 1; L <= t->leaf_level && nd > 0; L++)
+	{
+		b.level = L;
+		gi_cpu_parallel_for(nd, BUILD_PER_THREAD, link_level_slice, &b);
+	}
+
+	free(x);
+	free(b.fe);
+	free(b.base);
+	t->host_bytes = sizeof(CpuVeb) + (t->nd + 1) * sizeof(uint64_t) +
+		t->nclusters * sizeof(VebCluster) + t->table_slots * sizeof(VebSlot);
+	t->hdr.build.build_ms = gi_now_ms() - t0;
+	t->hdr.build.total_ms = t->hdr.build.build_ms;
+	*out = &t->hdr;
+	return GI_OK;
+
+oom:
+	st = gi_set_error(err, GI_ERR_HOST_OOM,
+					  "out of host memory building a veb image of %zu keys", n);
+fail:
+	free(x);
+	free(b.fe);
+	free(b.base);
+	gi_cpu_veb_free(&t->hdr);
+	return st;
+}
+
+/* Free an image (cpu_engine.h). */
+void
+gi_cpu_veb_free(GiImage *image)
+{
+	CpuVeb	   *t = (CpuVeb *) image;
+
+	if (t == NULL)
+		return;
+	free(t->run_start);
+	free(t->clusters);
+	free(t->table);
+	free(t);
+}
+
+/* Describe an image (cpu_engine.h). */
+void
+gi_cpu_veb_info(const GiImage *image, GiImageInfo *info)
+{
+	const CpuVeb *t = (const CpuVeb *) image;
+	uint64_t	structure_bytes = t->nclusters * sizeof(VebCluster) +
+		t->table_slots * sizeof(VebSlot);
+
+	info->engine = GI_ENGINE_CPU;
+	info->structure = GI_STRUCT_VEB;
+	info->key_bytes = image->key_bytes;
+	info->entries = image->n;
+	info->distinct_keys = t->nd;
+	info->levels = t->universe == 64 ? 6 : 5;	/* d: W = 2^d */
+	info->node_order = 0;		/* no fixed fan-out: clusters hash their
+								 * children */
+	info->nodes = t->nclusters;
+	info->host_bytes = t->host_bytes;
+	info->device_bytes = 0;
+	info->build = image->build;
+	info->last_query = image->last_query;
+	info->device_name[0] = '\0';
+	info->clusters = t->nclusters + t->nbitmaps;
+	info->hash_bytes = t->table_slots * sizeof(VebSlot);
+	info->space_overhead = t->nd ?
+		(double) structure_bytes / ((double) t->nd * image->key_bytes) : 0.0;
+}
+
+/* ---------------------------------------------------------------------
+ * The insertion build (Algorithm 2): the baseline of cpu_veb.h
+ * --------------------------------------------------------------------- */
+
+typedef struct InsNode InsNode;
+
+/* A child in a node's hash table: a node, or a bitmap when w = 4. */
+typedef struct InsEntry
+{
+	uint64_t	key_plus1;		/* 0 = free slot */
+	union
+	{
+		InsNode    *node;
+		uint32_t	bits;
+	}			u;
+} InsEntry;
+
+/* A cluster of word length >= 8, allocated when first needed. */
+struct InsNode
+{
+	uint64_t	min;
+	uint64_t	max;
+	bool		empty;
+	int			w;
+	InsNode    *summary;		/* word length w/2 >= 8 */
+	uint32_t	summary_bits;	/* word length w/2 = 4 */
+	uint32_t	count;			/* children */
+	uint32_t	cap;			/* table slots, a power of two */
+	InsEntry   *children;
+};
+
+struct GiVebInsertTree
+{
+	int			universe;
+	int64_t		min_key;
+	int64_t		max_key;
+	InsNode    *root;
+	uint64_t	bytes;
+	bool		oom;
+};
+
+/* A new empty node of word length w, or NULL. */
+static InsNode *
+ins_new_node(GiVebInsertTree *t, int w)
+{
+	InsNode    *v = calloc(1, sizeof(InsNode));
+
+	if (v == NULL)
+	{
+		t->oom = true;
+		return NULL;
+	}
+	v->empty = true;
+	v->w = w;
+	t->bytes += sizeof(InsNode);
+	return v;
+}
+
+/* Home slot of a child key in a table of cap slots (cap a power of two). */
+static inline uint32_t
+ins_home(uint64_t key, uint32_t cap)
+{
+	return (uint32_t) ((key * 0x9E3779B97F4A7C15ULL) >> 32) & (cap - 1);
+}
+
+/* The entry of child key h, or NULL. */
+static InsEntry *
+ins_find(const InsNode *v, uint64_t h)
+{
+	uint32_t	i;
+
+	if (v->cap == 0)
+		return NULL;
+	for (i = ins_home(h, v->cap);; i = (i + 1) & (v->cap - 1))
+	{
+		if (v->children[i].key_plus1 == 0)
+			return NULL;
+		if (v->children[i].key_plus1 == h + 1)
+			return &v->children[i];
+	}
+}
+
+/* The entry of child key h, added (table grown at half full) if missing. */
+static InsEntry *
+ins_find_or_add(GiVebInsertTree *t, InsNode *v, uint64_t h)
+{
+	InsEntry   *e = ins_find(v, h);
+	uint32_t	i;
+
+	if (e != NULL)
+		return e;
+	if (2 * (v->count + 1) > v->cap)
+	{
+		uint32_t	cap = v->cap ? 2 * v->cap : 4;
+		InsEntry   *old = v->children;
+		InsEntry   *grown = calloc(cap, sizeof(InsEntry));
+		uint32_t	k;
+
+		if (grown == NULL)
+		{
+			t->oom = true;
+			return NULL;
+		}
+		for (k = 0; k < v->cap; k++)
+		{
+			if (old[k].key_plus1 == 0)
+				continue;
+			for (i = ins_home(old[k].key_plus1 - 1, cap); grown[i].key_plus1;
+				 i = (i + 1) & (cap - 1))
+				;
+			grown[i] = old[k];
+		}
+		t->bytes += (uint64_t) (cap - v->cap) * sizeof(InsEntry);
+		free(old);
+		v->children = grown;
+		v->cap = cap;
+	}
+	for (i = ins_home(h, v->cap); v->children[i].key_plus1; i = (i + 1) & (v->cap - 1))
+		;
+	v->children[i].key_plus1 = h + 1;
+	v->count++;
+	return &v->children[i];
+}
+
+/* Algorithm 2: insert x (not yet present) into v. */
+static void
+ins_insert(GiVebInsertTree *t, InsNode *v, uint64_t x)
+{
+	int			half = v->w / 2;
+	uint64_t	h;
+	uint64_t	lo;
+	InsEntry   *e;
+
+	if (v->empty)
+	{
+		v->min = v->max = x;
+		v->empty = false;
+		return;
+	}
+	if (x == v->min || x == v->max)
+		return;
+	if (x < v->min)
+	{
+		uint64_t	swap = x;
+
+		x = v->min;
+		v->min = swap;
+	}
+	if (x > v->max)
+		v->max = x;
+	h = x >> half;
+	lo = x & low_mask(half);
+	if ((e = ins_find_or_add(t, v, h)) == NULL)
+		return;
+	if (half == 4)
+	{
+		/* Children and summary of a cluster of word length 8 are bitmaps. */
+		if (e->u.bits == 0)
+			v->summary_bits |= 1u << h;
+		e->u.bits |= 1u << lo;
+		return;
+	}
+	if (e->u.node == NULL && (e->u.node = ins_new_node(t, half)) == NULL)
+		return;
+	if (e->u.node->empty)
+	{
+		if (v->summary == NULL && (v->summary = ins_new_node(t, half)) == NULL)
+			return;
+		ins_insert(t, v->summary, h);
+	}
+	ins_insert(t, e->u.node, lo);
+}
+
+/* Algorithm 1: largest value <= y in v (non-empty), or NONE64. */
+static uint64_t
+ins_pred(const InsNode *v, uint64_t y)
+{
+	int			half = v->w / 2;
+	uint64_t	h = y >> half;
+	uint64_t	lo = y & low_mask(half);
+	const InsEntry *e;
+	uint64_t	hp;
+
+	if (y >= v->max)
+		return v->max;
+	if (y < v->min)
+		return NONE64;
+	e = ins_find(v, h);
+	if (half == 4)
+	{
+		uint32_t	bits = e ? e->u.bits & ((2u << lo) - 1) : 0;
+
+		if (bits)
+			return (h << 4) | top_bit(bits);
+		if ((bits = v->summary_bits & ((1u << h) - 1)) == 0)
+			return v->min;
+		hp = top_bit(bits);
+		return (hp << 4) | top_bit(ins_find(v, hp)->u.bits);
+	}
+	if (e && lo >= e->u.node->min)
+		return (h << half) | ins_pred(e->u.node, lo);
+	hp = h == 0 ? NONE64 : ins_pred(v->summary, h - 1);
+	if (hp == NONE64)
+		return v->min;
+	return (hp << half) | ins_find(v, hp)->u.node->max;
+}
+
+/* Smallest value >= y in v (non-empty), or NONE64. */
+static uint64_t
+ins_succ(const InsNode *v, uint64_t y)
+{
+	int			half = v->w / 2;
+	uint64_t	h = y >> half;
+	uint64_t	lo = y & low_mask(half);
+	const InsEntry *e;
+	uint64_t	hn;
+
+	if (y <= v->min)
+		return v->min;
+	if (y > v->max)
+		return NONE64;
+	e = ins_find(v, h);
+	if (half == 4)
+	{
+		uint32_t	bits = e ? e->u.bits & ~((1u << lo) - 1) : 0;
+
+		if (bits)
+			return (h << 4) | (uint32_t) __builtin_ctz(bits);
+		bits = v->summary_bits & 0xFFFF & ~((2u << h) - 1);
+		hn = (uint32_t) __builtin_ctz(bits);
+		return (hn << 4) | (uint32_t) __builtin_ctz(ins_find(v, hn)->u.bits);
+	}
+	if (e && lo <= e->u.node->max)
+		return (h << half) | ins_succ(e->u.node, lo);
+	hn = ins_succ(v->summary, h + 1);
+	return (hn << half) | ins_find(v, hn)->u.node->min;
+}
+
+/* Is y in v? */
+static bool
+ins_exists(const InsNode *v, uint64_t y)
+{
+	int			half = v->w / 2;
+	const InsEntry *e;
+
+	if (v->empty)
+		return false;
+	if (y == v->min || y == v->max)
+		return true;
+	e = ins_find(v, y >> half);
+	if (e == NULL)
+		return false;
+	if (half == 4)
+		return (e->u.bits >> (y & 15)) & 1;
+	return ins_exists(e->u.node, y & low_mask(half));
+}
+
+/* Free v and everything below it. */
+static void
+ins_free(InsNode *v)
+{
+	uint32_t	i;
+
+	if (v == NULL)
+		return;
+	if (v->w > 8)
+		for (i = 0; i < v->cap; i++)
+			if (v->children[i].key_plus1)
+				ins_free(v->children[i].u.node);
+	ins_free(v->summary);
+	free(v->children);
+	free(v);
+}
+
+/* One-at-a-time build (cpu_veb.h). */
+GiStatus
+gi_veb_insert_build(const int64_t *keys, size_t n, int key_bytes,
+					GiVebInsertTree **out, GiError *err)
+{
+	GiVebInsertTree *t;
+	size_t		i;
+
+	*out = NULL;
+	if (key_bytes != 2 && key_bytes != 4 && key_bytes != 8)
+		return gi_set_error(err, GI_ERR_INVALID, "key width %d is not 2, 4 or 8",
+							key_bytes);
+	t = calloc(1, sizeof(GiVebInsertTree));
+	if (t == NULL)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory");
+	t->universe = key_bytes == 8 ? 64 : 32;
+	t->bytes = sizeof(GiVebInsertTree);
+	t->root = ins_new_node(t, t->universe);
+	for (i = 0; i < n && !t->oom; i++)
+	{
+		if (i == 0 || keys[i] < t->min_key)
+			t->min_key = keys[i];
+		if (i == 0 || keys[i] > t->max_key)
+			t->max_key = keys[i];
+		ins_insert(t, t->root, map_key(keys[i], t->universe));
+	}
+	if (t->oom)
+	{
+		gi_veb_insert_free(t);
+		return gi_set_error(err, GI_ERR_HOST_OOM,
+							"out of host memory inserting %zu keys", n);
+	}
+	*out = t;
+	return GI_OK;
+}
+
+/* Map a mapped key back to a signed key. */
+static int64_t
+unmap_key(uint64_t u, int W)
+{
+	if (W == 32)
+		return (int64_t) (int32_t) (uint32_t) (u ^ 0x80000000u);
+	return (int64_t) (u ^ ((uint64_t) 1 << 63));
+}
+
+/* Largest key <= p (cpu_veb.h). */
+bool
+gi_veb_insert_pred(const GiVebInsertTree *t, int64_t p, int64_t *key)
+{
+	if (t->root->empty || p < t->min_key)
+		return false;
+	if (p >= t->max_key)
+		*key = t->max_key;
+	else
+		*key = unmap_key(ins_pred(t->root, map_key(p, t->universe)), t->universe);
+	return true;
+}
+
+/* Smallest key >= p (cpu_veb.h). */
+bool
+gi_veb_insert_succ(const GiVebInsertTree *t, int64_t p, int64_t *key)
+{
+	if (t->root->empty || p > t->max_key)
+		return false;
+	if (p <= t->min_key)
+		*key = t->min_key;
+	else
+		*key = unmap_key(ins_succ(t->root, map_key(p, t->universe)), t->universe);
+	return true;
+}
+
+/* Is p a key (cpu_veb.h)? */
+bool
+gi_veb_insert_exists(const GiVebInsertTree *t, int64_t p)
+{
+	if (t->root->empty || p < t->min_key || p > t->max_key)
+		return false;
+	return ins_exists(t->root, map_key(p, t->universe));
+}
+
+/* Bytes allocated (cpu_veb.h). */
+uint64_t
+gi_veb_insert_bytes(const GiVebInsertTree *t)
+{
+	return t->bytes;
+}
+
+/* Free the tree (cpu_veb.h). */
+void
+gi_veb_insert_free(GiVebInsertTree *t)
+{
+	if (t == NULL)
+		return;
+	ins_free(t->root);
+	free(t);
+}
