@@ -124,6 +124,9 @@ SELECT same('SELECT count(*), count(k) FROM p');
 RESET enable_bitmapscan;
 SELECT count(*) FROM p;
 SET enable_bitmapscan = off;
+SET enable_seqscan = on;
+SELECT count(*) FROM p;
+SET enable_seqscan = off;
 -- a scan of a key with many duplicates across an ordered scan
 SELECT same('SELECT id, k FROM p WHERE k >= 1999 ORDER BY k, id', true);
 -- a cursor moving both ways over an index scan

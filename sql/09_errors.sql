@@ -77,7 +77,7 @@ SELECT gpuidx_range_count('e_gi', NULL, NULL) IS NULL AS null_result;
 SELECT gpuidx_info(NULL) IS NULL AS null_result;
 -- NULL elements in range bounds: no row for that range
 SELECT probe, count(*) FROM gpuidx_range('e_gi', '{1, NULL, 2}', '{1, 5, NULL}') GROUP BY 1 ORDER BY 1;
--- and a NULL count (README: NULL in, NULL out)
+-- and a NULL count (as implemented; README does not say)
 SELECT gpuidx_range_count('e_gi', '{1, NULL, 2, NULL}', '{1, 5, NULL, NULL}');
 
 -- what CREATE INDEX refuses
