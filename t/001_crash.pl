@@ -211,14 +211,14 @@ SELECT CASE WHEN r < 0.02 THEN NULL
                                       9223372036854775806, 9223372036854775807]::int8[])[1 + (random() * 3)::int]
             WHEN r < 0.70 THEN (random() * 4000 - 2000)::int8
             ELSE ((random() * 2 - 1) * 9.2e18)::int8 END
-  FROM (SELECT random() AS r FROM generate_series(1, 20000)) s;
+  FROM (SELECT random() AS r FROM generate_series(1, 8000)) s;
 CREATE INDEX t_gi ON t USING gpuidx (k);
 CREATE TABLE probes (keys bigint[], lo bigint[], hi bigint[]);
 INSERT INTO probes
-SELECT (SELECT array_agg(v) FROM (SELECT (random() * 4400 - 2200)::int8 AS v FROM generate_series(1, 1500)
+SELECT (SELECT array_agg(v) FROM (SELECT (random() * 4400 - 2200)::int8 AS v FROM generate_series(1, 800)
                                   UNION ALL SELECT unnest('{-9223372036854775808, 9223372036854775807, 0, NULL}'::int8[])) a),
        array_agg(l), array_agg(l + (random() * 60)::int8)
-  FROM (SELECT (random() * 4400 - 2200)::int8 AS l FROM generate_series(1, 800)) b;
+  FROM (SELECT (random() * 4400 - 2200)::int8 AS l FROM generate_series(1, 300)) b;
 SQL
 
 # The work run in the background: batches of inserts, each committed, with a
