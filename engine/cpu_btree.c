@@ -346,11 +346,13 @@ answer_block(const CpuBtree *t, GiOp op, const int64_t *probes,
  * same or neighbouring leaves whatever their order among themselves; the
  * order only affects speed, never answers.  Returns the arrays holding the
  * result (keys/pos or tmp_keys/tmp_pos) through *out_keys and *out_pos.
+ * Shared with the vEB tree (cpu_engine.h).
  */
-static void
-sort_probe_block(const int64_t *probes, size_t count, uint64_t *keys,
-				 uint32_t *pos, uint64_t *tmp_keys, uint32_t *tmp_pos,
-				 int64_t *min_out, uint64_t **out_keys, uint32_t **out_pos)
+void
+gi_cpu_sort_probe_block(const int64_t *probes, size_t count, uint64_t *keys,
+						uint32_t *pos, uint64_t *tmp_keys, uint32_t *tmp_pos,
+						int64_t *min_out, uint64_t **out_keys,
+						uint32_t **out_pos)
 {
 	int64_t		min = probes[0];
 	int64_t		max = probes[0];
@@ -419,7 +421,7 @@ typedef struct QueryTask
 	size_t		begin;			/* caller positions [begin, end) */
 	size_t		end;
 	size_t		sort_min;		/* sort blocks at least this large */
-	uint64_t   *keys;			/* scratch for sort_probe_block, or NULL */
+	uint64_t   *keys;			/* scratch for the block sort, or NULL */
 	uint64_t   *tmp_keys;
 	uint32_t   *pos;
 	uint32_t   *tmp_pos;
@@ -446,8 +448,9 @@ run_task(void *arg)
 		if (count > SORT_BLOCK)
 			count = SORT_BLOCK;
 		if (count >= q->sort_min && q->keys != NULL)
-			sort_probe_block(q->probes + at, count, q->keys, q->pos,
-							 q->tmp_keys, q->tmp_pos, &min, &rebased, &pos);
+			gi_cpu_sort_probe_block(q->probes + at, count, q->keys, q->pos,
+									q->tmp_keys, q->tmp_pos, &min, &rebased,
+									&pos);
 		t1 = gi_now_ms();
 		answer_block(q->t, q->op, q->probes, q->probes_hi, rebased,
 					 rebased == q->keys ? q->tmp_keys : q->keys, pos, min,

@@ -29,6 +29,18 @@ GiStatus	gi_cpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 							 uint64_t *first, uint64_t *last, GiError *err);
 void		gi_cpu_veb_info(const GiImage *image, GiImageInfo *info);
 
+/*
+ * Partially radix-sort a block of count probes (count <= 2^32) on the top
+ * bits of p - min, for locality (engine/cpu_btree.c says how); the rebased
+ * probes and their positions in the block come back through *out_keys and
+ * *out_pos, which point into keys/pos or tmp_keys/tmp_pos.
+ */
+void		gi_cpu_sort_probe_block(const int64_t *probes, size_t count,
+									uint64_t *keys, uint32_t *pos,
+									uint64_t *tmp_keys, uint32_t *tmp_pos,
+									int64_t *min_out, uint64_t **out_keys,
+									uint32_t **out_pos);
+
 /* A slice [begin, end) of a data-parallel loop, run by one thread. */
 typedef void (*GiCpuSliceFn) (void *arg, size_t begin, size_t end);
 

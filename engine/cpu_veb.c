@@ -69,6 +69,8 @@
 #define LINEAR_STEPS	8		/* keys compared before a binary search */
 #define BUILD_PER_THREAD	(1 << 16)	/* keys per build thread */
 #define PROBES_PER_THREAD	65536	/* probes per query thread */
+#define DEFAULT_SORT_MIN	4096	/* sort blocks of at least this many */
+#define SORT_BLOCK			(1 << 18)	/* probes sorted together */
 
 /*
  * Hash-table fill ratio, in percent of the slots: 50 keeps a miss at about
@@ -230,6 +232,19 @@ static inline uint32_t
 slot_first(VebSlot e)
 {
 	return (uint32_t) (e >> 32);
+}
+
+/*
+ * Set bits of a 32-bit word.  Portable builds have no popcnt instruction and
+ * __builtin_popcount becomes a library call; this is a few inline ops.
+ */
+static inline int
+popcount32(uint32_t v)
+{
+	v = v - ((v >> 1) & 0x55555555u);
+	v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+	v = (v + (v >> 4)) & 0x0F0F0F0Fu;
+	return (int) ((v * 0x01010101u) >> 24);
 }
 
 /* Highest set bit of a non-zero 32-bit word. */
@@ -465,11 +480,11 @@ veb_pred(const CpuVeb *t, uint64_t x, const int W)
 			uint32_t	bits = slot_bits(e) & ((2u << lo) - 1);
 
 			if (bits)
-				return slot_first(e) + __builtin_popcount(bits) - 1;
+				return slot_first(e) + popcount32(bits) - 1;
 			if ((bits = c->summary & ((1u << h) - 1)) == 0)
 				return c->first;
 			e = find_bitmap(t, c, top_bit(bits));
-			return slot_first(e) + __builtin_popcount(slot_bits(e)) - 1;
+			return slot_first(e) + popcount32(slot_bits(e)) - 1;
 		}
 		child = find_child(t, c, h);
 		if (child != NONE32 && lo >= t->clusters[child].min)
@@ -516,7 +531,7 @@ veb_succ(const CpuVeb *t, uint64_t x, const int W)
 
 			if (bits)
 				return slot_first(e) +
-					__builtin_popcount(slot_bits(e) & ((1u << __builtin_ctz(bits)) - 1));
+					popcount32(slot_bits(e) & ((1u << __builtin_ctz(bits)) - 1));
 			bits = c->summary & 0xFFFF & ~((2u << h) - 1);
 			e = find_bitmap(t, c, (uint32_t) __builtin_ctz(bits));
 			return slot_first(e);
@@ -575,7 +590,7 @@ veb_exists(const CpuVeb *t, uint64_t x, const int W)
 			uint32_t	bits = slot_bits(e);
 
 			if ((bits >> lo) & 1)
-				return slot_first(e) + __builtin_popcount(bits & ((1u << lo) - 1));
+				return slot_first(e) + popcount32(bits & ((1u << lo) - 1));
 			return NONE64;
 		}
 		cur = find_child(t, c, h);
@@ -652,25 +667,113 @@ typedef struct QueryJob
 	const int64_t *probes_hi;
 	uint64_t   *first;
 	uint64_t   *last;
+	size_t		sort_min;		/* sort blocks at least this large */
 } QueryJob;
 
-/* Answer probes [begin, end) of a batch (a gi_cpu_parallel_for slice). */
+/* Answer probes [begin, end) in the caller's order. */
+static inline __attribute__((always_inline)) void
+answer_in_order(const QueryJob *q, size_t begin, size_t end, const int W)
+{
+	size_t		i;
+
+	for (i = begin; i < end; i++)
+		veb_answer(q->t, q->op, q->probes[i],
+				   q->probes_hi ? q->probes_hi[i] : 0,
+				   &q->first[i], &q->last[i], W);
+}
+
+/*
+ * Answer a sorted block: probe min + rebased[s] belongs to caller position
+ * base + pos[s].  Answers go over rebased[] and spare[] in search order,
+ * then are scattered in a loop of independent stores (as the B+ tree does).
+ */
+static inline __attribute__((always_inline)) void
+answer_sorted(const QueryJob *q, uint64_t *rebased, uint64_t *spare,
+			  const uint32_t *pos, int64_t min, size_t base, size_t count,
+			  const int W)
+{
+	size_t		s;
+
+	for (s = 0; s < count; s++)
+	{
+		int64_t		p = (int64_t) (rebased[s] + (uint64_t) min);
+		int64_t		hi = q->probes_hi ? q->probes_hi[base + pos[s]] : 0;
+
+		veb_answer(q->t, q->op, p, hi, &rebased[s], &spare[s], W);
+	}
+	for (s = 0; s < count; s++)
+	{
+		q->first[base + pos[s]] = rebased[s];
+		q->last[base + pos[s]] = spare[s];
+	}
+}
+
+/*
+ * Answer probes [begin, end) of a batch (a gi_cpu_parallel_for slice): in
+ * blocks partially sorted by value when large enough, so that neighbouring
+ * searches share clusters and table lines; else in the caller's order.
+ */
 static void
 query_slice(void *arg, size_t begin, size_t end)
 {
 	const QueryJob *q = (const QueryJob *) arg;
-	size_t		i;
+	size_t		block = end - begin < SORT_BLOCK ? end - begin : SORT_BLOCK;
+	uint64_t   *keys = NULL;
+	uint64_t   *tmp_keys = NULL;
+	uint32_t   *pos = NULL;
+	uint32_t   *tmp_pos = NULL;
+	size_t		at;
 
-	if (q->t->universe == 64)
-		for (i = begin; i < end; i++)
-			veb_answer(q->t, q->op, q->probes[i],
-					   q->probes_hi ? q->probes_hi[i] : 0,
-					   &q->first[i], &q->last[i], 64);
+	if (block >= q->sort_min)
+	{
+		keys = malloc(block * sizeof(uint64_t));
+		tmp_keys = malloc(block * sizeof(uint64_t));
+		pos = malloc(block * sizeof(uint32_t));
+		tmp_pos = malloc(block * sizeof(uint32_t));
+	}
+	if (keys == NULL || tmp_keys == NULL || pos == NULL || tmp_pos == NULL)
+	{
+		/* Small slice, or no memory for sorting: answer in order. */
+		if (q->t->universe == 64)
+			answer_in_order(q, begin, end, 64);
+		else
+			answer_in_order(q, begin, end, 32);
+	}
 	else
-		for (i = begin; i < end; i++)
-			veb_answer(q->t, q->op, q->probes[i],
-					   q->probes_hi ? q->probes_hi[i] : 0,
-					   &q->first[i], &q->last[i], 32);
+		for (at = begin; at < end; at += block)
+		{
+			size_t		count = end - at < block ? end - at : block;
+			uint64_t   *rebased;
+			uint32_t   *order;
+			int64_t		min;
+
+			gi_cpu_sort_probe_block(q->probes + at, count, keys, pos, tmp_keys,
+									tmp_pos, &min, &rebased, &order);
+			if (q->t->universe == 64)
+				answer_sorted(q, rebased, rebased == keys ? tmp_keys : keys,
+							  order, min, at, count, 64);
+			else
+				answer_sorted(q, rebased, rebased == keys ? tmp_keys : keys,
+							  order, min, at, count, 32);
+		}
+	free(keys);
+	free(tmp_keys);
+	free(pos);
+	free(tmp_pos);
+}
+
+/* A non-negative integer from the environment, or dflt. */
+static size_t
+env_size(const char *name, size_t dflt)
+{
+	const char *s = getenv(name);
+	char	   *end;
+	long long	v;
+
+	if (s == NULL || *s == '\0')
+		return dflt;
+	v = strtoll(s, &end, 10);
+	return (*end == '\0' && v >= 0) ? (size_t) v : dflt;
 }
 
 /* Answer a batch (cpu_engine.h). */
@@ -692,6 +795,9 @@ gi_cpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 	q.probes_hi = op == GI_OP_RANGE ? probes_hi : NULL;
 	q.first = first;
 	q.last = last;
+	q.sort_min = env_size("GI_CPU_SORT_MIN", DEFAULT_SORT_MIN);
+	if (q.sort_min < 2)
+		q.sort_min = 2;
 	gi_cpu_parallel_for(nprobes, PROBES_PER_THREAD, query_slice, &q);
 	image->last_query.search_ms = gi_now_ms() - t0;
 	image->last_query.total_ms = image->last_query.search_ms;
@@ -976,7 +1082,7 @@ link_level_slice(void *arg, size_t begin, size_t end)
 			else
 			{
 				uint32_t	id = b->base[i] +
-					__builtin_popcount(all & ((1u << bit) - 1));
+					popcount32(all & ((1u << bit) - 1));
 
 				if ((j & 1) == 0)
 					p->summary = id;
@@ -1128,8 +1234,8 @@ gi_cpu_veb_build(const GiBuildParams *params, const int64_t *keys,
 		uint32_t	inner = b.fe[i] & (level_bits(t->leaf_level) - 1);
 
 		b.base[i] = (uint32_t) total;
-		total += __builtin_popcount(inner);
-		leaves += __builtin_popcount(b.fe[i] & level_bits(t->leaf_level));
+		total += popcount32(inner);
+		leaves += popcount32(b.fe[i] & level_bits(t->leaf_level));
 		if (total >= NONE32)
 		{
 			st = gi_set_error(err, GI_ERR_UNSUPPORTED,
