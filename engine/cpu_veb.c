@@ -1035,7 +1035,9 @@ table_put(CpuVeb *t, const VebCluster *c, uint32_t key, VebSlot v)
  * Link the clusters of level L starting at keys [begin, end) into their
  * parents on level L - 1: the summary field, or the parent's hash table.
  * On the leaf level the 16-bit bitmap is filled first, from the cluster's
- * key range, one binary search per distinct 4-bit value.
+ * key range, one binary search per distinct 4-bit value.  Keys come in
+ * order, so the parent last found for a slot usually holds the next key
+ * too (its range [first, last] says so): only a miss walks from the root.
  */
 static void
 link_level_slice(void *arg, size_t begin, size_t end)
@@ -1045,8 +1047,11 @@ link_level_slice(void *arg, size_t begin, size_t end)
 	int			W = t->universe;
 	int			L = b->level;
 	int			w = W >> L;
+	uint32_t	parent_of[MAX_BITS];	/* last parent per parent slot */
 	size_t		i;
 
+	for (i = 0; i < MAX_BITS; i++)
+		parent_of[i] = NONE32;
 	for (i = begin; i < end; i++)
 	{
 		uint32_t	all = b->fe[i];
@@ -1057,11 +1062,15 @@ link_level_slice(void *arg, size_t begin, size_t end)
 			int			bit = __builtin_ctz(bits);
 			int			j = bit - ((1 << L) - 1);
 			int			s = j * w;
-			uint32_t	pid = locate(t, b->x[i], L - 1, j >> 1);
-			VebCluster *p = &t->clusters[pid];
+			uint32_t	pid = parent_of[j >> 1];
+			VebCluster *p;
 			uint32_t	key = (uint32_t) word_at(b->x[i], s - (j & 1 ? w : 0), w, W);
 
 			bits &= bits - 1;
+			if (pid == NONE32 || t->clusters[pid].first > i ||
+				t->clusters[pid].last < i)
+				pid = parent_of[j >> 1] = locate(t, b->x[i], L - 1, j >> 1);
+			p = &t->clusters[pid];
 			if (L == t->leaf_level)
 			{
 				uint64_t	e = prefix_end(b->x, t->nd, i, s, W);
