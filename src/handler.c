@@ -265,6 +265,13 @@ gpuidx_validate(Oid opclassoid)
 	return result;
 }
 
+/* Index-only scans: the image holds the key itself. */
+static bool
+gpuidx_canreturn(Relation index, int attno)
+{
+	return attno == 1;
+}
+
 PG_FUNCTION_INFO_V1(gpuidx_handler);
 
 /* The access method handler: what gpuidx can do and its callbacks. */
@@ -298,7 +305,7 @@ gpuidx_handler(PG_FUNCTION_ARGS)
 	amroutine->aminsert = gpuidx_insert;
 	amroutine->ambulkdelete = gpuidx_bulkdelete;
 	amroutine->amvacuumcleanup = gpuidx_vacuumcleanup;
-	amroutine->amcanreturn = NULL;
+	amroutine->amcanreturn = gpuidx_canreturn;
 	amroutine->amcostestimate = gpuidx_costestimate;
 	amroutine->amoptions = gpuidx_options;
 	amroutine->amproperty = NULL;

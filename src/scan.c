@@ -24,6 +24,7 @@ typedef struct GpuidxScanOpaqueData
 	uint64	   *rlast;
 	int64		cur_range;		/* -1: before the start; nranges: past the end */
 	int64		cur_pos;
+	IndexTuple	itup;			/* key returned to an index-only scan */
 } GpuidxScanOpaqueData;
 
 typedef GpuidxScanOpaqueData *GpuidxScanOpaque;
@@ -379,6 +380,23 @@ gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir)
 		return false;
 	gpuidx_tid_unpack(tid_at(so->img, so->cur_pos), &scan->xs_heaptid);
 	scan->xs_recheck = true;
+	if (scan->xs_want_itup)
+	{
+		/* Index-only scan: hand back the key (NULL past the keys). */
+		TupleDesc	desc = RelationGetDescr(scan->indexRelation);
+		Oid			keytype = TupleDescAttr(desc, 0)->atttypid;
+		int64		key = so->cur_pos < so->img->n ? so->img->keys[so->cur_pos] : 0;
+		Datum		value;
+		bool		isnull = so->cur_pos >= so->img->n;
+
+		value = keytype == INT2OID ? Int16GetDatum((int16) key) :
+			keytype == INT4OID ? Int32GetDatum((int32) key) : Int64GetDatum(key);
+		if (so->itup)
+			pfree(so->itup);
+		so->itup = index_form_tuple(desc, &value, &isnull);
+		scan->xs_itup = so->itup;
+		scan->xs_itupdesc = desc;
+	}
 	return true;
 }
 
@@ -425,5 +443,7 @@ gpuidx_endscan(IndexScanDesc scan)
 	GpuidxScanOpaque so = (GpuidxScanOpaque) scan->opaque;
 
 	reset_scan(so);
+	if (so->itup)
+		pfree(so->itup);
 	pfree(so);
 }
