@@ -1,0 +1,35 @@
+#!/bin/bash
+# device_run.sh - one call on the GPU machine: build the module's unit test and
+# bench/kernel, run the GPU differential check, the unit tests, the kernel
+# benchmark and compute-sanitizer (memcheck) over small runs.  Logs go to $OUT.
+# Usage (repo root): bash bench/kernel/device_run.sh [bench args...]
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+SM90='-gencode arch=compute_90,code=sm_90'
+step() { echo "=== $* ($(date +%T))"; }
+# UNIT_TREE: a consistent snapshot of the repo to build the unit test in (the
+# shared working tree may hold others' half-written files); default: here.
+UT=${UNIT_TREE:-.}
+{
+step gpu; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+step unpack; tar -xJf .gpu/pg.tar.xz -C /opt && source /opt/pgbundle/env.sh
+step build
+( make -C "$UT" PG_CONFIG=$PG_CONFIG CUDA_ARCHS="$SM90" test/unit/test_engine > "$OUT/build_unit.log" 2>&1; echo "unit build rc=$?" ) &
+# bench binaries may come prebuilt (carried); build them here otherwise
+if [ ! -x bench/kernel/kernel_bench ] || [ ! -x bench/kernel/gpu_check ]; then
+( make -C bench/kernel -j8 ARCHS="$SM90" > "$OUT/build_bench.log" 2>&1; echo "bench build rc=$?" ) &
+else echo "bench binaries carried" > "$OUT/build_bench.log"; fi
+wait
+tail -n 3 "$OUT/build_unit.log" "$OUT/build_bench.log"
+step gpu_check; timeout 100 bench/kernel/gpu_check ${CHECK_N:-1000000} 2>&1 | tail -25; echo "gpu_check rc=${PIPESTATUS[0]}"
+step unittest; timeout 90 $UT/test/unit/test_engine 2>&1 | tail -8; echo "unittest rc=${PIPESTATUS[0]}"
+} 2>&1 | tee "$OUT/check.log"
+step bench; timeout ${BENCH_TIMEOUT:-200} bench/kernel/kernel_bench "$@" > "$OUT/bench.md" 2> "$OUT/bench_progress.log"; echo "bench rc=$?"
+{
+step sanitizer
+GI_UNIT_MAX=20000 timeout 100 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 $UT/test/unit/test_engine 2>&1 | tail -6; echo "memcheck unittest rc=${PIPESTATUS[0]}"
+timeout 60 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bench/kernel/gpu_check 3000 2>&1 | tail -4; echo "memcheck gpu_check rc=${PIPESTATUS[0]}"
+timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 bench/kernel/kernel_bench --small 2>&1 | tail -4; echo "memcheck bench rc=${PIPESTATUS[0]}"
+step done
+} 2>&1 | tee "$OUT/sanitizer.log"
+cat "$OUT/bench.md"

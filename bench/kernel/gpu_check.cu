@@ -1,0 +1,368 @@
+/*
+ * gpu_check.cu - differential check of the GPU engine against brute force
+ * and the CPU engine, covering what test/unit cannot reach from engine.h:
+ * every query policy (sorted / unsorted probe batches, thread groups of 8,
+ * 16 and 32), the device-resident entry points, and the error paths.
+ *
+ *   gpu_check [max_n] [seed]      (exit status 0 when everything matches)
+ */
+#include "gpu_btree.cuh"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+static uint64_t rng = 88172645463325252ull;
+static long passed, failed;
+
+/* xorshift64* */
+static uint64_t
+next_rand(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ull;
+}
+
+/* Record one check. */
+static void
+check(bool ok, const char *what)
+{
+	if (ok)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL: %s\n", what);
+	}
+}
+
+/* Brute-force reference answer of op for one probe on sorted keys. */
+static void
+reference(const std::vector<int64_t> &k, int op, int64_t p, int64_t ph,
+		  uint64_t *f, uint64_t *l)
+{
+	auto		lb = [&](int64_t x) { return (uint64_t) (std::lower_bound(k.begin(), k.end(), x) - k.begin()); };
+	auto		ub = [&](int64_t x) { return (uint64_t) (std::upper_bound(k.begin(), k.end(), x) - k.begin()); };
+
+	*f = *l = 0;
+	if (op == GI_OP_POINT)
+		*f = lb(p), *l = ub(p);
+	else if (op == GI_OP_PRED)
+	{
+		uint64_t	u = ub(p);
+
+		if (u)
+			*f = lb(k[u - 1]), *l = u;
+	}
+	else if (op == GI_OP_SUCC)
+	{
+		uint64_t	a = lb(p);
+
+		if (a < k.size())
+			*f = a, *l = ub(k[a]);
+	}
+	else if (p <= ph)
+	{
+		*f = lb(p);
+		*l = std::max(*f, ub(ph));
+	}
+}
+
+/* Keys of width w in one of four shapes (dups, extremes, wide, narrow). */
+static std::vector<int64_t>
+make_keys(size_t n, int w, int shape)
+{
+	int64_t		lo = w == 2 ? INT16_MIN : w == 4 ? INT32_MIN : INT64_MIN;
+	int64_t		hi = w == 2 ? INT16_MAX : w == 4 ? INT32_MAX : INT64_MAX;
+	std::vector<int64_t> k(n);
+
+	for (size_t i = 0; i < n; i++)
+	{
+		uint64_t	r = next_rand();
+		int64_t		v;
+
+		if (shape == 0)
+			v = (int64_t) (r % 17) - 8;	/* heavy duplicates */
+		else if (shape == 1)
+			v = (r & 3) == 0 ? lo : (r & 3) == 1 ? hi : (int64_t) (r >> 2) % 1000;
+		else if (shape == 2)
+			v = w == 8 ? (int64_t) r : lo + (int64_t) (r % (uint64_t) (hi - lo + 1));
+		else
+		{
+			v = (int64_t) (r % (n * 2 + 1));	/* mostly distinct */
+			if (w == 2)
+				v = (int16_t) v;
+		}
+		k[i] = v;
+	}
+	return k;
+}
+
+/* Probes: existing keys, neighbours, extremes of every width, random. */
+static std::vector<int64_t>
+make_probes(const std::vector<int64_t> &keys, size_t q)
+{
+	static const int64_t edges[] = {INT64_MIN, INT64_MAX, INT32_MIN, INT32_MAX,
+		(int64_t) INT32_MIN - 1, (int64_t) INT32_MAX + 1, INT16_MIN, INT16_MAX,
+		INT16_MIN - 1, INT16_MAX + 1, 0, -1, 1, (int64_t) 1 << 40, -((int64_t) 1 << 40)};
+	std::vector<int64_t> p(q);
+
+	for (size_t i = 0; i < q; i++)
+	{
+		uint64_t	r = next_rand();
+		int			c = (int) (r % 8);
+
+		if (c < 3 && !keys.empty())
+			p[i] = keys[(r >> 8) % keys.size()] + (c == 1 ? 1 : c == 2 ? -1 : 0);
+		else if (c == 3)
+			p[i] = edges[(r >> 8) % (sizeof(edges) / sizeof(edges[0]))];
+		else if (c == 4)
+			p[i] = (int64_t) next_rand();
+		else
+			p[i] = (int64_t) (r >> 40) % 2000 - 1000;
+	}
+	return p;
+}
+
+/* Compare one engine's results with the reference (empties by emptiness). */
+static bool
+same(const std::vector<int64_t> &k, int op, const std::vector<int64_t> &p,
+	 const std::vector<int64_t> &ph, const uint64_t *f, const uint64_t *l,
+	 const char *tag)
+{
+	for (size_t i = 0; i < p.size(); i++)
+	{
+		uint64_t	rf,
+					rl;
+
+		reference(k, op, p[i], op == GI_OP_RANGE ? ph[i] : 0, &rf, &rl);
+		bool		ok = (rf == rl) ? (f[i] == l[i]) : (f[i] == rf && l[i] == rl);
+
+		if (!ok)
+		{
+			printf("  %s: op %d n=%zu probe[%zu]=%" PRId64 " hi=%" PRId64
+				   " got [%" PRIu64 ",%" PRIu64 ") want [%" PRIu64 ",%" PRIu64 ")\n",
+				   tag, op, k.size(), i, p[i], op == GI_OP_RANGE ? ph[i] : 0,
+				   f[i], l[i], rf, rl);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* One size / width / shape: build every way, query every op and policy. */
+static void
+run_case(size_t n, int w, int shape, size_t q)
+{
+	char		tag[160];
+	std::vector<int64_t> raw = make_keys(n, w, shape);
+	std::vector<uint64_t> pay(n);
+	std::vector<int64_t> sk(n), gk(n);
+	std::vector<uint64_t> sp(n), gp(n);
+	GiError		err;
+	GiImage    *gimg = NULL,
+			   *cimg = NULL,
+			   *uimg = NULL,
+			   *dimg = NULL;
+	GiBuildParams gparams = {GI_ENGINE_GPU, GI_STRUCT_BTREE, w, 0};
+	GiBuildParams cparams = {GI_ENGINE_CPU, GI_STRUCT_BTREE, w, 0};
+
+	for (size_t i = 0; i < n; i++)
+		pay[i] = next_rand() % (n + 1);	/* ties out of order on purpose */
+	snprintf(tag, sizeof(tag), "n=%zu w=%d shape=%d", n, w, shape);
+	if (gi_sort_pairs(raw.data(), pay.data(), n, sk.data(), sp.data(), &err) != GI_OK)
+	{
+		check(false, "host sort");
+		return;
+	}
+	std::vector<int64_t> keys = sk;
+
+	check(gi_image_build(&gparams, sk.data(), sp.data(), n, &gimg, &err) == GI_OK, tag);
+	if (!gimg)
+		printf("  build: %s\n", err.message);
+	check(gi_image_build(&cparams, sk.data(), sp.data(), n, &cimg, &err) == GI_OK, "cpu build");
+	std::fill(gk.begin(), gk.end(), 0x5a5a5a5a5a5a5a5all);
+	std::fill(gp.begin(), gp.end(), 0xa5a5a5a5a5a5a5a5ull);
+	check(gi_image_build_unsorted(&gparams, raw.data(), pay.data(), n, gk.data(), gp.data(),
+								  &uimg, &err) == GI_OK, "gpu build_unsorted");
+	if (!uimg)
+		printf("  build_unsorted: %s\n", err.message);
+	check(gk == sk && gp == sp, "gpu build_unsorted returns pairs sorted by (key, payload)");
+
+	/* device-resident build from unsorted pairs */
+	{
+		int			kw = w == 8 ? 8 : 4;
+		void	   *dk = NULL;
+		uint64_t   *dp = NULL,
+				   *dpo = NULL;
+		std::vector<int32_t> k32(n);
+
+		for (size_t i = 0; i < n; i++)
+			k32[i] = (int32_t) raw[i];
+		cudaMalloc(&dk, n * kw + 8);
+		cudaMalloc(&dp, n * 8 + 8);
+		cudaMalloc(&dpo, n * 8 + 8);
+		cudaMemcpy(dk, kw == 8 ? (void *) raw.data() : (void *) k32.data(), n * kw, cudaMemcpyHostToDevice);
+		cudaMemcpy(dp, pay.data(), n * 8, cudaMemcpyHostToDevice);
+		check(gpuidx_dev_build(&gparams, dk, dp, n, false, dpo, &dimg, &err) == GI_OK,
+			  "gpuidx_dev_build");
+		std::fill(gp.begin(), gp.end(), 0);
+		cudaMemcpy(gp.data(), dpo, n * 8, cudaMemcpyDeviceToHost);
+		check(gp == sp, "gpuidx_dev_build sorts payloads by (key, payload)");
+		cudaFree(dk);
+		cudaFree(dp);
+		cudaFree(dpo);
+	}
+
+	std::vector<int64_t> p = make_probes(keys, q),
+				ph = make_probes(keys, q);
+
+	for (size_t i = 0; i < q; i++)
+		if ((i & 7) == 0)
+			ph[i] = p[i] + (int64_t) (next_rand() % 50);	/* non-empty ranges */
+	std::vector<uint64_t> f(q), l(q);
+	int64_t    *dpr = NULL,
+			   *dph = NULL;
+	uint64_t   *df = NULL,
+			   *dl = NULL;
+
+	cudaMalloc(&dpr, q * 8 + 8);
+	cudaMalloc(&dph, q * 8 + 8);
+	cudaMalloc(&df, q * 8 + 8);
+	cudaMalloc(&dl, q * 8 + 8);
+	cudaMemcpy(dpr, p.data(), q * 8, cudaMemcpyHostToDevice);
+	cudaMemcpy(dph, ph.data(), q * 8, cudaMemcpyHostToDevice);
+
+	for (int op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
+	{
+		const int64_t *hi = op == GI_OP_RANGE ? ph.data() : NULL;
+		GiImage    *imgs[3] = {gimg, uimg, cimg};
+
+		for (int e = 0; e < 3; e++)
+		{
+			if (!imgs[e])
+				continue;
+			std::fill(f.begin(), f.end(), 0xdeadbeefull);
+			std::fill(l.begin(), l.end(), 0xfeedull);
+			GiStatus	st = gi_image_query(imgs[e], (GiOp) op, p.data(), hi, q, f.data(), l.data(), &err);
+
+			snprintf(tag, sizeof(tag), "%s op=%d n=%zu w=%d shape=%d",
+					 e == 2 ? "cpu" : e == 1 ? "gpu(unsorted build)" : "gpu", op, n, w, shape);
+			if (st != GI_OK)
+				printf("  query: %s\n", err.message);
+			check(st == GI_OK && same(keys, op, p, ph, f.data(), l.data(), tag), tag);
+		}
+		/* every policy on the device-resident path */
+		for (int mode = 0; mode <= 1; mode++)
+			for (int g = 2; g <= 32; g *= 2)
+			{
+				GiGpuPolicy pol = {mode, (int) (next_rand() % 3) * 6, g}, old;
+
+				if (w == 8 && g == 32)
+					continue;
+				if (!dimg)
+					continue;
+				gpuidx_dev_get_policy(&old);
+				gpuidx_dev_set_policy(&pol);
+				cudaMemset(df, 0xab, q * 8);
+				cudaMemset(dl, 0xcd, q * 8);
+				GiStatus	st = gpuidx_dev_query(dimg, (GiOp) op, dpr, op == GI_OP_RANGE ? dph : NULL,
+												  q, df, dl, NULL, &err);
+
+				gpuidx_dev_set_policy(&old);
+				cudaMemcpy(f.data(), df, q * 8, cudaMemcpyDeviceToHost);
+				cudaMemcpy(l.data(), dl, q * 8, cudaMemcpyDeviceToHost);
+				snprintf(tag, sizeof(tag), "gpu dev op=%d n=%zu w=%d shape=%d sort=%d bits=%d group=%d",
+						 op, n, w, shape, mode, pol.sort_bits, g);
+				if (st != GI_OK)
+					printf("  dev query: %s\n", err.message);
+				check(st == GI_OK && same(keys, op, p, ph, f.data(), l.data(), tag), tag);
+			}
+	}
+	if (gimg)
+	{
+		GiImageInfo info;
+
+		gi_image_info(gimg, &info);
+		check(info.engine == GI_ENGINE_GPU && info.entries == n &&
+			  info.device_name[0] != '\0' &&
+			  (n == 0 || info.device_bytes >= n * (w == 8 ? 8 : 4)), "gpu info");
+		if (cimg)
+		{
+			GiImageInfo ci;
+
+			gi_image_info(cimg, &ci);
+			check(ci.distinct_keys == info.distinct_keys && ci.levels == info.levels &&
+				  ci.nodes == info.nodes, "gpu and cpu agree on distinct keys, levels, nodes");
+		}
+	}
+	cudaFree(dpr);
+	cudaFree(dph);
+	cudaFree(df);
+	cudaFree(dl);
+	gi_image_free(gimg);
+	gi_image_free(uimg);
+	gi_image_free(cimg);
+	gi_image_free(dimg);
+}
+
+/* Error paths: limit, unsupported structure, unsorted input, range keys. */
+static void
+run_errors(void)
+{
+	int64_t		k[4] = {1, 2, 3, 4},
+				bad[3] = {3, 1, 2},
+				big[2] = {1, (int64_t) 1 << 40};
+	GiImage    *img = NULL;
+	GiError		err;
+	GiBuildParams p = {GI_ENGINE_GPU, GI_STRUCT_BTREE, 4, 8};
+
+	check(gi_image_build(&p, k, NULL, 4, &img, &err) == GI_ERR_DEVICE_OOM && !img,
+		  "device_memory_limit refuses with GI_ERR_DEVICE_OOM");
+	printf("  (limit message: %s)\n", err.message);
+	p.device_memory_limit = 0;
+	p.structure = GI_STRUCT_VEB;
+	check(gi_image_build(&p, k, NULL, 4, &img, &err) == GI_ERR_UNSUPPORTED && !img, "veb unsupported");
+	p.structure = GI_STRUCT_BTREE;
+	check(gi_image_build(&p, bad, NULL, 3, &img, &err) == GI_ERR_INVALID && !img, "unsorted build refused");
+	check(gi_image_build(&p, big, NULL, 2, &img, &err) == GI_ERR_INVALID && !img, "int32 key out of range refused");
+	p.key_bytes = 8;
+	check(gi_image_build(&p, big, NULL, 2, &img, &err) == GI_OK && img, "int64 build");
+	gi_image_free(img);
+}
+
+/* Run all cases up to max_n keys. */
+int
+main(int argc, char **argv)
+{
+	size_t		max_n = argc > 1 ? strtoull(argv[1], NULL, 0) : 200000;
+	char		why[256];
+	static const size_t sizes[] = {0, 1, 2, 15, 16, 17, 31, 32, 33, 257, 1000, 1024, 1025,
+	16385, 100000, 1000000, 3000000};
+
+	if (argc > 2)
+		rng = strtoull(argv[2], NULL, 0) | 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!gi_gpu_available(why, sizeof(why)))
+	{
+		printf("gpu_check: no GPU (%s); nothing to check\n", why);
+		return 0;
+	}
+	printf("gpu_check: seed=%" PRIu64 " max_n=%zu\n", rng, max_n);
+	run_errors();
+	for (size_t s : sizes)
+	{
+		if (s > max_n)
+			break;
+		for (int w = 2; w <= 8; w *= 2)
+			for (int shape = 0; shape < 4; shape++)
+				run_case(s, w, shape, std::min<size_t>(std::max<size_t>(s * 2, 2000), 300000));
+	}
+	printf("gpu_check: %ld passed, %ld failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

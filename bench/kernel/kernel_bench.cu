@@ -1,0 +1,553 @@
+/*
+ * kernel_bench.cu - kernel-level benchmark of the GPU B+ tree (no
+ * PostgreSQL).  Prints markdown tables: builds (from host-resident unsorted
+ * pairs, from unsorted / sorted pairs already on the device), point and
+ * predecessor throughput with probes already on the device against a GPU
+ * binary search over the sorted keys (one thread per probe) measured in the
+ * same run, end-to-end throughput through gi_image_query against the CPU
+ * engine, and a sweep of the query policy (sorted bits, group size).
+ *
+ *   kernel_bench [--small] [--max-n N] [--max-q Q]
+ */
+#include "gpu_btree.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define CUDA_OK(call) \
+	do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
+		fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+		exit(2); } } while (0)
+#define GI_OK_OR_DIE(call) \
+	do { GiError er_; GiStatus s_ = (call); if (s_ != GI_OK) { \
+		fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, er_.message); exit(2); } } while (0)
+
+static std::vector<std::string> t_build, t_query, t_e2e, t_sweep;
+
+/* printf into a std::string. */
+static std::string
+fmt(const char *f, ...)
+{
+	char		buf[512];
+	va_list		ap;
+
+	va_start(ap, f);
+	vsnprintf(buf, sizeof(buf), f, ap);
+	va_end(ap);
+	return buf;
+}
+
+/* Median of a few timings. */
+static double
+median(std::vector<double> v)
+{
+	std::sort(v.begin(), v.end());
+	return v[v.size() / 2];
+}
+
+/* splitmix64: a counter-based generator usable on the device. */
+__host__ __device__ static inline uint64_t
+mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* One draw of the distribution: 0 uniform over the type, 1 lognormal. */
+template <class K>
+__device__ static inline K
+draw(uint64_t r, int dist)
+{
+	if (dist == 0)
+		return (K) r;
+	double		u1 = ((r >> 11) + 1) * (1.0 / 9007199254740993.0);
+	double		u2 = (mix64(r) >> 11) * (1.0 / 9007199254740992.0);
+	double		z = sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
+	double		v = sizeof(K) == 4 ? exp(10.0 + 2.5 * z) : exp(20.0 + 5.0 * z);
+	double		cap = sizeof(K) == 4 ? 2147483647.0 : 9.2e18;
+
+	return (K) (v < cap ? v : cap);
+}
+
+/* Unsorted keys of a distribution with payloads 0..n-1. */
+template <class K>
+__global__ void
+gen_keys_kernel(K *keys, uint64_t *pay, uint64_t n, int dist, uint64_t seed)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		keys[i] = draw<K>(mix64(seed ^ (i * 0x2545f4914f6cdd1dull)), dist);
+		pay[i] = i;
+	}
+}
+
+/* Probes: half existing keys, half fresh draws of the distribution. */
+template <class K>
+__global__ void
+gen_probes_kernel(int64_t *probes, uint64_t q, const K *sorted, uint64_t n, int dist,
+				  uint64_t seed)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < q;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint64_t	r = mix64(seed ^ (i * 0x9e3779b97f4a7c15ull));
+
+		probes[i] = (r & 1) ? (int64_t) sorted[(r >> 1) % n] : (int64_t) draw<K>(mix64(r), dist);
+	}
+}
+
+/* lower_bound (le = false) / upper_bound (le = true) of p in sorted keys. */
+template <class K>
+__device__ static inline uint64_t
+bsearch_bound(const K *keys, uint64_t n, int64_t p, bool le)
+{
+	uint64_t	lo = 0,
+				len = n;
+
+	while (len > 0)
+	{
+		uint64_t	half = len >> 1;
+		int64_t		k = keys[lo + half];
+
+		if (le ? k <= p : k < p)
+			lo += half + 1, len -= half + 1;
+		else
+			len = half;
+	}
+	return lo;
+}
+
+/* Baseline: one thread per probe, binary search over the sorted keys. */
+template <class K>
+__global__ void
+bsearch_kernel(const K *keys, uint64_t n, int op, const int64_t *probes, uint64_t q,
+			   uint64_t *first, uint64_t *last)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < q;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		int64_t		p = probes[i];
+		uint64_t	f = 0,
+					l = 0;
+
+		if (op == GI_OP_POINT)
+		{
+			f = bsearch_bound(keys, n, p, false);
+			l = f;
+			if (f < n && keys[f] == p)
+				l = (f + 1 < n && keys[f + 1] == p) ? bsearch_bound(keys, n, p, true) : f + 1;
+		}
+		else
+		{						/* GI_OP_PRED */
+			l = bsearch_bound(keys, n, p, true);
+			if (l > 0)
+			{
+				K			k = keys[l - 1];
+
+				f = (l >= 2 && keys[l - 2] == k) ? bsearch_bound(keys, n, (int64_t) k, false) : l - 1;
+			}
+			else
+				l = 0;
+		}
+		first[i] = f;
+		last[i] = l;
+	}
+}
+
+/* Count probes whose two answers differ (empty answers compare as empty). */
+__global__ void
+mismatch_kernel(const uint64_t *f1, const uint64_t *l1, const uint64_t *f2,
+				const uint64_t *l2, uint64_t q, unsigned long long *bad)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < q;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		bool		e1 = f1[i] == l1[i],
+					e2 = f2[i] == l2[i];
+
+		if (e1 != e2 || (!e1 && (f1[i] != f2[i] || l1[i] != l2[i])))
+			atomicAdd(bad, 1ull);
+	}
+}
+
+static int g_sms;
+
+/* Grid for the bench's elementwise kernels. */
+static unsigned
+grid(uint64_t n)
+{
+	return (unsigned) std::min<uint64_t>((n + 255) / 256, (uint64_t) g_sms * 32);
+}
+
+/* Host wall clock around a synchronous device region, in ms. */
+template <class F>
+static double
+timed(F f)
+{
+	CUDA_OK(cudaDeviceSynchronize());
+	double		t0 = gi_now_ms();
+
+	f();
+	CUDA_OK(cudaDeviceSynchronize());
+	return gi_now_ms() - t0;
+}
+
+static const char *dist_name[] = {"uniform", "lognormal"};
+
+/* Count mismatches between two answer sets on the device. */
+static unsigned long long
+mismatches(const uint64_t *f1, const uint64_t *l1, const uint64_t *f2, const uint64_t *l2, uint64_t q)
+{
+	unsigned long long *d,
+				h = 0;
+
+	CUDA_OK(cudaMalloc(&d, 8));
+	CUDA_OK(cudaMemset(d, 0, 8));
+	mismatch_kernel<<<grid(q), 256>>>(f1, l1, f2, l2, q, d);
+	CUDA_OK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaFree(d));
+	return h;
+}
+
+/* Everything for one key type, size and distribution. */
+template <class K>
+static void
+bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int reps)
+{
+	const char *kname = sizeof(K) == 4 ? "int32" : "int64";
+	int			kb = sizeof(K);
+	GiBuildParams params = {GI_ENGINE_GPU, GI_STRUCT_BTREE, kb, 0};
+	K		   *uk,
+			   *sk;
+	uint64_t   *up,
+			   *sp;
+	GiImage    *img = NULL;
+	GiImageInfo info;
+	std::vector<double> t_tot,
+				t_sort,
+				t_bld,
+				t_sorted;
+
+	fprintf(stderr, "== %s n=%" PRIu64 " %s\n", kname, n, dist_name[dist]);
+	CUDA_OK(cudaMalloc(&uk, n * sizeof(K)));
+	CUDA_OK(cudaMalloc(&up, n * 8));
+	CUDA_OK(cudaMalloc(&sp, n * 8));
+	CUDA_OK(cudaMalloc(&sk, n * sizeof(K)));
+	gen_keys_kernel<K><<<grid(n), 256>>>(uk, up, n, dist, 1234 + n + dist);
+	CUDA_OK(cudaGetLastError());
+	{							/* sorted keys: baseline and sorted-build input */
+		size_t		tb = 0;
+		void	   *tmp;
+
+		CUDA_OK(cub::DeviceRadixSort::SortKeys(nullptr, tb, uk, sk, (int64_t) n));
+		CUDA_OK(cudaMalloc(&tmp, tb));
+		CUDA_OK(cub::DeviceRadixSort::SortKeys(tmp, tb, uk, sk, (int64_t) n));
+		CUDA_OK(cudaFree(tmp));
+	}
+	const void *dkeys = sk;
+
+	/* build from unsorted pairs already on the device (sort + levels) */
+	for (int r = 0; r <= reps; r++)
+	{
+		GiImage    *im = NULL;
+		double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_build(&params, uk, up, n, false, sp, &im, &er_)); });
+
+		if (r > 0)				/* the first is a warm-up */
+		{
+			t_tot.push_back(ms);
+			t_sort.push_back(im->build.sort_ms);
+			t_bld.push_back(im->build.build_ms);
+		}
+		if (img)
+			gi_image_free(img);
+		img = im;
+	}
+
+	/* build from sorted keys already on the device (levels only) */
+	for (int r = 0; r <= reps; r++)
+	{
+		GiImage    *im = NULL;
+		double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_build(&params, dkeys, NULL, n, true, NULL, &im, &er_)); });
+
+		if (r > 0)
+			t_sorted.push_back(ms);
+		gi_image_free(im);
+	}
+	gi_image_info(img, &info);
+
+	/* host-resident unsorted pairs -> image (+ sorted pairs back) */
+	std::vector<int64_t> hk(n), hsk(n);
+	std::vector<uint64_t> hp(n), hsp(n);
+	{
+		std::vector<K> tmp(n);
+
+		CUDA_OK(cudaMemcpy(tmp.data(), uk, n * sizeof(K), cudaMemcpyDeviceToHost));
+		CUDA_OK(cudaMemcpy(hp.data(), up, n * 8, cudaMemcpyDeviceToHost));
+		for (uint64_t i = 0; i < n; i++)
+			hk[i] = tmp[i];
+	}
+	GiImage    *himg = NULL;
+	double		h_ms = timed([&] { GI_OK_OR_DIE(gi_image_build_unsorted(&params, hk.data(), hp.data(), n, hsk.data(), hsp.data(), &himg, &er_)); });
+	GiTimings	hb = himg->build;
+	GiImage    *himg2 = NULL;
+	double		h2_ms = timed([&] { GI_OK_OR_DIE(gi_image_build_unsorted(&params, hk.data(), hp.data(), n, NULL, NULL, &himg2, &er_)); });
+
+	gi_image_free(himg2);
+	t_build.push_back(fmt("| %s | %.0e | %s | %.1f (%.1f / %.1f / %.1f) | %.1f | %.2f (%.2f / %.2f) | %.2f | %.2f | %d |",
+						  kname, (double) n, dist_name[dist],
+						  h_ms, hb.transfer_ms, hb.sort_ms, hb.build_ms, h2_ms,
+						  median(t_tot), median(t_sort), median(t_bld), median(t_sorted),
+						  (double) info.device_bytes / n, info.levels));
+
+	/* CPU engine image for the end-to-end comparison */
+	GiImage    *cimg = NULL;
+	GiBuildParams cparams = {GI_ENGINE_CPU, GI_STRUCT_BTREE, kb, 0};
+
+	GI_OK_OR_DIE(gi_image_build(&cparams, hsk.data(), hsp.data(), n, &cimg, &er_));
+
+	GiGpuScratch *scratch = NULL;
+	uint64_t	qmax = *std::max_element(qs.begin(), qs.end());
+
+	GI_OK_OR_DIE(gpuidx_dev_scratch_create(img, qmax, &scratch, &er_));
+	for (uint64_t q : qs)
+	{
+		int64_t    *pr,
+				   *ps;
+		uint64_t   *f1,
+				   *l1,
+				   *f2,
+				   *l2;
+
+		CUDA_OK(cudaMalloc(&pr, q * 8));
+		CUDA_OK(cudaMalloc(&ps, q * 8));
+		CUDA_OK(cudaMalloc(&f1, q * 8));
+		CUDA_OK(cudaMalloc(&l1, q * 8));
+		CUDA_OK(cudaMalloc(&f2, q * 8));
+		CUDA_OK(cudaMalloc(&l2, q * 8));
+		gen_probes_kernel<K><<<grid(q), 256>>>(pr, q, (const K *) dkeys, n, dist, 99 + q);
+		CUDA_OK(cudaGetLastError());
+		{
+			size_t		tb = 0;
+			void	   *tmp;
+
+			CUDA_OK(cub::DeviceRadixSort::SortKeys(nullptr, tb, pr, ps, (int64_t) q));
+			CUDA_OK(cudaMalloc(&tmp, tb));
+			CUDA_OK(cub::DeviceRadixSort::SortKeys(tmp, tb, pr, ps, (int64_t) q));
+			CUDA_OK(cudaFree(tmp));
+		}
+		for (int op = GI_OP_POINT; op <= GI_OP_PRED; op++)
+			for (int order = 0; order < 2; order++)
+			{
+				const int64_t *probes = order ? ps : pr;
+				std::vector<double> tt,
+							ts,
+							tb;
+
+				for (int r = 0; r <= reps; r++)
+				{
+					double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
+
+					if (r > 0)
+						tt.push_back(ms), ts.push_back(img->last_query.sort_ms);
+				}
+				for (int r = 0; r <= reps; r++)
+				{
+					double		ms = timed([&] {
+						bsearch_kernel<K><<<grid(q), 256>>>((const K *) dkeys, n, op, probes, q, f2, l2);
+					});
+
+					CUDA_OK(cudaGetLastError());
+					if (r > 0)
+						tb.push_back(ms);
+				}
+				unsigned long long bad = mismatches(f1, l1, f2, l2, q);
+				double		tq = q / (median(tt) / 1e3),
+							bq = q / (median(tb) / 1e3);
+
+				t_query.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %s | %.3f | %.2f | %.2f | %.3f | %.2f | **%.2fx** | %llu |",
+									  kname, (double) n, dist_name[dist], (double) q,
+									  op == GI_OP_POINT ? "point" : "pred", order ? "sorted" : "random",
+									  median(tt), median(ts), tq / 1e9, median(tb), bq / 1e9, tq / bq, bad));
+				fprintf(stderr, "%s\n", t_query.back().c_str());
+			}
+
+		/* policy sweep on the largest configuration */
+		if (sweep && q == qmax)
+		{
+			GiGpuPolicy old;
+
+			gpuidx_dev_get_policy(&old);
+			for (int bits = -1; bits <= 16; bits += (bits < 0 ? 1 : 8))
+				for (int g = 2; g <= 8; g *= 2)
+				{
+					GiGpuPolicy p = {bits < 0 ? 0 : 1, bits, g};
+					std::vector<double> tt;
+
+					if (bits == 0)
+						continue;
+					gpuidx_dev_set_policy(&p);
+					for (int r = 0; r <= reps; r++)
+					{
+						double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
+
+						if (r > 0)
+							tt.push_back(ms);
+					}
+					t_sweep.push_back(fmt("| %s | %.0e | %s | %d | %.3f | %.2f |", kname, (double) n, bits < 0 ? "no sort" : fmt("%d", bits).c_str(),
+										  g, median(tt), q / (median(tt) / 1e3) / 1e9));
+				}
+			gpuidx_dev_set_policy(&old);
+		}
+
+		/* end to end through gi_image_query, and the CPU engine */
+		uint64_t	qe = std::min<uint64_t>(q, n >= 100000000ull && sizeof(K) == 4 && dist == 0 ? q : 10000000ull);
+		uint64_t	qc = std::min<uint64_t>(q, 1000000ull);
+
+		if (q == qs.front() || qe == q)
+		{
+			std::vector<int64_t> hpr(qe);
+			std::vector<uint64_t> gf(qe), gl(qe), cf(qc), cl(qc);
+
+			CUDA_OK(cudaMemcpy(hpr.data(), pr, qe * 8, cudaMemcpyDeviceToHost));
+			for (int op = GI_OP_POINT; op <= GI_OP_PRED; op++)
+			{
+				GiError		er;
+				double		ge = 0,
+							ce;
+
+				GI_OK_OR_DIE(gi_image_query(himg, (GiOp) op, hpr.data(), NULL, qe, gf.data(), gl.data(), &er_));	/* warm */
+				ge = timed([&] { GI_OK_OR_DIE(gi_image_query(himg, (GiOp) op, hpr.data(), NULL, qe, gf.data(), gl.data(), &er_)); });
+				GiTimings	lq = himg->last_query;
+
+				ce = timed([&] { GI_OK_OR_DIE(gi_image_query(cimg, (GiOp) op, hpr.data(), NULL, qc, cf.data(), cl.data(), &er_)); });
+				uint64_t	bad = 0;
+
+				for (uint64_t i = 0; i < qc; i++)
+				{
+					bool		e1 = gf[i] == gl[i],
+								e2 = cf[i] == cl[i];
+
+					bad += e1 != e2 || (!e1 && (gf[i] != cf[i] || gl[i] != cl[i]));
+				}
+				(void) er;
+				double		gq = qe / (ge / 1e3),
+							cq = qc / (ce / 1e3);
+
+				t_e2e.push_back(fmt("| %s | %.0e | %s | %s | %.0e | %.1f (%.1f / %.1f / %.1f) | %.3f | %.0e | %.1f | %.4f | **%.0fx** | %" PRIu64 " |",
+									kname, (double) n, dist_name[dist], op == GI_OP_POINT ? "point" : "pred",
+									(double) qe, ge, lq.transfer_ms, lq.sort_ms, lq.search_ms, gq / 1e9,
+									(double) qc, ce, cq / 1e9, gq / cq, bad));
+				fprintf(stderr, "%s\n", t_e2e.back().c_str());
+			}
+		}
+		cudaFree(pr);
+		cudaFree(ps);
+		cudaFree(f1);
+		cudaFree(l1);
+		cudaFree(f2);
+		cudaFree(l2);
+	}
+	gpuidx_dev_scratch_free(scratch);
+	gi_image_free(img);
+	gi_image_free(himg);
+	gi_image_free(cimg);
+	cudaFree(uk);
+	cudaFree(sk);
+	cudaFree(up);
+	cudaFree(sp);
+}
+
+/* Parse options, run every configuration, print the tables. */
+int
+main(int argc, char **argv)
+{
+	uint64_t	max_n = 100000000ull,
+				max_q = 100000000ull;
+	bool		small = false;
+	int			reps = 3;
+	char		why[256];
+	cudaDeviceProp prop;
+
+	for (int i = 1; i < argc; i++)
+	{
+		if (!strcmp(argv[i], "--small"))
+			small = true;
+		else if (!strcmp(argv[i], "--max-n") && i + 1 < argc)
+			max_n = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--max-q") && i + 1 < argc)
+			max_q = strtoull(argv[++i], NULL, 0);
+	}
+	if (!gi_gpu_available(why, sizeof(why)))
+	{
+		printf("kernel_bench: no GPU: %s\n", why);
+		return 0;
+	}
+	CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+	g_sms = prop.multiProcessorCount;
+	std::vector<uint64_t> ns,
+				qs;
+
+	if (small)
+	{
+		ns = {100000};
+		qs = {100000};
+		reps = 1;
+	}
+	else
+	{
+		for (uint64_t n = 1000000; n <= max_n; n *= 10)
+			ns.push_back(n);
+		qs.push_back(1000000);
+		if (max_q > 1000000)
+			qs.push_back(max_q);
+	}
+	printf("kernel_bench: %s, %d SMs, %.1f GiB, L2 %d MiB\n", prop.name, prop.multiProcessorCount,
+		   prop.totalGlobalMem / 1073741824.0, prop.l2CacheSize >> 20);
+	for (int kw = 4; kw <= 8; kw += 4)
+		for (uint64_t n : ns)
+			for (int dist = 0; dist < 2; dist++)
+			{
+				bool		sweep = (n == ns.back() || n == ns.back() / 10) && dist == 0;
+
+				if (kw == 4)
+					bench_one<int32_t>(n, dist, qs, sweep, reps);
+				else
+					bench_one<int64_t>(n, dist, qs, sweep, reps);
+			}
+
+	printf("\n### Builds (ms; median of %d after a warm-up)\n\n", reps);
+	printf("| key | n | dist | host unsorted pairs -> image, sorted pairs back: total (transfer / sort / build) | same, nothing back | device unsorted pairs: total (sort / build) | device sorted keys | device B/key | levels |\n");
+	printf("|---|---|---|---|---|---|---|---|---|\n");
+	for (auto &s : t_build)
+		printf("%s\n", s.c_str());
+	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9)\n\n");
+	printf("| key | n | dist | probes | op | probe order | tree ms | of which sort ms | tree Gq/s | bsearch ms | bsearch Gq/s | tree/bsearch | mismatches |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	for (auto &s : t_query)
+		printf("%s\n", s.c_str());
+	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
+	printf("| key | n | dist | op | GPU probes | GPU ms (transfer / sort / search) | GPU Gq/s | CPU probes | CPU ms | CPU Gq/s | GPU/CPU | mismatches |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	for (auto &s : t_e2e)
+		printf("%s\n", s.c_str());
+	if (!t_sweep.empty())
+	{
+		printf("\n### Policy sweep: uniform keys, %.0e random point probes (default: sort auto -> none at these sizes, bits from the formula capped at 16, group 2)\n\n", (double) qs.back());
+		printf("| key | n | sorted bits | group | ms | Gq/s |\n|---|---|---|---|---|---|\n");
+		for (auto &s : t_sweep)
+			printf("%s\n", s.c_str());
+	}
+	return 0;
+}

@@ -1,0 +1,1810 @@
+/*
+ * gpu_btree.cu - the GPU engine behind engine.h: a B+ tree on the device.
+ *
+ * Layout (identical in meaning to engine/cpu_btree.c, so answers match).  The
+ * leaf level is the sorted key array (int32 on the device for 2- and 4-byte
+ * keys, int64 for 8) cut into leaves by the CUBPT bulk-build formulas: K
+ * items go into node_num = ceil(K/m) nodes, the first h holding
+ * ave = ceil(K/node_num) items and the rest ave-1, h = K - node_num*(ave-1);
+ * leaf j holds the entries from position j*(ave-1) + min(j, h) on.  On the
+ * device each leaf sits in its own 128-byte slot (padded with the type's
+ * max; ave >= m-1 for large n, so this costs next to nothing) so that leaves
+ * are read with the same aligned 16-byte loads as internal nodes.  The
+ * internal levels are cut the same way and kept in the Harmonia layout: one
+ * key region of fixed 128-byte nodes (32 int32 or 16 int64 keys; root
+ * first, level by level), each key the MAX key of a child, and one child
+ * prefix-sum array (first child of node g is prefix[g]; children are
+ * numbered globally, leaves after all internal nodes, with a sentinel, so
+ * prefix[g+1] - prefix[g] is g's child count).
+ *
+ * Build: CUB radix sort of (key, payload) pairs when unsorted, then the
+ * levels bottom-up, one thread per key slot (CUBPT).
+ *
+ * Query: a narrowed group of G threads (2 by default; 4..32 selectable) per
+ * probe; each thread holds 64 bytes of a node (four 16-byte loads), counts
+ * its keys below the probe, and the group
+ * finds the first thread not entirely below with __ballot_sync + __ffs; the
+ * child position is clamped with one min.u32 (inline PTX).  Large batches are
+ * partially radix-sorted on their top N bits first (Harmonia,
+ * N = B - log2(2^B / T * K) = log2(T / K)), and the results scattered back to
+ * the caller's order.  Probes are int64; those outside the stored type's
+ * range are answered by comparison, never wrapped.
+ */
+#include "gpu_btree.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#define GI_EXPORT extern "C" __attribute__((visibility("default")))
+
+#define NODE_BYTES		128			/* one internal node: a cache line */
+#define MAX_INT_LEVELS	40
+#define STAGE_BYTES		(32u << 20) /* one pinned staging slot */
+#define QCHUNK			(1u << 25)	/* probes per device pass (< 2^30) */
+#define HOST_QCHUNK		(1u << 24)	/* probes per host round trip */
+#define SORT_MIN_PROBES	(1u << 20)	/* smaller batches are not sorted */
+#define SORT_TREE_L2X	16			/* nor are trees under 16x the L2 size */
+#define SORT_MAX_BITS	16			/* default cap on the sorted bits */
+#define IDX_BELOW		0x40000000u /* sorted probe was below INT32_MIN */
+#define IDX_ABOVE		0x80000000u /* sorted probe was above INT32_MAX */
+#define IDX_MASK		0x3fffffffu
+
+/* ------------------------------------------------------------------------ */
+/* Device discovery and errors                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct DevState
+{
+	bool		probed;
+	bool		ok;
+	int			device;
+	int			sms;
+	int			cc_major;
+	size_t		l2_bytes;
+	size_t		total_mem;
+	char		name[64];
+	char		why[256];
+} DevState;
+
+static DevState g_dev;
+static GiGpuPolicy g_policy = {-1, 0, 2};	/* group 2: fastest measured */
+
+/* Map a CUDA error from `what` to a GiStatus and a message naming it. */
+static GiStatus
+cuda_fail(GiError *err, cudaError_t e, const char *what)
+{
+	GiStatus	st = (e == cudaErrorMemoryAllocation) ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE;
+
+	(void) cudaGetLastError();	/* clear a non-sticky error */
+	return gi_set_error(err, st, "CUDA %s failed: %s (%s)", what,
+						cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* Check a CUDA call; on failure return from the enclosing function. */
+#define CK(call) \
+	do { cudaError_t e_ = (call); \
+		 if (e_ != cudaSuccess) return cuda_fail(err, e_, #call); } while (0)
+
+/* Check the launch just made of kernel `name`. */
+#define CKL(name) \
+	do { cudaError_t e_ = cudaGetLastError(); \
+		 if (e_ != cudaSuccess) return cuda_fail(err, e_, "launch of " name); } while (0)
+
+/* Check a GiStatus-returning call. */
+#define CKS(call) \
+	do { GiStatus s_ = (call); if (s_ != GI_OK) return s_; } while (0)
+
+/* Initialize CUDA lazily and remember what the device offers. */
+static bool
+dev_probe(void)
+{
+	int			count = 0;
+	cudaError_t e;
+	cudaDeviceProp prop;
+
+	if (g_dev.probed)
+		return g_dev.ok;
+	g_dev.probed = true;
+	e = cudaGetDeviceCount(&count);
+	if (e != cudaSuccess)
+	{
+		snprintf(g_dev.why, sizeof(g_dev.why), "no usable GPU: cudaGetDeviceCount failed: %s (%s)",
+				 cudaGetErrorString(e), cudaGetErrorName(e));
+		(void) cudaGetLastError();
+		return false;
+	}
+	if (count <= 0)
+	{
+		snprintf(g_dev.why, sizeof(g_dev.why), "no GPU found (cudaGetDeviceCount returned 0)");
+		return false;
+	}
+	if ((e = cudaGetDevice(&g_dev.device)) != cudaSuccess ||
+		(e = cudaGetDeviceProperties(&prop, g_dev.device)) != cudaSuccess)
+	{
+		snprintf(g_dev.why, sizeof(g_dev.why), "cudaGetDeviceProperties failed: %s",
+				 cudaGetErrorString(e));
+		(void) cudaGetLastError();
+		return false;
+	}
+	if (prop.major < 8)
+	{
+		snprintf(g_dev.why, sizeof(g_dev.why),
+				 "GPU %s has compute capability %d.%d; gpuidx needs 8.0 or later",
+				 prop.name, prop.major, prop.minor);
+		return false;
+	}
+	/* Make sure a context can be created and the kernels load. */
+	if ((e = cudaFree(0)) != cudaSuccess)
+	{
+		snprintf(g_dev.why, sizeof(g_dev.why), "CUDA context creation failed: %s",
+				 cudaGetErrorString(e));
+		(void) cudaGetLastError();
+		return false;
+	}
+	g_dev.sms = prop.multiProcessorCount;
+	g_dev.cc_major = prop.major;
+	g_dev.l2_bytes = prop.l2CacheSize;
+	g_dev.total_mem = prop.totalGlobalMem;
+	snprintf(g_dev.name, sizeof(g_dev.name), "%s", prop.name);
+	g_dev.ok = true;
+	return true;
+}
+
+/* Fail with GI_ERR_NO_DEVICE unless a GPU is usable. */
+static GiStatus
+need_device(GiError *err)
+{
+	if (!dev_probe())
+		return gi_set_error(err, GI_ERR_NO_DEVICE, "%s", g_dev.why);
+	return GI_OK;
+}
+
+/* Grid size for a grid-stride elementwise kernel over n items. */
+static unsigned
+grid_for(uint64_t n, unsigned block)
+{
+	uint64_t	want = (n + block - 1) / block;
+	uint64_t	cap = (uint64_t) g_dev.sms * 32;
+
+	if (want < 1)
+		want = 1;
+	return (unsigned) (want < cap ? want : cap);
+}
+
+/* Device buffer freed when it goes out of scope unless released. */
+struct DevBuf
+{
+	void	   *p = nullptr;
+	~DevBuf() { if (p) cudaFree(p); }
+	void	   *release() { void *q = p; p = nullptr; return q; }
+};
+
+/* cudaMalloc into a DevBuf (a zero size allocates nothing). */
+static GiStatus
+dev_alloc(DevBuf &b, size_t bytes, const char *what, GiError *err)
+{
+	cudaError_t e;
+
+	if (bytes == 0)
+		return GI_OK;
+	e = cudaMalloc(&b.p, bytes);
+	if (e != cudaSuccess)
+	{
+		b.p = nullptr;
+		(void) cudaGetLastError();
+		return gi_set_error(err, e == cudaErrorMemoryAllocation ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE,
+							"CUDA cudaMalloc of %zu bytes for %s failed: %s",
+							bytes, what, cudaGetErrorString(e));
+	}
+	return GI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pinned staging for host <-> device copies                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct Staging
+{
+	bool		ready;
+	void	   *buf[2];
+	cudaEvent_t ev[2];
+} Staging;
+
+static Staging g_stage;
+
+/* Free the pinned staging slots (at process exit). */
+static void
+staging_release(void)
+{
+	for (int s = 0; s < 2; s++)
+	{
+		if (g_stage.buf[s])
+			cudaFreeHost(g_stage.buf[s]);
+		if (g_stage.ev[s])
+			cudaEventDestroy(g_stage.ev[s]);
+		g_stage.buf[s] = NULL;
+		g_stage.ev[s] = NULL;
+	}
+	g_stage.ready = false;
+}
+
+/* Allocate the two pinned staging slots once per process. */
+static GiStatus
+staging_init(GiError *err)
+{
+	static bool registered = false;
+
+	if (g_stage.ready)
+		return GI_OK;
+	if (!registered)
+	{
+		atexit(staging_release);	/* runs before the CUDA runtime's own teardown */
+		registered = true;
+	}
+	for (int s = 0; s < 2; s++)
+	{
+		if (!g_stage.buf[s])
+			CK(cudaHostAlloc(&g_stage.buf[s], STAGE_BYTES, cudaHostAllocDefault));
+		if (!g_stage.ev[s])
+			CK(cudaEventCreateWithFlags(&g_stage.ev[s], cudaEventDisableTiming));
+	}
+	g_stage.ready = true;
+	return GI_OK;
+}
+
+/*
+ * Upload n int64 host values to the device as width-byte integers through
+ * the pinned slots, double-buffered: the host fills one slot while the other
+ * is in flight.  Narrowing to int32 checks the range (*out_of_range).
+ */
+static GiStatus
+upload_i64(void *dst, const int64_t *src, size_t n, int width,
+		   cudaStream_t stream, bool *out_of_range, GiError *err)
+{
+	size_t		per = STAGE_BYTES / width;
+	bool		bad = false;
+
+	CKS(staging_init(err));
+	for (size_t off = 0, c = 0; off < n; off += per, c++)
+	{
+		int			s = (int) (c & 1);
+		size_t		cnt = std::min(per, n - off);
+
+		CK(cudaEventSynchronize(g_stage.ev[s]));
+		if (width == 8)
+			memcpy(g_stage.buf[s], src + off, cnt * 8);
+		else
+		{
+			int32_t    *d = (int32_t *) g_stage.buf[s];
+			const int64_t *p = src + off;
+			int64_t		acc = 0;
+
+			for (size_t i = 0; i < cnt; i++)
+			{
+				d[i] = (int32_t) p[i];
+				acc |= p[i] ^ (int64_t) d[i];
+			}
+			bad |= acc != 0;
+		}
+		CK(cudaMemcpyAsync((char *) dst + off * width, g_stage.buf[s], cnt * width,
+						   cudaMemcpyHostToDevice, stream));
+		CK(cudaEventRecord(g_stage.ev[s], stream));
+	}
+	if (out_of_range)
+		*out_of_range = bad;
+	return GI_OK;
+}
+
+/* Upload n raw 8-byte values through the pinned slots. */
+static GiStatus
+upload_u64(void *dst, const uint64_t *src, size_t n, cudaStream_t stream, GiError *err)
+{
+	return upload_i64(dst, (const int64_t *) src, n, 8, stream, NULL, err);
+}
+
+/*
+ * Download n width-byte integers from the device into int64 host values
+ * (sign-extending int32), double-buffered through the pinned slots.
+ */
+static GiStatus
+download_i64(int64_t *dst, const void *src, size_t n, int width,
+			 cudaStream_t stream, GiError *err)
+{
+	size_t		per = STAGE_BYTES / 8;	/* widened size must fit too */
+	size_t		prev_off = 0,
+				prev_cnt = 0;
+	int			prev_s = -1;
+
+	CKS(staging_init(err));
+	for (size_t off = 0, c = 0;; off += per, c++)
+	{
+		int			s = (int) (c & 1);
+		size_t		cnt = off < n ? std::min(per, n - off) : 0;
+
+		if (cnt)
+		{
+			CK(cudaEventSynchronize(g_stage.ev[s]));
+			CK(cudaMemcpyAsync(g_stage.buf[s], (const char *) src + off * width, cnt * width,
+							   cudaMemcpyDeviceToHost, stream));
+			CK(cudaEventRecord(g_stage.ev[s], stream));
+		}
+		if (prev_s >= 0)
+		{
+			CK(cudaEventSynchronize(g_stage.ev[prev_s]));
+			if (width == 8)
+				memcpy(dst + prev_off, g_stage.buf[prev_s], prev_cnt * 8);
+			else
+			{
+				const int32_t *q = (const int32_t *) g_stage.buf[prev_s];
+
+				for (size_t i = 0; i < prev_cnt; i++)
+					dst[prev_off + i] = q[i];
+			}
+		}
+		if (!cnt)
+			break;
+		prev_s = s, prev_off = off, prev_cnt = cnt;
+	}
+	return GI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tree geometry                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* One level cut per CUBPT formulas 1 and 2: items spread over nodes. */
+typedef struct Cut
+{
+	uint64_t	nodes;
+	uint64_t	ave;
+	uint64_t	h;
+} Cut;
+
+/* The whole tree's shape, root level first. */
+typedef struct Geo
+{
+	uint64_t	n;
+	int			m;				/* keys per node */
+	Cut			leaf;			/* n keys cut into leaves */
+	int			nint;			/* internal levels */
+	Cut			lev[MAX_INT_LEVELS];	/* level l's nodes and its children's
+										 * cut */
+	uint64_t	off[MAX_INT_LEVELS + 1];	/* first global node of a level;
+											 * off[nint] = internal nodes */
+	uint64_t	inodes;
+} Geo;
+
+/* Formulas 1-2: node_num = (K+m-1)/m, ave = (K+node_num-1)/node_num, h. */
+static Cut
+cut_items(uint64_t k, int m)
+{
+	Cut			c;
+
+	c.nodes = (k + m - 1) / m;
+	c.ave = c.nodes ? (k + c.nodes - 1) / c.nodes : 0;
+	c.h = k - c.nodes * (c.ave ? c.ave - 1 : 0);
+	return c;
+}
+
+/* Compute the tree's shape for n keys and node order m. */
+static void
+geo_compute(uint64_t n, int m, Geo *g)
+{
+	Cut			up[MAX_INT_LEVELS];
+	int			L = 0;
+	uint64_t	items;
+
+	memset(g, 0, sizeof(*g));
+	g->n = n;
+	g->m = m;
+	if (n == 0)
+		return;
+	g->leaf = cut_items(n, m);
+	items = g->leaf.nodes;
+	while (items > 1 && L < MAX_INT_LEVELS)
+	{
+		up[L] = cut_items(items, m);	/* children = items, nodes = parents */
+		items = up[L].nodes;
+		L++;
+	}
+	g->nint = L;
+	for (int l = 0; l < L; l++)
+		g->lev[l] = up[L - 1 - l];
+	g->off[0] = 0;
+	for (int l = 0; l < L; l++)
+		g->off[l + 1] = g->off[l] + g->lev[l].nodes;
+	g->inodes = g->off[L];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device helpers                                                            */
+/* ------------------------------------------------------------------------ */
+
+template <class K> struct KeyLimits;
+template <> struct KeyLimits<int32_t>
+{
+	static constexpr int64_t lo = INT32_MIN;
+	static constexpr int64_t hi = INT32_MAX;
+	typedef uint32_t SKey;		/* sortable probe key */
+};
+template <> struct KeyLimits<int64_t>
+{
+	static constexpr int64_t lo = INT64_MIN;
+	static constexpr int64_t hi = INT64_MAX;
+	typedef uint64_t SKey;
+};
+
+/* min(a, b) on unsigned 32-bit values as a single min.u32 instruction. */
+__device__ __forceinline__ uint32_t
+umin32(uint32_t a, uint32_t b)
+{
+	uint32_t	r;
+
+	asm("min.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+	return r;
+}
+
+/* First key of leaf j in a level cut by (ave, h). */
+__host__ __device__ __forceinline__ uint64_t
+cut_start(uint64_t j, uint64_t ave, uint64_t h)
+{
+	return j * (ave - 1) + (j < h ? j : h);
+}
+
+/* What a search kernel needs to know of a tree. */
+template <class K> struct TreeDev
+{
+	const K    *leaves;			/* nleaves * M keys: the padded leaves */
+	const K    *nodes;			/* key region: inodes * M keys */
+	const uint32_t *prefix;		/* inodes + 1 child prefix sums */
+	uint64_t	n;
+	uint64_t	leaf_ave;
+	uint64_t	leaf_h;
+	uint32_t	inodes;
+	uint32_t	nleaves;
+	int			nint;
+	K			kmax;			/* the largest key */
+};
+
+/* Load KPT consecutive keys of an aligned node slot (16-byte loads where
+ * the slot is 16 bytes or more, else one 8- or 4-byte load). */
+template <class K, int KPT>
+__device__ __forceinline__ void
+load_slot(const K *p, K (&v)[KPT])
+{
+	constexpr int BYTES = sizeof(K) * KPT;
+
+	if constexpr (BYTES >= 16)
+	{
+#pragma unroll
+		for (int c = 0; c < BYTES / 16; c++)
+		{
+			uint4		x = __ldg(reinterpret_cast<const uint4 *>(p) + c);
+
+			memcpy(&v[c * (16 / sizeof(K))], &x, 16);
+		}
+	}
+	else if constexpr (BYTES == 8)
+	{
+		uint2		x = __ldg(reinterpret_cast<const uint2 *>(p));
+
+		memcpy(v, &x, 8);
+	}
+	else
+	{
+		static_assert(BYTES == 4, "slot of 4, 8 or 16+ bytes");
+		uint32_t	x = __ldg(reinterpret_cast<const uint32_t *>(p));
+
+		memcpy(v, &x, 4);
+	}
+}
+
+/* A group of G lanes of one warp that searches for one probe together. */
+struct Group
+{
+	uint32_t	mask;			/* the group's lanes */
+	uint32_t	base;			/* its first lane */
+	uint32_t	r;				/* this lane's rank in the group */
+};
+
+/*
+ * Rank of t in a sorted node spread over the group (KPT keys a lane): the
+ * number of keys < t (<= t when LE).  Each lane counts its own keys; a
+ * ballot of "not all of mine qualify" and __ffs give the first such lane,
+ * clamped by one min.u32 to the group's last lane when there is none; that
+ * lane's count completes the rank.
+ */
+template <class K, int G, int KPT, bool LE>
+__device__ __forceinline__ uint32_t
+group_rank(const K (&v)[KPT], K t, const Group &g)
+{
+	uint32_t	c = 0;
+
+#pragma unroll
+	for (int j = 0; j < KPT; j++)
+		c += LE ? (v[j] <= t) : (v[j] < t);
+	uint32_t	open = __ballot_sync(g.mask, c != KPT) & g.mask;
+	uint32_t	src = umin32((uint32_t) __ffs(open) - 1, g.base + G - 1);
+	uint32_t	ck = __shfl_sync(g.mask, c, src);
+
+	return (src - g.base) * KPT + ck;
+}
+
+/* The leaf a descent ends in, with its keys held by the group's lanes. */
+template <class K, int KPT> struct LeafView
+{
+	uint64_t	s;				/* position of its first key */
+	uint32_t	size;
+	uint32_t	li;				/* leaf number */
+	K			v[KPT];
+};
+
+/*
+ * Descend from the root to the leaf holding lower_bound(t) (LE = false) or
+ * upper_bound(t) (LE = true): at each internal node take the first child
+ * whose max key is >= t (> t).  Callers guarantee t <= max key (t < max key
+ * when LE), so such a child always exists; the min.u32 clamp only keeps the
+ * position inside the node.  Child indexes come from the prefix-sum array.
+ */
+template <class K, int G, bool LE>
+__device__ __forceinline__ void
+descend(const TreeDev<K> &T, K t, const Group &g,
+		LeafView<K, NODE_BYTES / sizeof(K) / G> &L)
+{
+	constexpr int M = NODE_BYTES / sizeof(K);
+	constexpr int KPT = M / G;
+	const K    *lane_nodes = T.nodes + g.r * KPT;
+	uint32_t	node = 0;
+
+	for (int l = 0; l < T.nint; l++)
+	{
+		K			v[KPT];
+
+		load_slot<K, KPT>(lane_nodes + (size_t) node * M, v);
+		uint32_t	c0 = __ldg(T.prefix + node);
+		uint32_t	pos = group_rank<K, G, KPT, LE>(v, t, g);
+
+		node = c0 + umin32(pos, M - 1);
+	}
+	L.li = node - T.inodes;
+	L.s = cut_start(L.li, T.leaf_ave, T.leaf_h);
+	L.size = (uint32_t) (L.li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
+	load_slot<K, KPT>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
+}
+
+/* Key j of leaf li. */
+template <class K>
+__device__ __forceinline__ K
+leaf_key(const TreeDev<K> &T, uint32_t li, uint32_t j)
+{
+	return __ldg(T.leaves + (size_t) li * (NODE_BYTES / sizeof(K)) + j);
+}
+
+/* Rank of t among a leaf's keys, clamped to the leaf's size. */
+template <class K, int G, int KPT, bool LE>
+__device__ __forceinline__ uint32_t
+leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
+{
+	return umin32(group_rank<K, G, KPT, LE>(L.v, t, g), L.size);
+}
+
+/* Answer one probe of op: [*f, *l) in the sorted entry order. */
+template <class K, int G>
+__device__ __forceinline__ void
+answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
+	   uint64_t &f, uint64_t &l)
+{
+	constexpr int KPT = NODE_BYTES / sizeof(K) / G;
+	const int64_t KMIN = KeyLimits<K>::lo,
+				KMAX = KeyLimits<K>::hi;
+	const uint32_t last_li = T.nleaves - 1;
+	const K		kmax = T.kmax;
+	LeafView<K, KPT> L;
+
+	f = l = 0;
+	if (T.n == 0)
+		return;
+	if (op == GI_OP_POINT || op == GI_OP_SUCC)
+	{
+		if (p > KMAX || (op == GI_OP_POINT && p < KMIN))
+			return;
+		K			t = (K) (p < KMIN ? KMIN : p);
+
+		if (t > kmax)			/* nothing >= p */
+			return;
+		descend<K, G, false>(T, t, g, L);
+		uint32_t	clt = leaf_rank<K, G, KPT, false>(L, t, g);
+		K			k = t;
+
+		f = l = L.s + clt;
+		if (op == GI_OP_SUCC)
+			k = leaf_key(T, L.li, clt);	/* the smallest key >= p */
+		uint32_t	cle = leaf_rank<K, G, KPT, true>(L, k, g);
+
+		if (cle < L.size || L.li == last_li)
+			l = L.s + cle;
+		else if (k == kmax)
+			l = T.n;
+		else
+		{						/* the run goes on past this leaf */
+			descend<K, G, true>(T, k, g, L);
+			l = L.s + leaf_rank<K, G, KPT, true>(L, k, g);
+		}
+	}
+	else if (op == GI_OP_PRED)
+	{
+		if (p < KMIN)
+			return;
+		K			t = (K) (p > KMAX ? KMAX : p);
+		K			k;
+
+		if (t >= kmax)
+		{						/* every key is <= p: the run of the max */
+			k = kmax;
+			l = T.n;
+		}
+		else
+		{
+			descend<K, G, true>(T, t, g, L);
+			uint32_t	cle = leaf_rank<K, G, KPT, true>(L, t, g);
+
+			l = L.s + cle;
+			if (l == 0)
+				return;
+			/* the largest key <= p: in this leaf, or the previous one's last */
+			k = cle ? leaf_key(T, L.li, cle - 1) :
+				leaf_key(T, L.li - 1, (uint32_t) (L.li - 1 < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1) - 1);
+			uint32_t	clt = leaf_rank<K, G, KPT, false>(L, k, g);
+
+			if (clt > 0 || L.li == 0)
+			{
+				f = L.s + clt;
+				return;
+			}
+		}
+		/* the run starts before this leaf */
+		descend<K, G, false>(T, k, g, L);
+		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
+	}
+	else
+	{							/* GI_OP_RANGE: [lower_bound(lo), upper_bound(hi)) */
+		uint64_t	lb,
+					ub;
+
+		if (p > ph)
+			return;
+		if (p < KMIN)
+			lb = 0;
+		else if (p > KMAX || (K) p > kmax)	/* (K) p only once p fits in K */
+			lb = T.n;
+		else
+		{
+			descend<K, G, false>(T, (K) p, g, L);
+			lb = L.s + leaf_rank<K, G, KPT, false>(L, (K) p, g);
+		}
+		if (ph < KMIN)
+			ub = 0;
+		else if (ph > KMAX || (K) ph >= kmax)
+			ub = T.n;
+		else
+		{
+			descend<K, G, true>(T, (K) ph, g, L);
+			ub = L.s + leaf_rank<K, G, KPT, true>(L, (K) ph, g);
+		}
+		f = lb;
+		l = ub > lb ? ub : lb;
+	}
+}
+
+/* Decode a sorted probe (int32 trees): value, flags and caller index. */
+__device__ __forceinline__ int64_t
+decode_probe(uint32_t sk, uint32_t &idx)
+{
+	uint32_t	flags = idx & ~IDX_MASK;
+
+	idx &= IDX_MASK;
+	if (flags & IDX_BELOW)
+		return (int64_t) INT32_MIN - 1;
+	if (flags & IDX_ABOVE)
+		return (int64_t) INT32_MAX + 1;
+	return (int32_t) (sk ^ 0x80000000u);
+}
+
+/* Decode a sorted probe (int64 trees). */
+__device__ __forceinline__ int64_t
+decode_probe(uint64_t sk, uint32_t &idx)
+{
+	return (int64_t) (sk ^ 0x8000000000000000ull);
+}
+
+/*
+ * The search kernel: each group of G lanes answers probes i = group id,
+ * + number of groups, ...  Unsorted: probes[i] -> first/last[i].  Sorted:
+ * the i-th sorted probe goes to its caller index (scatter).
+ */
+template <class K, int G, bool SORTED>
+__global__ void __launch_bounds__(256)
+btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
+					const int64_t *probes_hi,
+					const typename KeyLimits<K>::SKey *skeys,
+					const uint32_t *sidx, uint64_t count,
+					uint64_t *first, uint64_t *last)
+{
+	Group		g;
+	int			lane = threadIdx.x & 31;
+
+	g.r = lane % G;
+	g.base = lane - g.r;
+	g.mask = (G == 32 ? 0xffffffffu : ((1u << (G & 31)) - 1)) << g.base;
+
+	uint64_t	gid = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) / G;
+	uint64_t	ngroups = (uint64_t) gridDim.x * blockDim.x / G;
+
+	for (uint64_t i = gid; i < count; i += ngroups)
+	{
+		int64_t		p,
+					ph = 0;
+		uint64_t	out,
+					f,
+					l;
+
+		if constexpr (SORTED)
+		{
+			uint32_t	idx = sidx[i];
+
+			p = decode_probe(skeys[i], idx);
+			out = idx;
+		}
+		else
+		{
+			p = probes[i];
+			if (op == GI_OP_RANGE)
+				ph = probes_hi[i];
+			out = i;
+		}
+		answer<K, G>(T, op, p, ph, g, f, l);
+		if (g.r == 0)
+		{
+			first[out] = f;
+			last[out] = l;
+		}
+	}
+}
+
+/* Make (sortable key, index) pairs of a probe batch (int32 trees flag the
+ * probes outside int32 in the index's top bits). */
+template <class K>
+__global__ void
+probe_pairs_kernel(const int64_t *probes, uint64_t count,
+				   typename KeyLimits<K>::SKey *skeys, uint32_t *sidx)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < count;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		int64_t		p = probes[i];
+
+		if constexpr (sizeof(K) == 4)
+		{
+			uint32_t	flags = 0;
+			int32_t		v;
+
+			if (p < INT32_MIN)
+				flags = IDX_BELOW, v = INT32_MIN;
+			else if (p > INT32_MAX)
+				flags = IDX_ABOVE, v = INT32_MAX;
+			else
+				v = (int32_t) p;
+			skeys[i] = (uint32_t) v ^ 0x80000000u;
+			sidx[i] = (uint32_t) i | flags;
+		}
+		else
+		{
+			skeys[i] = (uint64_t) p ^ 0x8000000000000000ull;
+			sidx[i] = (uint32_t) i;
+		}
+	}
+}
+
+/* Set *flag if a[i-1] > a[i] for some i (is the array unsorted?). */
+template <class T>
+__global__ void
+unsorted_flag_kernel(const T *a, uint64_t n, int *flag)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+		if (a[i - 1] > a[i])
+		{
+			*flag = 1;
+			return;
+		}
+}
+
+/* Set *flag if two equal keys carry payloads out of order. */
+template <class K>
+__global__ void
+tie_order_flag_kernel(const K *k, const uint64_t *pay, uint64_t n, int *flag)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+		if (k[i - 1] == k[i] && pay[i - 1] > pay[i])
+		{
+			*flag = 1;
+			return;
+		}
+}
+
+/* Count positions i > 0 where key[i] differs from key[i-1]. */
+template <class K>
+__global__ void
+key_changes_kernel(const K *k, uint64_t n, unsigned long long *count)
+{
+	uint32_t	mine = 0;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+		mine += k[i - 1] != k[i];
+	int			block_sum = __syncthreads_count(mine != 0);	/* cheap pre-check */
+
+	if (block_sum == 0)
+		return;
+	/* warp reduce, then one atomic per warp */
+	for (int o = 16; o > 0; o >>= 1)
+		mine += __shfl_down_sync(0xffffffffu, mine, o);
+	if ((threadIdx.x & 31) == 0 && mine)
+		atomicAdd(count, (unsigned long long) mine);
+}
+
+/* Narrow int64 keys to int32 (device-resident input), flagging overflow. */
+__global__ void
+narrow_keys_kernel(const int64_t *in, int32_t *out, uint64_t n, int *flag)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		int64_t		v = in[i];
+
+		out[i] = (int32_t) v;
+		if (v != (int32_t) v)
+			*flag = 1;
+	}
+}
+
+/* Lay the sorted keys out in padded leaf slots (one thread per slot). */
+template <class K>
+__global__ void
+scatter_leaves_kernel(const K *sorted, K *leaves, uint64_t nleaves, Cut cut)
+{
+	constexpr int M = NODE_BYTES / sizeof(K);
+
+	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < nleaves * M;
+		 t += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint64_t	li = t / M;
+		uint32_t	j = (uint32_t) (t % M);
+		uint64_t	size = li < cut.h ? cut.ave : cut.ave - 1;
+
+		leaves[t] = j < size ? sorted[cut_start(li, cut.ave, cut.h) + j] : (K) KeyLimits<K>::hi;
+	}
+}
+
+/*
+ * Build one internal level (CUBPT, one thread per key slot): slot j of node i
+ * holds the max key of child cs+j (a leaf's last key, or the last real key of
+ * an internal child node); unused slots hold the type's max.  Slot 0 also
+ * writes the node's child prefix sum.
+ */
+template <class K>
+__global__ void
+build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves,
+				   uint64_t cnt, uint64_t off, Cut cut, uint64_t child_off,
+				   bool bottom, Cut child_cut, Cut leaf_cut, uint64_t nleaves)
+{
+	constexpr int M = NODE_BYTES / sizeof(K);
+
+	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < cnt * M;
+		 t += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint64_t	i = t / M;
+		uint32_t	j = (uint32_t) (t % M);
+		uint64_t	cs = cut_start(i, cut.ave, cut.h);
+		uint64_t	nch = i < cut.h ? cut.ave : cut.ave - 1;
+		K			key = (K) KeyLimits<K>::hi;
+
+		if (j < nch)
+		{
+			uint64_t	c = cs + j;
+
+			if (bottom)
+				key = leaves[c * M + (c < leaf_cut.h ? leaf_cut.ave : leaf_cut.ave - 1) - 1];
+			else
+			{
+				uint64_t	cn = c < child_cut.h ? child_cut.ave : child_cut.ave - 1;
+
+				key = nodes[(child_off + c) * M + cn - 1];
+			}
+		}
+		nodes[(off + i) * M + j] = key;
+		if (j == 0)
+			prefix[off + i] = (uint32_t) (child_off + cs);
+		if (t == 0 && bottom)
+			prefix[off + cnt] = (uint32_t) (child_off + nleaves);	/* sentinel */
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Images                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct GpuImage
+{
+	GiImage		hdr;			/* must be first */
+	int			kw;				/* device key width: 4 or 8 */
+	Geo			geo;
+	void	   *d_leaves;		/* padded leaf slots */
+	void	   *d_nodes;
+	uint32_t   *d_prefix;
+	cudaStream_t stream;
+	int64_t		kmin,
+				kmax;
+	uint64_t	distinct;
+	uint64_t	device_bytes;
+	char		device_name[64];
+} GpuImage;
+
+struct GiGpuScratch
+{
+	size_t		cap;			/* probes per pass */
+	int			kw;
+	void	   *skeys[2];
+	uint32_t   *sidx[2];
+	void	   *temp;
+	size_t		temp_bytes;
+	int		   *flag;
+};
+
+/* Device bytes the image itself will hold. */
+static uint64_t
+image_bytes(const Geo *g, int kw)
+{
+	if (g->n == 0)
+		return 0;
+	return g->leaf.nodes * NODE_BYTES + g->inodes * NODE_BYTES + (g->inodes + 1) * sizeof(uint32_t);
+}
+
+/* Free an image's device memory and stream. */
+static void
+image_release(GpuImage *img)
+{
+	if (!img)
+		return;
+	if (img->d_leaves)
+		cudaFree(img->d_leaves);
+	if (img->d_nodes)
+		cudaFree(img->d_nodes);
+	if (img->d_prefix)
+		cudaFree(img->d_prefix);
+	if (img->stream)
+		cudaStreamDestroy(img->stream);
+	free(img);
+}
+
+/* Owns a half-built image; frees it unless released. */
+struct ImageGuard
+{
+	GpuImage   *img = nullptr;
+	~ImageGuard() { image_release(img); }
+};
+
+/*
+ * Validate params, compute the shape, check the memory limit and allocate an
+ * image with its key, node and prefix arrays (keys not yet filled).
+ */
+static GiStatus
+image_create(const GiBuildParams *params, size_t n, ImageGuard &guard, GiError *err)
+{
+	GpuImage   *img;
+	int			kw;
+	uint64_t	bytes;
+	DevBuf		k, nd, pf;
+
+	CKS(need_device(err));
+	if (params->structure == GI_STRUCT_VEB)
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"the van Emde Boas structure is not implemented on the GPU yet");
+	if (params->structure != GI_STRUCT_BTREE)
+		return gi_set_error(err, GI_ERR_INVALID, "unknown structure %d", (int) params->structure);
+	if (params->key_bytes != 2 && params->key_bytes != 4 && params->key_bytes != 8)
+		return gi_set_error(err, GI_ERR_INVALID, "key width %d is not 2, 4 or 8", params->key_bytes);
+	kw = params->key_bytes == 8 ? 8 : 4;
+	img = (GpuImage *) calloc(1, sizeof(GpuImage));
+	if (!img)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for a GPU image");
+	guard.img = img;
+	img->kw = kw;
+	geo_compute(n, NODE_BYTES / kw, &img->geo);
+	if (img->geo.inodes + img->geo.leaf.nodes >= UINT32_MAX)
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"%zu entries are more than the GPU B+ tree indexes (2^32 nodes)", n);
+	bytes = image_bytes(&img->geo, kw);
+	if (params->device_memory_limit && bytes > params->device_memory_limit)
+		return gi_set_error(err, GI_ERR_DEVICE_OOM,
+							"the GPU image of %zu entries needs %llu bytes of device memory, "
+							"over the limit of %zu bytes (gpuidx.device_memory_limit)",
+							n, (unsigned long long) bytes, params->device_memory_limit);
+	img->hdr.engine = GI_ENGINE_GPU;
+	img->hdr.structure = GI_STRUCT_BTREE;
+	img->hdr.key_bytes = params->key_bytes;
+	img->hdr.n = n;
+	snprintf(img->device_name, sizeof(img->device_name), "%s", g_dev.name);
+	CK(cudaStreamCreateWithFlags(&img->stream, cudaStreamNonBlocking));
+	CKS(dev_alloc(k, img->geo.leaf.nodes * NODE_BYTES, "the leaves", err));
+	CKS(dev_alloc(nd, img->geo.inodes * NODE_BYTES, "the internal nodes", err));
+	CKS(dev_alloc(pf, n ? (img->geo.inodes + 1) * sizeof(uint32_t) : 0, "the child prefix sums", err));
+	img->d_leaves = k.release();
+	img->d_nodes = nd.release();
+	img->d_prefix = (uint32_t *) pf.release();
+	img->device_bytes = bytes;
+	return GI_OK;
+}
+
+/* Lay out the leaves from the sorted keys, build the internal levels
+ * bottom-up, then record min/max and the distinct count. */
+template <class K>
+static GiStatus
+build_levels(GpuImage *img, const K *keys, GiError *err)
+{
+	const Geo  *g = &img->geo;
+	K		   *nodes = (K *) img->d_nodes;
+	const K    *leaves = (const K *) img->d_leaves;
+	cudaStream_t st = img->stream;
+	DevBuf		cnt;
+	unsigned long long changes = 0;
+	K			ends[2];
+
+	if (g->n == 0)
+		return GI_OK;
+	scatter_leaves_kernel<K><<<grid_for(g->leaf.nodes * (NODE_BYTES / sizeof(K)), 256), 256, 0, st>>>(
+		keys, (K *) img->d_leaves, g->leaf.nodes, g->leaf);
+	CKL("scatter_leaves_kernel");
+	for (int l = g->nint - 1; l >= 0; l--)
+	{
+		bool		bottom = l == g->nint - 1;
+		uint64_t	slots = g->lev[l].nodes * (NODE_BYTES / sizeof(K));
+
+		build_level_kernel<K><<<grid_for(slots, 256), 256, 0, st>>>(
+			nodes, img->d_prefix, leaves, g->lev[l].nodes, g->off[l], g->lev[l],
+			g->off[l + 1], bottom, bottom ? Cut{0, 0, 0} : g->lev[l + 1], g->leaf,
+			g->leaf.nodes);
+		CKL("build_level_kernel");
+	}
+	if (g->nint == 0)
+	{
+		uint32_t	pre[2] = {0, 1};	/* a single leaf: no internal nodes */
+
+		CK(cudaMemcpyAsync(img->d_prefix, pre, sizeof(uint32_t), cudaMemcpyHostToDevice, st));
+	}
+	CKS(dev_alloc(cnt, sizeof(unsigned long long), "a counter", err));
+	CK(cudaMemsetAsync(cnt.p, 0, sizeof(unsigned long long), st));
+	key_changes_kernel<K><<<grid_for(g->n, 256), 256, 0, st>>>(keys, g->n, (unsigned long long *) cnt.p);
+	CKL("key_changes_kernel");
+	CK(cudaMemcpyAsync(&changes, cnt.p, sizeof(changes), cudaMemcpyDeviceToHost, st));
+	CK(cudaMemcpyAsync(&ends[0], keys, sizeof(K), cudaMemcpyDeviceToHost, st));
+	CK(cudaMemcpyAsync(&ends[1], keys + g->n - 1, sizeof(K), cudaMemcpyDeviceToHost, st));
+	CK(cudaStreamSynchronize(st));
+	img->distinct = changes + 1;
+	img->kmin = ends[0];
+	img->kmax = ends[1];
+	return GI_OK;
+}
+
+/* Fail with GI_ERR_INVALID if the image's keys are not ascending. */
+template <class K>
+static GiStatus
+check_sorted(GpuImage *img, const K *keys, GiError *err)
+{
+	DevBuf		flag;
+	int			h = 0;
+
+	if (img->geo.n < 2)
+		return GI_OK;
+	CKS(dev_alloc(flag, sizeof(int), "a flag", err));
+	CK(cudaMemsetAsync(flag.p, 0, sizeof(int), img->stream));
+	unsorted_flag_kernel<K><<<grid_for(img->geo.n, 256), 256, 0, img->stream>>>(
+		keys, img->geo.n, (int *) flag.p);
+	CKL("unsorted_flag_kernel");
+	CK(cudaMemcpyAsync(&h, flag.p, sizeof(int), cudaMemcpyDeviceToHost, img->stream));
+	CK(cudaStreamSynchronize(img->stream));
+	if (h)
+		return gi_set_error(err, GI_ERR_INVALID, "keys given to build are not sorted ascending");
+	return GI_OK;
+}
+
+/*
+ * Sort n (key, payload) pairs on the device by (key, payload) into
+ * keys_out (and pay_out when not NULL).  CUB's radix sort is
+ * stable: pairs whose equal keys already carry ascending payloads (heap
+ * order, the usual case) need one key sort; otherwise a payload sort first.
+ */
+template <class K>
+static GiStatus
+sort_pairs(GpuImage *img, const K *keys_in, const uint64_t *pay_in,
+		   uint64_t *pay_out, K *keys_out, GiError *err)
+{
+	uint64_t	n = img->geo.n;
+	cudaStream_t st = img->stream;
+	DevBuf		temp,
+				flag,
+				tk,
+				tp;
+	size_t		tb = 0,
+				tb2 = 0;
+	int			h = 0;
+
+	if (n == 0)
+		return GI_OK;
+	if (!pay_in || !pay_out)
+	{
+		CK(cub::DeviceRadixSort::SortKeys(nullptr, tb, keys_in, keys_out, (int64_t) n, 0,
+										  (int) sizeof(K) * 8, st));
+		CKS(dev_alloc(temp, tb, "radix sort scratch", err));
+		CK(cub::DeviceRadixSort::SortKeys(temp.p, tb, keys_in, keys_out, (int64_t) n, 0,
+										  (int) sizeof(K) * 8, st));
+		return GI_OK;
+	}
+	CK(cub::DeviceRadixSort::SortPairs(nullptr, tb, keys_in, keys_out, pay_in, pay_out,
+									   (int64_t) n, 0, (int) sizeof(K) * 8, st));
+	CKS(dev_alloc(temp, tb, "radix sort scratch", err));
+	CK(cub::DeviceRadixSort::SortPairs(temp.p, tb, keys_in, keys_out, pay_in, pay_out,
+									   (int64_t) n, 0, (int) sizeof(K) * 8, st));
+	CKS(dev_alloc(flag, sizeof(int), "a flag", err));
+	CK(cudaMemsetAsync(flag.p, 0, sizeof(int), st));
+	tie_order_flag_kernel<K><<<grid_for(n, 256), 256, 0, st>>>(keys_out, pay_out, n, (int *) flag.p);
+	CKL("tie_order_flag_kernel");
+	CK(cudaMemcpyAsync(&h, flag.p, sizeof(int), cudaMemcpyDeviceToHost, st));
+	CK(cudaStreamSynchronize(st));
+	if (!h)
+		return GI_OK;
+	/* Equal keys with payloads out of order: sort by payload, then key. */
+	CKS(dev_alloc(tk, n * sizeof(K), "sort scratch keys", err));
+	CKS(dev_alloc(tp, n * sizeof(uint64_t), "sort scratch payloads", err));
+	CK(cub::DeviceRadixSort::SortPairs(nullptr, tb2, pay_in, (uint64_t *) tp.p, keys_in,
+									   (K *) tk.p, (int64_t) n, 0, 64, st));
+	if (tb2 > tb)
+	{
+		cudaFree(temp.release());
+		CKS(dev_alloc(temp, tb2, "radix sort scratch", err));
+		tb = tb2;
+	}
+	CK(cub::DeviceRadixSort::SortPairs(temp.p, tb, pay_in, (uint64_t *) tp.p, keys_in,
+									   (K *) tk.p, (int64_t) n, 0, 64, st));
+	CK(cub::DeviceRadixSort::SortPairs(temp.p, tb, (const K *) tk.p, keys_out,
+									   (const uint64_t *) tp.p, pay_out, (int64_t) n, 0,
+									   (int) sizeof(K) * 8, st));
+	CK(cudaStreamSynchronize(st));
+	return GI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Queries                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Allocate query scratch for chunks of up to cap probes. */
+template <class K>
+static GiStatus
+scratch_create(size_t cap, GiGpuScratch **out, GiError *err)
+{
+	typedef typename KeyLimits<K>::SKey SKey;
+	GiGpuScratch *s;
+	DevBuf		b[6];
+	size_t		tb = 0;
+
+	*out = NULL;
+	cap = std::min<size_t>(std::max<size_t>(cap, 1), QCHUNK);
+	{
+		cub::DoubleBuffer<SKey> dk(nullptr, nullptr);
+		cub::DoubleBuffer<uint32_t> dv(nullptr, nullptr);
+
+		CK(cub::DeviceRadixSort::SortPairs(nullptr, tb, dk, dv, (int64_t) cap, 0,
+										   (int) sizeof(SKey) * 8));
+	}
+	CKS(dev_alloc(b[0], cap * sizeof(SKey), "probe sort keys", err));
+	CKS(dev_alloc(b[1], cap * sizeof(SKey), "probe sort keys", err));
+	CKS(dev_alloc(b[2], cap * sizeof(uint32_t), "probe sort indexes", err));
+	CKS(dev_alloc(b[3], cap * sizeof(uint32_t), "probe sort indexes", err));
+	CKS(dev_alloc(b[4], tb ? tb : 16, "probe sort scratch", err));
+	CKS(dev_alloc(b[5], sizeof(int), "a flag", err));
+	s = (GiGpuScratch *) calloc(1, sizeof(GiGpuScratch));
+	if (!s)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory");
+	s->cap = cap;
+	s->kw = sizeof(K);
+	s->skeys[0] = b[0].release();
+	s->skeys[1] = b[1].release();
+	s->sidx[0] = (uint32_t *) b[2].release();
+	s->sidx[1] = (uint32_t *) b[3].release();
+	s->temp = b[4].release();
+	s->temp_bytes = tb ? tb : 16;
+	s->flag = (int *) b[5].release();
+	*out = s;
+	return GI_OK;
+}
+
+/* Free query scratch. */
+static void
+scratch_free(GiGpuScratch *s)
+{
+	if (!s)
+		return;
+	cudaFree(s->skeys[0]);
+	cudaFree(s->skeys[1]);
+	cudaFree(s->sidx[0]);
+	cudaFree(s->sidx[1]);
+	cudaFree(s->temp);
+	cudaFree(s->flag);
+	free(s);
+}
+
+/* Frees scratch allocated for one call. */
+struct ScratchGuard
+{
+	GiGpuScratch *s = nullptr;
+	~ScratchGuard() { scratch_free(s); }
+};
+
+/* Blocks per SM for a search kernel instantiation (cached). */
+template <class K, int G, bool SORTED>
+static int
+search_grid(void)
+{
+	static int	blocks = 0;
+
+	if (!blocks)
+	{
+		int			per_sm = 0;
+
+		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm,
+														  btree_search_kernel<K, G, SORTED>, 256, 0) != cudaSuccess || per_sm < 1)
+		{
+			(void) cudaGetLastError();
+			per_sm = 4;
+		}
+		blocks = per_sm * g_dev.sms;
+	}
+	return blocks;
+}
+
+/* Launch the search kernel for one chunk. */
+template <class K, int G, bool SORTED>
+static GiStatus
+launch_search(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *probes,
+			  const int64_t *hi, const void *skeys, const uint32_t *sidx,
+			  uint64_t count, uint64_t *first, uint64_t *last, GiError *err)
+{
+	uint64_t	want = (count * G + 255) / 256;
+	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED>());
+
+	btree_search_kernel<K, G, SORTED><<<grid, 256, 0, img->stream>>>(
+		T, op, probes, hi, (const typename KeyLimits<K>::SKey *) skeys, sidx, count, first, last);
+	CKL("btree_search_kernel");
+	return GI_OK;
+}
+
+/* Dispatch on the group size (int32: 2..32 lanes, int64: 2..16). */
+template <class K, bool SORTED>
+static GiStatus
+launch_search_g(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *probes,
+				const int64_t *hi, const void *skeys, const uint32_t *sidx,
+				uint64_t count, uint64_t *first, uint64_t *last, int group, GiError *err)
+{
+#define LAUNCH_G(GG) \
+	return launch_search<K, GG, SORTED>(img, T, op, probes, hi, skeys, sidx, count, first, last, err)
+	switch (group)
+	{
+		case 8:
+			LAUNCH_G(8);
+		case 16:
+			LAUNCH_G(16);
+		case 32:
+			if constexpr (sizeof(K) == 4)
+				LAUNCH_G(32);
+			LAUNCH_G(16);
+		case 4:
+			LAUNCH_G(4);
+		default:
+			LAUNCH_G(2);
+	}
+#undef LAUNCH_G
+}
+
+/* The bits a probe batch is sorted on: top N bits below the keys' common prefix. */
+template <class K>
+static void
+sort_bit_range(const GpuImage *img, int *begin, int *end)
+{
+	typedef typename KeyLimits<K>::SKey SKey;
+	const int	B = sizeof(K) * 8;
+	SKey		sign = (SKey) 1 << (B - 1);
+	SKey		diff = ((SKey) img->kmin ^ sign) ^ ((SKey) img->kmax ^ sign);
+	int			hb = -1;
+	int			N;
+
+	for (int b = B - 1; b >= 0; b--)
+		if ((diff >> b) & 1)
+		{
+			hb = b;
+			break;
+		}
+	/* Harmonia: N = B - log2(2^B / T * K) = log2(T / K), K keys a line. */
+	N = g_policy.sort_bits;
+	if (N <= 0)
+	{
+		double		lines = (double) img->geo.n / (NODE_BYTES / sizeof(K));
+
+		N = 1;
+		while (N < B && (double) (1ull << N) < lines)
+			N++;
+		N = std::min(N, SORT_MAX_BITS);
+	}
+	*end = hb + 1;
+	*begin = std::max(0, *end - N);
+}
+
+/* Answer a chunk of probes already on the device (count <= scratch cap). */
+template <class K>
+static GiStatus
+query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
+			uint64_t count, uint64_t *first, uint64_t *last, GiGpuScratch *s,
+			double *sort_ms, double *search_ms, GiError *err)
+{
+	typedef typename KeyLimits<K>::SKey SKey;
+	const Geo  *g = &img->geo;
+	TreeDev<K>	T;
+	cudaStream_t st = img->stream;
+	bool		do_sort = false;
+	double		t0 = gi_now_ms();
+
+	T.leaves = (const K *) img->d_leaves;
+	T.nodes = (const K *) img->d_nodes;
+	T.prefix = img->d_prefix;
+	T.n = g->n;
+	T.leaf_ave = g->leaf.ave;
+	T.leaf_h = g->leaf.h;
+	T.inodes = (uint32_t) g->inodes;
+	T.nleaves = (uint32_t) g->leaf.nodes;
+	T.nint = g->nint;
+	T.kmax = (K) img->kmax;
+
+	if (op != GI_OP_RANGE && g->n > 0 && img->kmin != img->kmax)
+	{
+		if (g_policy.sort_mode == 1)
+			do_sort = true;
+		else if (g_policy.sort_mode < 0)
+		{
+			uint64_t	tree_bytes = image_bytes(g, sizeof(K));
+
+			/*
+			 * Measured on an H200 (bench/RESULTS.md): with the upper levels
+			 * in L2, sorting 10^8 probes costs more than it saves up to
+			 * trees of ~1 GB; only trees far larger than L2 pay for it.
+			 */
+			do_sort = count >= SORT_MIN_PROBES && tree_bytes > SORT_TREE_L2X * g_dev.l2_bytes;
+		}
+	}
+	if (do_sort && g_policy.sort_mode < 0)
+	{							/* already in order? then sorting buys nothing */
+		int			h = 0;
+
+		CK(cudaMemsetAsync(s->flag, 0, sizeof(int), st));
+		unsorted_flag_kernel<int64_t><<<grid_for(count, 256), 256, 0, st>>>(probes, count, s->flag);
+		CKL("unsorted_flag_kernel");
+		CK(cudaMemcpyAsync(&h, s->flag, sizeof(int), cudaMemcpyDeviceToHost, st));
+		CK(cudaStreamSynchronize(st));
+		do_sort = h != 0;
+	}
+	if (!do_sort)
+	{
+		CKS((launch_search_g<K, false>(img, T, op, probes, hi, NULL, NULL, count, first, last,
+									   g_policy.group, err)));
+		CK(cudaStreamSynchronize(st));
+		*search_ms += gi_now_ms() - t0;
+		return GI_OK;
+	}
+	int			b0,
+				b1;
+
+	sort_bit_range<K>(img, &b0, &b1);
+	probe_pairs_kernel<K><<<grid_for(count, 256), 256, 0, st>>>(probes, count, (SKey *) s->skeys[0], s->sidx[0]);
+	CKL("probe_pairs_kernel");
+	cub::DoubleBuffer<SKey> dk((SKey *) s->skeys[0], (SKey *) s->skeys[1]);
+	cub::DoubleBuffer<uint32_t> dv(s->sidx[0], s->sidx[1]);
+	size_t		tb = s->temp_bytes;
+
+	CK(cub::DeviceRadixSort::SortPairs(s->temp, tb, dk, dv, (int64_t) count, b0, b1, st));
+	CK(cudaStreamSynchronize(st));
+	double		t1 = gi_now_ms();
+
+	*sort_ms += t1 - t0;
+	CKS((launch_search_g<K, true>(img, T, op, NULL, NULL, dk.Current(), dv.Current(), count,
+								  first, last, g_policy.group, err)));
+	CK(cudaStreamSynchronize(st));
+	*search_ms += gi_now_ms() - t1;
+	return GI_OK;
+}
+
+/* Answer a device-resident batch in chunks of the scratch's capacity. */
+static GiStatus
+query_device(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
+			 size_t n, uint64_t *first, uint64_t *last, GiGpuScratch *s,
+			 double *sort_ms, double *search_ms, GiError *err)
+{
+	for (size_t off = 0; off < n; off += s->cap)
+	{
+		size_t		cnt = std::min(s->cap, n - off);
+
+		if (img->kw == 4)
+			CKS((query_chunk<int32_t>(img, op, probes + off, hi ? hi + off : NULL, cnt,
+									  first + off, last + off, s, sort_ms, search_ms, err)));
+		else
+			CKS((query_chunk<int64_t>(img, op, probes + off, hi ? hi + off : NULL, cnt,
+									  first + off, last + off, s, sort_ms, search_ms, err)));
+	}
+	return GI_OK;
+}
+
+/* Scratch of the image's key type. */
+static GiStatus
+scratch_for(const GpuImage *img, size_t cap, GiGpuScratch **out, GiError *err)
+{
+	if (img->kw == 4)
+		return scratch_create<int32_t>(cap, out, err);
+	return scratch_create<int64_t>(cap, out, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Builds                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Check sortedness (when asked) and build leaves and levels from the sorted
+ * keys on the device, for the key width. */
+static GiStatus
+finish_build(GpuImage *img, const void *sorted, bool check, GiError *err)
+{
+	if (img->kw == 4)
+	{
+		if (check)
+			CKS(check_sorted<int32_t>(img, (const int32_t *) sorted, err));
+		return build_levels<int32_t>(img, (const int32_t *) sorted, err);
+	}
+	if (check)
+		CKS(check_sorted<int64_t>(img, (const int64_t *) sorted, err));
+	return build_levels<int64_t>(img, (const int64_t *) sorted, err);
+}
+
+/* Sort pairs for the key width. */
+static GiStatus
+sort_pairs_kw(GpuImage *img, const void *keys_in, const uint64_t *pay_in,
+			  uint64_t *pay_out, void *keys_out, GiError *err)
+{
+	if (img->kw == 4)
+		return sort_pairs<int32_t>(img, (const int32_t *) keys_in, pay_in, pay_out,
+								   (int32_t *) keys_out, err);
+	return sort_pairs<int64_t>(img, (const int64_t *) keys_in, pay_in, pay_out,
+							   (int64_t *) keys_out, err);
+}
+
+/* Is a GPU usable?  Initializes CUDA on the first call. */
+GI_EXPORT bool
+gi_gpu_probe(char *why, size_t whylen)
+{
+	bool		ok = dev_probe();
+
+	if (!ok && why && whylen)
+		snprintf(why, whylen, "%s", g_dev.why);
+	return ok;
+}
+
+/* Build from sorted host keys: pinned async upload, then the levels. */
+GI_EXPORT GiStatus
+gi_gpu_build(const GiBuildParams *params, const int64_t *keys,
+			 const uint64_t *payloads, size_t n, GiImage **out, GiError *err)
+{
+	ImageGuard	guard;
+	DevBuf		ks;
+	double		t0 = gi_now_ms(),
+				t1,
+				t2;
+	bool		bad = false;
+
+	(void) payloads;			/* not needed by any query op on the device */
+	*out = NULL;
+	CKS(image_create(params, n, guard, err));
+	GpuImage   *img = guard.img;
+
+	CKS(dev_alloc(ks, n * img->kw, "the sorted keys", err));
+	CKS(upload_i64(ks.p, keys, n, img->kw, img->stream, &bad, err));
+	if (bad)
+		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
+	CK(cudaStreamSynchronize(img->stream));
+	t1 = gi_now_ms();
+	CKS(finish_build(img, ks.p, true, err));
+	t2 = gi_now_ms();
+	img->hdr.build.transfer_ms = t1 - t0;
+	img->hdr.build.build_ms = t2 - t1;
+	img->hdr.build.total_ms = t2 - t0;
+	*out = &img->hdr;
+	guard.img = NULL;
+	return GI_OK;
+}
+
+/* Build from unsorted host pairs: upload, CUB sort on the device, levels,
+ * and the sorted arrays back to the host when asked. */
+GI_EXPORT GiStatus
+gi_gpu_build_unsorted(const GiBuildParams *params, const int64_t *keys,
+					  const uint64_t *payloads, size_t n,
+					  int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
+					  GiImage **out, GiError *err)
+{
+	ImageGuard	guard;
+	DevBuf		kin,
+				ks,
+				pin,
+				pout;
+	double		t0 = gi_now_ms(),
+				t1,
+				t2,
+				t3,
+				t4;
+	bool		bad = false;
+	bool		want_pay = payloads && sorted_payloads_out;
+
+	*out = NULL;
+	CKS(image_create(params, n, guard, err));
+	GpuImage   *img = guard.img;
+
+	CKS(dev_alloc(kin, n * img->kw, "the unsorted keys", err));
+	CKS(dev_alloc(ks, n * img->kw, "the sorted keys", err));
+	if (want_pay)
+	{
+		CKS(dev_alloc(pin, n * 8, "the unsorted payloads", err));
+		CKS(dev_alloc(pout, n * 8, "the sorted payloads", err));
+	}
+	CKS(upload_i64(kin.p, keys, n, img->kw, img->stream, &bad, err));
+	if (bad)
+		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
+	if (want_pay)
+		CKS(upload_u64(pin.p, payloads, n, img->stream, err));
+	CK(cudaStreamSynchronize(img->stream));
+	t1 = gi_now_ms();
+	CKS(sort_pairs_kw(img, kin.p, (const uint64_t *) pin.p, (uint64_t *) pout.p, ks.p, err));
+	CK(cudaStreamSynchronize(img->stream));
+	t2 = gi_now_ms();
+	cudaFree(kin.release());
+	cudaFree(pin.release());
+	CKS(finish_build(img, ks.p, false, err));
+	t3 = gi_now_ms();
+	if (sorted_keys_out)
+		CKS(download_i64(sorted_keys_out, ks.p, n, img->kw, img->stream, err));
+	if (want_pay)				/* (without payloads there are none to return) */
+		CKS(download_i64((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
+	t4 = gi_now_ms();
+	img->hdr.build.transfer_ms = (t1 - t0) + (t4 - t3);
+	img->hdr.build.sort_ms = t2 - t1;
+	img->hdr.build.build_ms = t3 - t2;
+	img->hdr.build.total_ms = t4 - t0;
+	*out = &img->hdr;
+	guard.img = NULL;
+	return GI_OK;
+}
+
+/* Free an image and its device memory. */
+GI_EXPORT void
+gi_gpu_free(GiImage *image)
+{
+	image_release((GpuImage *) image);
+}
+
+/* Answer a host batch: chunks uploaded through pinned memory, searched,
+ * and the results copied back in the caller's order. */
+GI_EXPORT GiStatus
+gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
+			 const int64_t *probes_hi, size_t nprobes, uint64_t *first,
+			 uint64_t *last, GiError *err)
+{
+	GpuImage   *img = (GpuImage *) image;
+	ScratchGuard sg;
+	DevBuf		dp,
+				dh,
+				df,
+				dl;
+	double		t0 = gi_now_ms(),
+				sort_ms = 0,
+				search_ms = 0,
+				xfer_ms = 0;
+	size_t		cap;
+
+	CKS(need_device(err));
+	if (img->geo.n == 0)
+	{
+		memset(first, 0, nprobes * sizeof(uint64_t));
+		memset(last, 0, nprobes * sizeof(uint64_t));
+		return GI_OK;
+	}
+	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
+	CKS(scratch_for(img, cap, &sg.s, err));
+	CKS(dev_alloc(dp, cap * 8, "the probes", err));
+	if (probes_hi)
+		CKS(dev_alloc(dh, cap * 8, "the upper bounds", err));
+	CKS(dev_alloc(df, cap * 8, "the results", err));
+	CKS(dev_alloc(dl, cap * 8, "the results", err));
+	for (size_t off = 0; off < nprobes; off += cap)
+	{
+		size_t		cnt = std::min(cap, nprobes - off);
+		double		a = gi_now_ms();
+
+		CKS(upload_i64(dp.p, probes + off, cnt, 8, img->stream, NULL, err));
+		if (probes_hi)
+			CKS(upload_i64(dh.p, probes_hi + off, cnt, 8, img->stream, NULL, err));
+		CK(cudaStreamSynchronize(img->stream));
+		xfer_ms += gi_now_ms() - a;
+		CKS(query_device(img, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
+						 (uint64_t *) df.p, (uint64_t *) dl.p, sg.s, &sort_ms, &search_ms, err));
+		a = gi_now_ms();
+		CKS(download_i64((int64_t *) first + off, df.p, cnt, 8, img->stream, err));
+		CKS(download_i64((int64_t *) last + off, dl.p, cnt, 8, img->stream, err));
+		xfer_ms += gi_now_ms() - a;
+	}
+	img->hdr.last_query.transfer_ms = xfer_ms;
+	img->hdr.last_query.sort_ms = sort_ms;
+	img->hdr.last_query.search_ms = search_ms;
+	img->hdr.last_query.build_ms = 0;
+	img->hdr.last_query.total_ms = gi_now_ms() - t0;
+	return GI_OK;
+}
+
+/* Describe a GPU image. */
+GI_EXPORT void
+gi_gpu_info(const GiImage *image, GiImageInfo *info)
+{
+	const GpuImage *img = (const GpuImage *) image;
+
+	info->engine = GI_ENGINE_GPU;
+	info->structure = img->hdr.structure;
+	info->key_bytes = img->hdr.key_bytes;
+	info->entries = img->hdr.n;
+	info->distinct_keys = img->hdr.n ? img->distinct : 0;
+	info->levels = img->hdr.n ? img->geo.nint + 1 : 0;
+	info->node_order = NODE_BYTES / img->kw;
+	info->nodes = img->geo.inodes;
+	info->host_bytes = sizeof(GpuImage);
+	info->device_bytes = img->device_bytes;
+	info->build = img->hdr.build;
+	info->last_query = img->hdr.last_query;
+	snprintf(info->device_name, sizeof(info->device_name), "%s", img->device_name);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Internal entry points (gpu_btree.cuh)                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Read the query policy. */
+void
+gpuidx_dev_get_policy(GiGpuPolicy *p)
+{
+	*p = g_policy;
+}
+
+/* Replace the query policy. */
+void
+gpuidx_dev_set_policy(const GiGpuPolicy *p)
+{
+	g_policy = *p;
+	if (g_policy.group != 2 && g_policy.group != 4 && g_policy.group != 8 &&
+		g_policy.group != 16 && g_policy.group != 32)
+		g_policy.group = 2;
+}
+
+/* Build from device-resident keys (and payloads), sorting them if asked. */
+GiStatus
+gpuidx_dev_build(const GiBuildParams *params, const void *d_keys,
+				 const uint64_t *d_payloads, size_t n, bool sorted,
+				 uint64_t *d_payloads_out, GiImage **out, GiError *err)
+{
+	ImageGuard	guard;
+	DevBuf		ks;
+	double		t0 = gi_now_ms(),
+				t1;
+
+	*out = NULL;
+	CKS(image_create(params, n, guard, err));
+	GpuImage   *img = guard.img;
+
+	if (sorted)
+	{
+		if (d_payloads && d_payloads_out && n)
+			CK(cudaMemcpyAsync(d_payloads_out, d_payloads, n * 8, cudaMemcpyDeviceToDevice, img->stream));
+	}
+	else
+	{
+		CKS(dev_alloc(ks, n * img->kw, "the sorted keys", err));
+		CKS(sort_pairs_kw(img, d_keys, d_payloads, d_payloads_out, ks.p, err));
+	}
+	CK(cudaStreamSynchronize(img->stream));
+	t1 = gi_now_ms();
+	CKS(finish_build(img, sorted ? d_keys : ks.p, sorted, err));
+	img->hdr.build.sort_ms = sorted ? 0 : t1 - t0;
+	img->hdr.build.build_ms = gi_now_ms() - t1;
+	img->hdr.build.total_ms = gi_now_ms() - t0;
+	*out = &img->hdr;
+	guard.img = NULL;
+	return GI_OK;
+}
+
+/* Allocate reusable query scratch for an image. */
+GiStatus
+gpuidx_dev_scratch_create(const GiImage *image, size_t max_probes,
+						  GiGpuScratch **out, GiError *err)
+{
+	CKS(need_device(err));
+	return scratch_for((const GpuImage *) image, max_probes, out, err);
+}
+
+/* Free query scratch. */
+void
+gpuidx_dev_scratch_free(GiGpuScratch *s)
+{
+	scratch_free(s);
+}
+
+/* Answer a device-resident batch. */
+GiStatus
+gpuidx_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+				 const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
+				 uint64_t *d_last, GiGpuScratch *scratch, GiError *err)
+{
+	GpuImage   *img = (GpuImage *) image;
+	ScratchGuard sg;
+	double		t0 = gi_now_ms(),
+				sort_ms = 0,
+				search_ms = 0;
+
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+	CKS(need_device(err));
+	if ((op == GI_OP_RANGE) != (d_hi != NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "upper bounds go with range queries only");
+	if (nprobes == 0)
+		return GI_OK;
+	if (img->geo.n == 0)
+	{
+		CK(cudaMemsetAsync(d_first, 0, nprobes * 8, img->stream));
+		CK(cudaMemsetAsync(d_last, 0, nprobes * 8, img->stream));
+		CK(cudaStreamSynchronize(img->stream));
+		return GI_OK;
+	}
+	if (!scratch || scratch->kw != img->kw)
+	{
+		CKS(scratch_for(img, nprobes, &sg.s, err));
+		scratch = sg.s;
+	}
+	CKS(query_device(img, op, d_probes, d_hi, nprobes, d_first, d_last, scratch,
+					 &sort_ms, &search_ms, err));
+	img->hdr.last_query.transfer_ms = 0;
+	img->hdr.last_query.sort_ms = sort_ms;
+	img->hdr.last_query.search_ms = search_ms;
+	img->hdr.last_query.build_ms = 0;
+	img->hdr.last_query.total_ms = gi_now_ms() - t0;
+	return GI_OK;
+}
+
+/* The image's stream. */
+cudaStream_t
+gpuidx_dev_stream(const GiImage *image)
+{
+	return ((const GpuImage *) image)->stream;
+}

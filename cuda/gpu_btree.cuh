@@ -1,0 +1,68 @@
+/*
+ * gpu_btree.cuh - internal entry points of the GPU engine, for the kernel
+ * benchmark and tests (bench/kernel/).  Not part of engine.h: src/ never uses
+ * these.  They work on arrays already resident on the device and return only
+ * once the device work is finished.
+ */
+#ifndef GPUIDX_GPU_BTREE_CUH
+#define GPUIDX_GPU_BTREE_CUH
+
+#include "engine_impl.h"
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Query tuning knobs (process-wide; the defaults are what the engine uses). */
+typedef struct GiGpuPolicy
+{
+	int			sort_mode;		/* -1 auto (Harmonia partial sort when it
+								 * pays), 0 never sort, 1 always sort */
+	int			sort_bits;		/* top bits sorted on; 0 = from the formula */
+	int			group;			/* threads per probe: 2, 4, 8, 16 or 32 (int64:
+								 * up to 16); 2 by default */
+} GiGpuPolicy;
+
+/* Read / replace the query policy. */
+void		gpuidx_dev_get_policy(GiGpuPolicy *p);
+void		gpuidx_dev_set_policy(const GiGpuPolicy *p);
+
+/*
+ * Build an image from n keys already on the device.  d_keys holds int32 when
+ * params->key_bytes is 2 or 4 and int64 when it is 8.  With sorted=false the
+ * pairs are sorted on the device by (key, payload); d_payloads (may be NULL)
+ * are then sorted along into d_payloads_out when that is not NULL.  The input
+ * arrays are left untouched.
+ */
+GiStatus	gpuidx_dev_build(const GiBuildParams *params, const void *d_keys,
+							 const uint64_t *d_payloads, size_t n, bool sorted,
+							 uint64_t *d_payloads_out, GiImage **out,
+							 GiError *err);
+
+/* Device scratch for queries of up to max_probes probes per call chunk. */
+typedef struct GiGpuScratch GiGpuScratch;
+GiStatus	gpuidx_dev_scratch_create(const GiImage *image, size_t max_probes,
+									  GiGpuScratch **out, GiError *err);
+void		gpuidx_dev_scratch_free(GiGpuScratch *s);
+
+/*
+ * Answer a batch whose probes (and d_hi for ranges) are on the device; the
+ * results go to d_first / d_last on the device.  scratch may be NULL
+ * (allocated and freed inside).  Timings land in image->last_query.
+ */
+GiStatus	gpuidx_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+							 const int64_t *d_hi, size_t nprobes,
+							 uint64_t *d_first, uint64_t *d_last,
+							 GiGpuScratch *scratch, GiError *err);
+
+/* The stream the image's work runs on. */
+cudaStream_t gpuidx_dev_stream(const GiImage *image);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GPUIDX_GPU_BTREE_CUH */
