@@ -667,6 +667,10 @@ gpuidx_info(PG_FUNCTION_ARGS)
 					 ", \"node_order\": %d, \"internal_nodes\": " UINT64_FORMAT,
 					 (uint64) info.distinct_keys, info.levels, info.node_order,
 					 (uint64) info.nodes);
+	if (img->structure == GI_STRUCT_VEB)
+		appendStringInfo(&s, ", \"clusters\": " UINT64_FORMAT ", \"hash_bytes\": " UINT64_FORMAT
+						 ", \"space_overhead\": %.3f",
+						 (uint64) info.clusters, (uint64) info.hash_bytes, info.space_overhead);
 	appendStringInfo(&s, ", \"host_bytes\": " UINT64_FORMAT ", \"device_bytes\": " UINT64_FORMAT,
 					 (uint64) info.host_bytes + (uint64) img->n * (sizeof(int64) + sizeof(uint64)),
 					 (uint64) info.device_bytes);

@@ -67,11 +67,6 @@ check_index_definition(Relation index, GiStructure *structure)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("gpuidx indexes only int2, int4 and int8 keys")));
 	*structure = gpuidx_relation_structure(index);
-	if (*structure == GI_STRUCT_VEB)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("gpuidx structure \"veb\" is not implemented yet"),
-				 errhint("Use WITH (structure = btree), the default.")));
 	return key_bytes;
 }
 

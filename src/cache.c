@@ -341,7 +341,24 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	if (gi_image_build(&params, (const int64_t *) img->keys,
 					   (const uint64_t *) img->tids, (size_t) img->n,
 					   &img->image, &err) != GI_OK)
-		gpuidx_raise_engine_error(&err, "building the index image");
+	{
+		/*
+		 * A structure the GPU engine lacks: with gpuidx.engine = auto the
+		 * CPU engine holds the image instead.
+		 */
+		if (err.status == GI_ERR_UNSUPPORTED && engine == GI_ENGINE_GPU &&
+			gpuidx_engine_setting == GPUIDX_ENGINE_AUTO)
+		{
+			params.engine = GI_ENGINE_CPU;
+			img->engine = GI_ENGINE_CPU;
+			if (gi_image_build(&params, (const int64_t *) img->keys,
+							   (const uint64_t *) img->tids, (size_t) img->n,
+							   &img->image, &err) != GI_OK)
+				gpuidx_raise_engine_error(&err, "building the index image");
+		}
+		else
+			gpuidx_raise_engine_error(&err, "building the index image");
+	}
 
 	MemoryContextSwitchTo(old);
 	MemoryContextSetParent(ctx, TopMemoryContext);
@@ -391,10 +408,6 @@ gpuidx_image_acquire(Relation index)
 		sweep_dropped();
 	engine = gpuidx_choose_engine();
 	gpuidx_read_meta(index, &meta);
-	if ((GiStructure) meta.structure == GI_STRUCT_VEB)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("gpuidx structure \"veb\" is not implemented yet")));
 
 	entry = hash_search(image_cache, &indexoid, HASH_ENTER, &found);
 	if (!found)
@@ -410,7 +423,7 @@ gpuidx_image_acquire(Relation index)
 				cur->base_count != meta.base_count ||
 				cur->pending_count > meta.pending_count ||
 				cur->nnull > (int64) meta.null_count ||
-				cur->engine != engine || cur->image == NULL))
+				cur->wanted_engine != engine || cur->image == NULL))
 	{
 		/* Not reusable: retire it and load from scratch. */
 		cur->stale = true;

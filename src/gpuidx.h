@@ -117,6 +117,7 @@ extern int	gpuidx_engine_setting;
 extern int	gpuidx_pending_limit;
 extern int	gpuidx_device_memory_limit_mb;
 extern int	gpuidx_batch_chunk;
+extern int	gpuidx_default_structure;
 extern bool gpuidx_enable_customscan;
 
 /* ---------- customscan.c ---------- */
@@ -166,7 +167,8 @@ typedef struct GpuidxImageData
 	int64	   *keys;			/* sorted by (key, tid) */
 	uint64	   *tids;			/* packed TIDs, parallel to keys */
 	GiImage    *image;
-	GiEngineKind engine;
+	GiEngineKind engine;		/* engine holding the image */
+	GiEngineKind wanted_engine; /* engine gpuidx.engine asked for */
 	int			key_bytes;
 	GiStructure structure;
 	uint64		generation;

@@ -29,8 +29,15 @@ int			gpuidx_engine_setting = GPUIDX_ENGINE_AUTO;
 int			gpuidx_pending_limit = 100000;
 int			gpuidx_device_memory_limit_mb = 0;
 int			gpuidx_batch_chunk = 1048576;
+int			gpuidx_default_structure = GI_STRUCT_BTREE;
 
 static relopt_kind gpuidx_relopt_kind;
+
+static const struct config_enum_entry structure_options[] = {
+	{"btree", GI_STRUCT_BTREE, false},
+	{"veb", GI_STRUCT_VEB, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry engine_options[] = {
 	{"auto", GPUIDX_ENGINE_AUTO, false},
@@ -79,6 +86,12 @@ _PG_init(void)
 							"the query can be cancelled between chunks.",
 							&gpuidx_batch_chunk, 1048576, 1024, 1 << 28,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("gpuidx.default_structure",
+							 "Structure of a new gpuidx index created without WITH (structure = ...).",
+							 NULL,
+							 &gpuidx_default_structure, GI_STRUCT_BTREE,
+							 structure_options, PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("gpuidx.enable_customscan",
 							 "Lets the planner use GpuIndexScan, which answers a table's quals on a gpuidx column as one batch.",
 							 NULL,
@@ -90,7 +103,7 @@ _PG_init(void)
 	gpuidx_relopt_kind = add_reloption_kind();
 	add_string_reloption(gpuidx_relopt_kind, "structure",
 						 "Index structure: btree or veb",
-						 "btree", validate_structure, AccessExclusiveLock);
+						 NULL, validate_structure, AccessExclusiveLock);
 }
 
 /* Parse the reloptions of a gpuidx index. */
@@ -105,16 +118,25 @@ gpuidx_options(Datum reloptions, bool validate)
 									  sizeof(GpuidxOptions), tab, lengthof(tab));
 }
 
-/* The structure an index was created with. */
+/*
+ * The structure to build an index with: its WITH (structure = ...) option,
+ * else gpuidx.default_structure.  Once built, the metapage records it.
+ */
 GiStructure
 gpuidx_relation_structure(Relation index)
 {
 	GpuidxOptions *opts = (GpuidxOptions *) index->rd_options;
 
-	if (opts && opts->structure_offset != 0 &&
-		strcmp((char *) opts + opts->structure_offset, "veb") == 0)
-		return GI_STRUCT_VEB;
-	return GI_STRUCT_BTREE;
+	if (opts && opts->structure_offset != 0)
+	{
+		const char *value = (const char *) opts + opts->structure_offset;
+
+		if (strcmp(value, "veb") == 0)
+			return GI_STRUCT_VEB;
+		if (strcmp(value, "btree") == 0)
+			return GI_STRUCT_BTREE;
+	}
+	return (GiStructure) gpuidx_default_structure;
 }
 
 /* Is this relation a gpuidx index? */
