@@ -52,6 +52,9 @@
  * Queries.  exists / predecessor / successor walk down without recursion:
  * loops bounded by the fixed depth, and a small array of pending summary
  * frames resolved on the way back; bitmaps are searched with ctz / clz.
+ * Probes outside the stored range are answered from the minimum and
+ * maximum before any mapping.  Large batches are split over threads and
+ * searched in partially sorted blocks, as the B+ tree does.
  *
  * No PostgreSQL headers here.
  */
