@@ -886,6 +886,9 @@ run_error_cases(bool gpu)
 	}
 }
 
+int			gi_test_space_main(void);
+void		gi_test_space_counts(long *passed, long *failed);
+
 /* Run everything; print the summary line. */
 int
 main(void)
@@ -953,6 +956,17 @@ main(void)
 	unsetenv("GI_CPU_SORT_MIN");
 
 	printf("test_engine: %.1f s\n", now_s() - t0);
+
+	/* SPACE compaction and selection (test_space.c), counted in the total. */
+	{
+		long		sp,
+					sf;
+
+		gi_test_space_main();
+		gi_test_space_counts(&sp, &sf);
+		passed += sp;
+		failed += sf;
+	}
 	if (skipped > 0)
 		printf("test_engine: %ld skipped (the GPU engine reports veb unsupported)\n",
 			   skipped);

@@ -634,8 +634,16 @@ gi_test_space_main(void)
 	if (sp_skipped)
 		printf("test_space: %ld GPU select checks skipped (gi_image_select unsupported on the GPU engine)\n",
 			   sp_skipped);
-	printf("%ld passed, %ld failed\n", sp_passed, sp_failed);
+	printf("test_space: %ld passed, %ld failed\n", sp_passed, sp_failed);
 	return (int) (sp_failed > 0);
+}
+
+/* The counts of the last gi_test_space_main run (for test_engine's total). */
+void
+gi_test_space_counts(long *passed, long *failed)
+{
+	*passed = sp_passed;
+	*failed = sp_failed;
 }
 
 #ifdef GI_TEST_SPACE_MAIN
@@ -643,6 +651,9 @@ gi_test_space_main(void)
 int
 main(void)
 {
-	return gi_test_space_main();
+	int			rc = gi_test_space_main();
+
+	printf("%ld passed, %ld failed\n", sp_passed, sp_failed);
+	return rc;
 }
 #endif
