@@ -855,17 +855,3 @@ gi_gpu_compact(const uint64_t *mask, const void *values, int value_bytes,
 	return gi_space_compact_plan_host(&plan, mask, values, value_bytes, n, out, nout, err);
 }
 
-/*
- * Selection through the GPU image is not wired to the B+ tree's device
- * arrays yet; callers fall back to gi_image_query (src/ does).
- */
-GI_SPACE_EXPORT GiStatus
-gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
-			  const int64_t *probes_hi, size_t nprobes, GiSelectOrder order,
-			  uint64_t **out, size_t *nout, GiError *err)
-{
-	(void) image, (void) op, (void) probes, (void) probes_hi, (void) nprobes;
-	(void) order, (void) out, (void) nout;
-	return gi_set_error(err, GI_ERR_UNSUPPORTED,
-						"gi_image_select is not implemented on the GPU engine yet");
-}

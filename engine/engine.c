@@ -60,6 +60,7 @@ keep_cpu_payloads(GiImage *image, const uint64_t *payloads, size_t n,
 				  GiError *err)
 {
 	image->payloads = NULL;
+	image->device_payloads = NULL;
 	if (payloads == NULL)
 		return GI_OK;
 	image->payloads = malloc((n ? n : 1) * sizeof(uint64_t));
@@ -70,6 +71,23 @@ keep_cpu_payloads(GiImage *image, const uint64_t *payloads, size_t n,
 	}
 	memcpy(image->payloads, payloads, n * sizeof(uint64_t));
 	return GI_OK;
+}
+
+/* Keep a device copy of the payloads of a GPU image, for gi_image_select. */
+static GiStatus
+keep_gpu_payloads(GiImage *image, const uint64_t *payloads, size_t n,
+				  GiError *err)
+{
+	GiStatus	st;
+
+	image->payloads = NULL;
+	image->device_payloads = NULL;
+	if (payloads == NULL)
+		return GI_OK;
+	st = gi_gpu_attach_payloads(image, payloads, n, err);
+	if (st != GI_OK)
+		gi_gpu_free(image);
+	return st;
 }
 
 /* Build an image from sorted entries on the requested engine. */
@@ -87,7 +105,14 @@ gi_image_build(const GiBuildParams *params, const int64_t *keys,
 		return gi_set_error(err, GI_ERR_INVALID, "missing build arrays");
 	*out = NULL;
 	if (params->engine == GI_ENGINE_GPU)
-		return gi_gpu_build(params, keys, payloads, n, out, err);
+	{
+		st = gi_gpu_build(params, keys, payloads, n, out, err);
+		if (st == GI_OK)
+			st = keep_gpu_payloads(*out, payloads, n, err);
+		if (st != GI_OK)
+			*out = NULL;
+		return st;
+	}
 	st = gi_cpu_build(params, keys, payloads, n, out, err);
 	if (st == GI_OK)
 		st = keep_cpu_payloads(*out, payloads, n, err);
@@ -162,7 +187,10 @@ gi_image_free(GiImage *image)
 	if (image == NULL)
 		return;
 	if (image->engine == GI_ENGINE_GPU)
+	{
+		gi_gpu_detach_payloads(image);
 		gi_gpu_free(image);
+	}
 	else
 	{
 		free(image->payloads);
@@ -257,6 +285,11 @@ gi_image_info(const GiImage *image, GiImageInfo *info)
 		gi_gpu_info(image, info);
 	else
 		gi_cpu_info(image, info);
+	/* The payload copies kept for gi_image_select. */
+	if (image->payloads)
+		info->host_bytes += image->n * sizeof(uint64_t);
+	if (image->device_payloads)
+		info->device_bytes += image->n * sizeof(uint64_t);
 }
 
 /* Is there a usable GPU (lazily initializes CUDA)? */

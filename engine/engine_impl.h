@@ -26,6 +26,7 @@ struct GiImage
 	GiTimings	last_query;
 	uint64_t   *payloads;		/* CPU engine: host copy for gi_image_select
 								 * (set by engine.c); NULL if built without */
+	void	   *device_payloads;	/* GPU engine: device copy, likewise */
 };
 
 /* Set err to status and a printf-style message; returns status. */
@@ -62,6 +63,9 @@ GiStatus	gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 						  const int64_t *probes_hi, size_t nprobes,
 						  GiSelectOrder order, uint64_t **out, size_t *nout,
 						  GiError *err);
+GiStatus	gi_gpu_attach_payloads(GiImage *image, const uint64_t *payloads,
+								   size_t n, GiError *err);
+void		gi_gpu_detach_payloads(GiImage *image);
 GiStatus	gi_gpu_compact(const uint64_t *mask, const void *values,
 						   int value_bytes, size_t n, size_t chunk_bits,
 						   void *out, size_t *nout, GiError *err);

@@ -85,3 +85,19 @@ gi_gpu_compact(const uint64_t *mask, const void *values, int value_bytes,
 	return gi_set_error(err, GI_ERR_NO_DEVICE,
 						"gpuidx was built without CUDA (no nvcc on the build host)");
 }
+
+/* Nothing to keep: no GPU image can exist in this build. */
+GiStatus
+gi_gpu_attach_payloads(GiImage *image, const uint64_t *payloads, size_t n,
+					   GiError *err)
+{
+	(void) image, (void) payloads, (void) n, (void) err;
+	return GI_OK;
+}
+
+/* Nothing to release. */
+void
+gi_gpu_detach_payloads(GiImage *image)
+{
+	(void) image;
+}
