@@ -84,11 +84,14 @@ batch_open(Batch *b, Oid indexoid)
 	AclResult	aclresult;
 
 	memset(b, 0, sizeof(Batch));
+	if (relkind == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", indexoid)));
 	if (relkind != RELKIND_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ?
-						get_rel_name(indexoid) : "?")));
+				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
 	heapoid = IndexGetRelation(indexoid, false);
 	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
 	if (aclresult != ACLCHECK_OK)

@@ -14,6 +14,7 @@
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 typedef struct GpuidxScanOpaqueData
 {
@@ -363,7 +364,7 @@ step(GpuidxScanOpaque so, ScanDirection dir)
 	return true;
 }
 
-/* Return the next matching TID; the executor rechecks the key. */
+/* Return the next matching TID. */
 bool
 gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir)
 {
@@ -379,7 +380,14 @@ gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir)
 	if (!step(so, dir))
 		return false;
 	gpuidx_tid_unpack(tid_at(so->img, so->cur_pos), &scan->xs_heaptid);
-	scan->xs_recheck = true;
+
+	/*
+	 * The image is exact: its keys are the indexed values (HOT chains keep
+	 * them), and the scan keys were turned into key intervals without loss.
+	 * No recheck, as btree; rechecking a long = ANY list per row is
+	 * quadratic.  A non-MVCC snapshot could see a reused TID: recheck then.
+	 */
+	scan->xs_recheck = !IsMVCCSnapshot(scan->xs_snapshot);
 	if (scan->xs_want_itup)
 	{
 		/* Index-only scan: hand back the key (NULL past the keys). */
@@ -422,7 +430,7 @@ gpuidx_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 			if (nbuf == lengthof(tids))
 			{
 				CHECK_FOR_INTERRUPTS();
-				tbm_add_tuples(tbm, tids, nbuf, true);
+				tbm_add_tuples(tbm, tids, nbuf, false);
 				total += nbuf;
 				nbuf = 0;
 			}
@@ -430,7 +438,7 @@ gpuidx_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	}
 	if (nbuf > 0)
 	{
-		tbm_add_tuples(tbm, tids, nbuf, true);
+		tbm_add_tuples(tbm, tids, nbuf, false);
 		total += nbuf;
 	}
 	return total;
