@@ -318,6 +318,7 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	img->pending_count = meta.pending_count;
 	img->nnull = meta.null_count;
 	img->engine = engine;
+	img->wanted_engine = engine;
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	img->load_ms = INSTR_TIME_GET_MILLISEC(t1);
