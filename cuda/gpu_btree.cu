@@ -31,6 +31,7 @@
  * range are answered by comparison, never wrapped.
  */
 #include "gpu_btree.cuh"
+#include "gpu_veb.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -1523,6 +1524,8 @@ gi_gpu_build(const GiBuildParams *params, const int64_t *keys,
 
 	(void) payloads;			/* not needed by any query op on the device */
 	*out = NULL;
+	if (params->structure == GI_STRUCT_VEB)
+		return gpu_veb_build(params, keys, n, out, err);
 	CKS(image_create(params, n, guard, err));
 	GpuImage   *img = guard.img;
 
@@ -1564,6 +1567,9 @@ gi_gpu_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 	bool		want_pay = payloads && sorted_payloads_out;
 
 	*out = NULL;
+	if (params->structure == GI_STRUCT_VEB)
+		return gpu_veb_build_unsorted(params, keys, payloads, n, sorted_keys_out,
+									  sorted_payloads_out, out, err);
 	CKS(image_create(params, n, guard, err));
 	GpuImage   *img = guard.img;
 
@@ -1606,6 +1612,11 @@ gi_gpu_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 GI_EXPORT void
 gi_gpu_free(GiImage *image)
 {
+	if (image && image->structure == GI_STRUCT_VEB)
+	{
+		gpu_veb_free(image);
+		return;
+	}
 	image_release((GpuImage *) image);
 }
 
@@ -1628,6 +1639,8 @@ gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 				xfer_ms = 0;
 	size_t		cap;
 
+	if (image->structure == GI_STRUCT_VEB)
+		return gpu_veb_query(image, op, probes, probes_hi, nprobes, first, last, err);
 	CKS(need_device(err));
 	if (img->geo.n == 0)
 	{
@@ -1673,6 +1686,11 @@ gi_gpu_info(const GiImage *image, GiImageInfo *info)
 {
 	const GpuImage *img = (const GpuImage *) image;
 
+	if (image->structure == GI_STRUCT_VEB)
+	{
+		gpu_veb_info(image, info);
+		return;
+	}
 	info->engine = GI_ENGINE_GPU;
 	info->structure = img->hdr.structure;
 	info->key_bytes = img->hdr.key_bytes;
@@ -1721,6 +1739,9 @@ gpuidx_dev_build(const GiBuildParams *params, const void *d_keys,
 				t1;
 
 	*out = NULL;
+	if (params->structure == GI_STRUCT_VEB)
+		return gpu_veb_dev_build(params, d_keys, d_payloads, n, sorted, d_payloads_out,
+								 out, err);
 	CKS(image_create(params, n, guard, err));
 	GpuImage   *img = guard.img;
 
@@ -1751,6 +1772,11 @@ gpuidx_dev_scratch_create(const GiImage *image, size_t max_probes,
 						  GiGpuScratch **out, GiError *err)
 {
 	CKS(need_device(err));
+	if (image->structure == GI_STRUCT_VEB)
+	{
+		*out = NULL;			/* the vEB search needs no scratch */
+		return GI_OK;
+	}
 	return scratch_for((const GpuImage *) image, max_probes, out, err);
 }
 
@@ -1780,6 +1806,8 @@ gpuidx_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 		return gi_set_error(err, GI_ERR_INVALID, "upper bounds go with range queries only");
 	if (nprobes == 0)
 		return GI_OK;
+	if (image->structure == GI_STRUCT_VEB)
+		return gpu_veb_dev_query(image, op, d_probes, d_hi, nprobes, d_first, d_last, err);
 	if (img->geo.n == 0)
 	{
 		CK(cudaMemsetAsync(d_first, 0, nprobes * 8, img->stream));
@@ -1806,5 +1834,63 @@ gpuidx_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 cudaStream_t
 gpuidx_dev_stream(const GiImage *image)
 {
+	if (image->structure == GI_STRUCT_VEB)
+		return gpu_veb_stream(image);
 	return ((const GpuImage *) image)->stream;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers shared with gpu_veb.cu (gpu_veb.cuh)                               */
+/* ------------------------------------------------------------------------ */
+
+/* Fail with GI_ERR_NO_DEVICE unless a GPU is usable. */
+GiStatus
+gi_gpu_int_need_device(GiError *err)
+{
+	return need_device(err);
+}
+
+/* Name of the device (after a successful probe). */
+const char *
+gi_gpu_int_device_name(void)
+{
+	return g_dev.name;
+}
+
+/* Multiprocessors of the device (after a successful probe). */
+int
+gi_gpu_int_sm_count(void)
+{
+	return g_dev.sms > 0 ? g_dev.sms : 1;
+}
+
+/* upload_i64 for the vEB engine. */
+GiStatus
+gi_gpu_int_upload(void *dst, const int64_t *src, size_t n, int width,
+				  cudaStream_t stream, bool *out_of_range, GiError *err)
+{
+	return upload_i64(dst, src, n, width, stream, out_of_range, err);
+}
+
+/* download_i64 for the vEB engine. */
+GiStatus
+gi_gpu_int_download(int64_t *dst, const void *src, size_t n, int width,
+					cudaStream_t stream, GiError *err)
+{
+	return download_i64(dst, src, n, width, stream, err);
+}
+
+/* sort_pairs for a stream and key width outside any B+ tree image. */
+GiStatus
+gi_gpu_int_sort_pairs(int kw, size_t n, cudaStream_t stream, const void *keys_in,
+					  const uint64_t *pay_in, uint64_t *pay_out, void *keys_out,
+					  GiError *err)
+{
+	GpuImage	tmp;
+
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.kw = kw;
+	tmp.geo.n = n;
+	tmp.stream = stream;
+	return sort_pairs_kw(&tmp, keys_in, pay_in, pay_out, keys_out, err);
 }

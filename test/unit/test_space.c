@@ -422,10 +422,10 @@ sp_probe(const int64_t *keys, size_t n, int64_t tmin, int64_t tmax)
 
 /* gi_image_select on one engine against brute force, one image. */
 static void
-sp_select_image(GiEngineKind engine, int kb, size_t n, const int64_t *keys,
-				const uint64_t *payloads)
+sp_select_image(GiEngineKind engine, GiStructure structure, int kb, size_t n,
+				const int64_t *keys, const uint64_t *payloads)
 {
-	GiBuildParams params = {engine, GI_STRUCT_BTREE, kb, 0};
+	GiBuildParams params = {engine, structure, kb, 0};
 	GiImage    *image = NULL;
 	GiError		err = {GI_OK, ""};
 	GiStatus	st;
@@ -435,8 +435,8 @@ sp_select_image(GiEngineKind engine, int kb, size_t n, const int64_t *keys,
 	char		what[256];
 
 	st = gi_image_build(&params, keys, payloads, n, &image, &err);
-	snprintf(what, sizeof(what), "select %s build key_bytes=%d n=%zu: %s",
-			 gi_engine_name(engine), kb, n, err.message);
+	snprintf(what, sizeof(what), "select %s %s build key_bytes=%d n=%zu: %s",
+			 gi_engine_name(engine), gi_structure_name(structure), kb, n, err.message);
 	sp_record(st == GI_OK, what);
 	if (st != GI_OK)
 		return;
@@ -491,8 +491,8 @@ sp_select_image(GiEngineKind engine, int kb, size_t n, const int64_t *keys,
 				ok = st == GI_OK && ngot == nwant &&
 					(nwant == 0 || memcmp(got, want, nwant * sizeof(uint64_t)) == 0);
 				snprintf(what, sizeof(what),
-						 "select %s key_bytes=%d n=%zu op=%d probes=%zu order=%s: %s got %zu want %zu",
-						 gi_engine_name(engine), kb, n, op, np,
+						 "select %s %s key_bytes=%d n=%zu op=%d probes=%zu order=%s: %s got %zu want %zu",
+						 gi_engine_name(engine), gi_structure_name(structure), kb, n, op, np,
 						 order == GI_ORDER_KEY ? "key" : "payload",
 						 st == GI_OK ? "" : err.message, ngot, nwant);
 				sp_record(ok, what);
@@ -533,9 +533,12 @@ sp_select_cases(int gpu)
 				sp_record(0, "select: gi_sort_pairs");
 				continue;
 			}
-			sp_select_image(GI_ENGINE_CPU, kb, n, keys, pays);
-			if (gpu)
-				sp_select_image(GI_ENGINE_GPU, kb, n, keys, pays);
+			for (int st = GI_STRUCT_BTREE; st <= GI_STRUCT_VEB; st++)
+			{
+				sp_select_image(GI_ENGINE_CPU, (GiStructure) st, kb, n, keys, pays);
+				if (gpu)
+					sp_select_image(GI_ENGINE_GPU, (GiStructure) st, kb, n, keys, pays);
+			}
 			free(raw), free(pay), free(keys), free(pays);
 		}
 }

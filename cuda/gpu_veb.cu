@@ -1,0 +1,1689 @@
+/*
+ * gpu_veb.cu - the GPU engine's van Emde Boas tree (Mayr et al., "Are van
+ * Emde Boas trees viable on the GPU?"), the device mirror of
+ * engine/cpu_veb.c: the same universe, slots, cluster records, hash-table
+ * slots, hash constants and build steps, so that both engines hold the same
+ * structure and give the same answers (see cpu_veb.c for the layout).
+ *
+ * Build, from keys sorted by (key, payload) on the device (CUB radix sort
+ * when the caller did not sort), with every allocation made before the step
+ * that fills it and none during the build proper:
+ *  1. de-duplicate: head flags and an inclusive scan give each distinct key
+ *     its index; run_start[i] is the first entry of distinct key i;
+ *  2. level by level from the top, one thread per distinct key: Eq. 7 marks
+ *     child slots (mark_level_kernel), then each cluster of the level
+ *     propagates the first elements of its summary and first child to the
+ *     first key after its minimum's run (propagate_kernel, atomicOr);
+ *  3. popcount of the first-element bit fields and a scan number the
+ *     clusters; init_clusters_kernel sizes each table (Eqs. 8-9); a scan
+ *     places the tables; one allocation for all clusters, one for all tables;
+ *  4. level by level from the top, each cluster enters its parent
+ *     (link_level_kernel): the summary field, or the parent's hash table by
+ *     atomicCAS; the 16-bit leaf bitmaps are filled as they are entered.
+ *
+ * Query: one thread per probe; exists / predecessor / successor without
+ * recursion, loops unrolled to the fixed depth (5 for 32-bit universes, 6 for
+ * 64-bit), bitmaps searched with __ffs / __clz / __popc.  A distinct index
+ * becomes the entry run [run_start[i], run_start[i + 1]).  Probes are int64;
+ * those outside the stored range are answered from the minimum and maximum
+ * before any mapping, never wrapped.
+ */
+#include "gpu_veb.cuh"
+
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#define NONE32			0xFFFFFFFFu
+#define NONE64			0xFFFFFFFFFFFFFFFFull
+#define MAX_BITS		31		/* first-element bits for W = 64 */
+#define MAX_DEPTH		6		/* pending frames of a summary search */
+#define LINEAR_STEPS	8		/* keys compared before a binary search */
+#define HOST_QCHUNK		(1u << 24)	/* probes per host round trip */
+#define BLOCK			256		/* threads per block of the build kernels */
+
+/* Hash-table fill ratio in percent: as the CPU twin (cpu_veb.c). */
+#ifndef VEB_FILL_PERCENT
+#define VEB_FILL_PERCENT	50
+#endif
+
+/* One cluster of word length >= 8 (32 bytes): as cpu_veb.c's VebCluster. */
+typedef struct GVebCluster
+{
+	uint32_t	min;
+	uint32_t	max;
+	uint32_t	first;
+	uint32_t	last;
+	uint32_t	summary;
+	uint32_t	slots;
+	uint64_t	table;
+} GVebCluster;
+
+/* What the search kernels read of an image. */
+typedef struct VebDev
+{
+	const GVebCluster *cl;
+	const unsigned long long *tab;
+	const uint64_t *rs;			/* run_start, nd + 1 */
+	uint64_t	hash_a;
+	uint64_t	hash_b;
+	uint64_t	nd;
+	uint64_t	n;
+	int64_t		kmin;
+	int64_t		kmax;
+	uint64_t	umin;
+	uint64_t	umax;
+} VebDev;
+
+/* What the build kernels work on. */
+typedef struct VebBuildDev
+{
+	GVebCluster *cl;
+	unsigned long long *tab;
+	const uint64_t *x;			/* nd mapped distinct keys */
+	uint32_t   *fe;				/* nd first-element bit fields */
+	uint32_t   *base;			/* cluster number of each key's first */
+	uint64_t	nd;
+	uint64_t	hash_a;
+	uint64_t	hash_b;
+} VebBuildDev;
+
+/* The slots enclosing each slot, by first-element bit. */
+typedef struct Ancestors
+{
+	uint32_t	a[MAX_BITS];
+} Ancestors;
+
+typedef struct VebImage
+{
+	GiImage		hdr;			/* must be first */
+	int			universe;		/* W: 32 or 64 */
+	int			leaf_level;		/* level of the 16-bit bitmaps: 3 or 4 */
+	uint64_t	nd;
+	uint64_t   *d_run_start;
+	GVebCluster *d_clusters;
+	unsigned long long *d_table;
+	uint64_t	nclusters;
+	uint64_t	nbitmaps;
+	uint64_t	table_slots;
+	uint64_t	hash_a;
+	uint64_t	hash_b;
+	int64_t		kmin;
+	int64_t		kmax;
+	uint64_t	umin;
+	uint64_t	umax;
+	cudaStream_t stream;
+	uint64_t	device_bytes;
+	char		device_name[64];
+} VebImage;
+
+/* ------------------------------------------------------------------------ */
+/* Errors and device buffers                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Map a CUDA error from `what` to a GiStatus and a message naming it. */
+static GiStatus
+veb_fail(GiError *err, cudaError_t e, const char *what)
+{
+	GiStatus	st = (e == cudaErrorMemoryAllocation) ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE;
+
+	(void) cudaGetLastError();
+	return gi_set_error(err, st, "CUDA %s failed: %s (%s)", what,
+						cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* Check a CUDA call; on failure return from the enclosing function. */
+#define VCK(call) \
+	do { cudaError_t e_ = (call); \
+		 if (e_ != cudaSuccess) return veb_fail(err, e_, #call); } while (0)
+
+/* Check the launch just made of kernel `name`. */
+#define VCKL(name) \
+	do { cudaError_t e_ = cudaGetLastError(); \
+		 if (e_ != cudaSuccess) return veb_fail(err, e_, "launch of " name); } while (0)
+
+/* Check a GiStatus-returning call. */
+#define VCKS(call) \
+	do { GiStatus s_ = (call); if (s_ != GI_OK) return s_; } while (0)
+
+/* Device buffer freed when it goes out of scope unless released. */
+struct VebBuf
+{
+	void	   *p = nullptr;
+	~VebBuf() { if (p) cudaFree(p); }
+	void	   *release() { void *q = p; p = nullptr; return q; }
+	void		drop() { if (p) cudaFree(p); p = nullptr; }
+};
+
+/* cudaMalloc into a VebBuf (a zero size allocates nothing). */
+static GiStatus
+veb_alloc(VebBuf &b, size_t bytes, const char *what, GiError *err)
+{
+	cudaError_t e;
+
+	if (bytes == 0)
+		return GI_OK;
+	e = cudaMalloc(&b.p, bytes);
+	if (e != cudaSuccess)
+	{
+		b.p = nullptr;
+		(void) cudaGetLastError();
+		return gi_set_error(err, e == cudaErrorMemoryAllocation ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE,
+							"CUDA cudaMalloc of %zu bytes for %s failed: %s",
+							bytes, what, cudaGetErrorString(e));
+	}
+	return GI_OK;
+}
+
+/* Grid for a grid-stride kernel over n items: at most what fits at once. */
+static unsigned
+veb_grid(uint64_t n, unsigned block)
+{
+	uint64_t	want = (n + block - 1) / block;
+	uint64_t	cap = (uint64_t) gi_gpu_int_sm_count() * (2048 / block);
+
+	if (want < 1)
+		want = 1;
+	return (unsigned) (want < cap ? want : cap);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Words, slots and hashing (cpu_veb.c)                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Mask of the low w bits, w <= 64. */
+__host__ __device__ __forceinline__ uint64_t
+low_mask(int w)
+{
+	return w >= 64 ? NONE64 : ((1ull << w) - 1);
+}
+
+/* Bits [s, s + w) of the W-bit word x, counted from the left. */
+__host__ __device__ __forceinline__ uint64_t
+word_at(uint64_t x, int s, int w, int W)
+{
+	return (x >> (W - s - w)) & low_mask(w);
+}
+
+/* Order-preserving map of a signed key to the W-bit universe. */
+__host__ __device__ __forceinline__ uint64_t
+map_key(int64_t k, int W)
+{
+	if (W == 32)
+		return (uint64_t) ((uint32_t) (int32_t) k ^ 0x80000000u);
+	return (uint64_t) k ^ (1ull << 63);
+}
+
+/* First-element bit of slot j on level L (Fig. 4). */
+__host__ __device__ __forceinline__ int
+slot_bit(int L, int j)
+{
+	return (1 << L) - 1 + j;
+}
+
+/* All first-element bits of level L. */
+__host__ __device__ __forceinline__ uint32_t
+level_bits(int L)
+{
+	return (uint32_t) ((1ull << (1 << L)) - 1) << ((1 << L) - 1);
+}
+
+/* Highest set bit of a non-zero word. */
+__device__ __forceinline__ uint32_t
+top_bit(uint32_t bits)
+{
+	return 31 - (uint32_t) __clz((int) bits);
+}
+
+/* Lowest set bit of a non-zero word. */
+__device__ __forceinline__ uint32_t
+low_bit(uint32_t bits)
+{
+	return (uint32_t) __ffs((int) bits) - 1;
+}
+
+/* Table slot for key in a table of slots entries (universal hash). */
+__device__ __forceinline__ uint32_t
+hash_slot(uint64_t a, uint64_t b, uint32_t key, uint32_t slots)
+{
+	uint32_t	h = (uint32_t) ((a * key + b) >> 32);
+
+	return (uint32_t) (((uint64_t) h * slots) >> 32);
+}
+
+/* Cluster number of the child keyed by key, or NONE32. */
+__device__ __forceinline__ uint32_t
+find_child(const unsigned long long *tab0, uint64_t a, uint64_t b,
+		   const GVebCluster *c, uint32_t key)
+{
+	uint32_t	slots = c->slots;
+	const unsigned long long *tab = tab0 + c->table;
+	uint32_t	i;
+
+	if (slots == 0)
+		return NONE32;
+	i = hash_slot(a, b, key, slots);
+	for (;;)
+	{
+		unsigned long long e = __ldg(&tab[i]);
+
+		if (e == 0)
+			return NONE32;
+		if ((uint32_t) e == key)
+			return (uint32_t) (e >> 32) - 1;
+		if (++i == slots)
+			i = 0;
+	}
+}
+
+/* The child bitmap slot keyed by key (0..15), or 0. */
+__device__ __forceinline__ unsigned long long
+find_bitmap(const VebDev &t, const GVebCluster *c, uint32_t key)
+{
+	uint32_t	slots = c->slots;
+	const unsigned long long *tab = t.tab + c->table;
+	uint32_t	i;
+
+	if (slots == 0)
+		return 0;
+	i = hash_slot(t.hash_a, t.hash_b, key, slots);
+	for (;;)
+	{
+		unsigned long long e = __ldg(&tab[i]);
+
+		if (e == 0)
+			return 0;
+		if (((e >> 16) & 15) == key)
+			return e;
+		if (++i == slots)
+			i = 0;
+	}
+}
+
+/* Bitmap of a child bitmap slot. */
+__device__ __forceinline__ uint32_t
+slot_bits(unsigned long long e)
+{
+	return (uint32_t) (e & 0xFFFF);
+}
+
+/* Distinct index of the first value of a child bitmap slot. */
+__device__ __forceinline__ uint32_t
+slot_first(unsigned long long e)
+{
+	return (uint32_t) (e >> 32);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Queries (cpu_veb.c's, one thread per probe)                               */
+/* ------------------------------------------------------------------------ */
+
+/* Child of c keyed by key in the search image. */
+__device__ __forceinline__ uint32_t
+child_of(const VebDev &t, const GVebCluster *c, uint32_t key)
+{
+	return find_child(t.tab, t.hash_a, t.hash_b, c, key);
+}
+
+/*
+ * Predecessor (largest value <= y) among the values of summary cluster s at
+ * level L0 (a bitmap when L0 is the leaf level), as a word of that level;
+ * NONE64 if none.  Frames pending on the way down are resolved on the way
+ * back up, as in cpu_veb.c.
+ */
+template <int W>
+__device__ __forceinline__ uint64_t
+summary_pred(const VebDev &t, uint32_t s, int L0, uint32_t y)
+{
+	const int	leaf_level = W == 64 ? 4 : 3;
+	uint32_t	frame_cluster[MAX_DEPTH];
+	uint32_t	frame_key[MAX_DEPTH];
+	int			frame_half[MAX_DEPTH];
+	int			depth = 0;
+	uint32_t	cur = s;
+	uint64_t	r = NONE64;
+
+#pragma unroll
+	for (int L = 1; L <= leaf_level; L++)
+	{
+		const int	w = W >> L;
+		const int	half = w >> 1;
+		const GVebCluster *c;
+		uint32_t	h;
+		uint32_t	lo;
+		uint32_t	child;
+
+		if (L < L0)
+			continue;
+		if (w == 4)
+		{
+			uint32_t	bits = cur & ((2u << y) - 1);
+
+			r = bits ? top_bit(bits) : NONE64;
+			break;
+		}
+		c = &t.cl[cur];
+		if (y >= c->max)
+		{
+			r = c->max;
+			break;
+		}
+		if (y < c->min)
+			break;
+		h = y >> half;
+		lo = y & (uint32_t) low_mask(half);
+		if (half == 4)
+		{
+			unsigned long long e = find_bitmap(t, c, h);
+			uint32_t	bits = slot_bits(e) & ((2u << lo) - 1);
+
+			if (bits)
+				r = (h << 4) | top_bit(bits);
+			else if ((bits = c->summary & ((1u << h) - 1)) == 0)
+				r = c->min;
+			else
+			{
+				uint32_t	hp = top_bit(bits);
+
+				r = (hp << 4) | top_bit(slot_bits(find_bitmap(t, c, hp)));
+			}
+			break;
+		}
+		child = child_of(t, c, h);
+		frame_cluster[depth] = cur;
+		frame_half[depth] = half;
+		if (child != NONE32 && lo >= t.cl[child].min)
+		{
+			frame_key[depth++] = h;
+			cur = child;
+			y = lo;
+			continue;
+		}
+		if (h == 0)
+		{
+			r = c->min;
+			break;
+		}
+		frame_key[depth++] = NONE32;
+		cur = c->summary;
+		y = h - 1;
+	}
+	while (depth-- > 0)
+	{
+		const GVebCluster *c = &t.cl[frame_cluster[depth]];
+		int			half = frame_half[depth];
+
+		if (frame_key[depth] != NONE32)
+			r = ((uint64_t) frame_key[depth] << half) | r;
+		else if (r == NONE64)
+			r = c->min;
+		else
+			r = (r << half) | t.cl[child_of(t, c, (uint32_t) r)].max;
+	}
+	return r;
+}
+
+/* Successor (smallest value >= y) in a summary: summary_pred's mirror. */
+template <int W>
+__device__ __forceinline__ uint64_t
+summary_succ(const VebDev &t, uint32_t s, int L0, uint32_t y)
+{
+	const int	leaf_level = W == 64 ? 4 : 3;
+	uint32_t	frame_cluster[MAX_DEPTH];
+	uint32_t	frame_key[MAX_DEPTH];
+	int			frame_half[MAX_DEPTH];
+	int			depth = 0;
+	uint32_t	cur = s;
+	uint64_t	r = NONE64;
+
+#pragma unroll
+	for (int L = 1; L <= leaf_level; L++)
+	{
+		const int	w = W >> L;
+		const int	half = w >> 1;
+		const GVebCluster *c;
+		uint32_t	h;
+		uint32_t	lo;
+		uint32_t	child;
+
+		if (L < L0)
+			continue;
+		if (w == 4)
+		{
+			uint32_t	bits = y < 16 ? cur & ~((1u << y) - 1) & 0xFFFF : 0;
+
+			r = bits ? low_bit(bits) : NONE64;
+			break;
+		}
+		c = &t.cl[cur];
+		if (y <= c->min)
+		{
+			r = c->min;
+			break;
+		}
+		if (y > c->max)
+			break;
+		h = y >> half;
+		lo = y & (uint32_t) low_mask(half);
+		if (half == 4)
+		{
+			unsigned long long e = find_bitmap(t, c, h);
+			uint32_t	bits = slot_bits(e) & ~((1u << lo) - 1);
+
+			if (bits)
+				r = (h << 4) | low_bit(bits);
+			else if ((bits = c->summary & 0xFFFF & ~((2u << h) - 1)) == 0)
+				r = NONE64;		/* cannot happen: y <= max */
+			else
+			{
+				uint32_t	hn = low_bit(bits);
+
+				r = (hn << 4) | low_bit(slot_bits(find_bitmap(t, c, hn)));
+			}
+			break;
+		}
+		child = child_of(t, c, h);
+		frame_cluster[depth] = cur;
+		frame_half[depth] = half;
+		if (child != NONE32 && lo <= t.cl[child].max)
+		{
+			frame_key[depth++] = h;
+			cur = child;
+			y = lo;
+			continue;
+		}
+		if (h == (uint32_t) low_mask(half))
+			break;				/* cannot happen: y <= max */
+		frame_key[depth++] = NONE32;
+		cur = c->summary;
+		y = h + 1;
+	}
+	while (depth-- > 0)
+	{
+		const GVebCluster *c = &t.cl[frame_cluster[depth]];
+		int			half = frame_half[depth];
+
+		if (r == NONE64)
+			continue;
+		if (frame_key[depth] != NONE32)
+			r = ((uint64_t) frame_key[depth] << half) | r;
+		else
+			r = (r << half) | t.cl[child_of(t, c, (uint32_t) r)].min;
+	}
+	return r;
+}
+
+/* Distinct index of the largest key <= x, for umin <= x < umax. */
+template <int W>
+__device__ __forceinline__ uint64_t
+veb_pred(const VebDev &t, uint64_t x)
+{
+	const int	leaf_level = W == 64 ? 4 : 3;
+	uint32_t	cur = 0;
+	uint64_t	y = x;
+
+#pragma unroll
+	for (int L = 0; L < leaf_level; L++)
+	{
+		const int	w = W >> L;
+		const int	half = w >> 1;
+		const GVebCluster *c = &t.cl[cur];
+		uint32_t	h = (uint32_t) (y >> half);
+		uint32_t	lo = (uint32_t) (y & low_mask(half));
+		uint32_t	child;
+		uint64_t	hp;
+
+		if (L > 0 && y >= c->max)
+			return c->last;
+		if (half == 4)
+		{
+			unsigned long long e = find_bitmap(t, c, h);
+			uint32_t	bits = slot_bits(e) & ((2u << lo) - 1);
+
+			if (bits)
+				return slot_first(e) + __popc(bits) - 1;
+			if ((bits = c->summary & ((1u << h) - 1)) == 0)
+				return c->first;
+			e = find_bitmap(t, c, top_bit(bits));
+			return slot_first(e) + __popc(slot_bits(e)) - 1;
+		}
+		child = child_of(t, c, h);
+		if (child != NONE32 && lo >= t.cl[child].min)
+		{
+			cur = child;
+			y = lo;
+			continue;
+		}
+		if (h == 0)
+			return c->first;
+		hp = summary_pred<W>(t, c->summary, L + 1, h - 1);
+		if (hp == NONE64)
+			return c->first;
+		return t.cl[child_of(t, c, (uint32_t) hp)].last;
+	}
+	return NONE64;				/* not reached */
+}
+
+/* Distinct index of the smallest key >= x, for umin < x <= umax. */
+template <int W>
+__device__ __forceinline__ uint64_t
+veb_succ(const VebDev &t, uint64_t x)
+{
+	const int	leaf_level = W == 64 ? 4 : 3;
+	uint32_t	cur = 0;
+	uint64_t	y = x;
+
+#pragma unroll
+	for (int L = 0; L < leaf_level; L++)
+	{
+		const int	w = W >> L;
+		const int	half = w >> 1;
+		const GVebCluster *c = &t.cl[cur];
+		uint32_t	h = (uint32_t) (y >> half);
+		uint32_t	lo = (uint32_t) (y & low_mask(half));
+		uint32_t	child;
+		uint64_t	hn;
+
+		if (half == 4)
+		{
+			unsigned long long e = find_bitmap(t, c, h);
+			uint32_t	bits = slot_bits(e) & ~((1u << lo) - 1);
+
+			if (bits)
+				return slot_first(e) +
+					__popc(slot_bits(e) & ((1u << low_bit(bits)) - 1));
+			bits = c->summary & 0xFFFF & ~((2u << h) - 1);
+			e = find_bitmap(t, c, low_bit(bits));
+			return slot_first(e);
+		}
+		child = child_of(t, c, h);
+		if (child != NONE32 && lo <= t.cl[child].max)
+		{
+			const GVebCluster *cc = &t.cl[child];
+
+			if (lo <= cc->min)
+				return cc->first;
+			cur = child;
+			y = lo;
+			continue;
+		}
+		hn = summary_succ<W>(t, c->summary, L + 1, h + 1);
+		return t.cl[child_of(t, c, (uint32_t) hn)].first;
+	}
+	return NONE64;				/* not reached */
+}
+
+/* Distinct index of key x, or NONE64, for umin <= x <= umax. */
+template <int W>
+__device__ __forceinline__ uint64_t
+veb_exists(const VebDev &t, uint64_t x)
+{
+	const int	leaf_level = W == 64 ? 4 : 3;
+	uint32_t	cur = 0;
+	uint64_t	y = x;
+
+	if (x == t.umin)
+		return 0;
+	if (x == t.umax)
+		return t.nd - 1;
+#pragma unroll
+	for (int L = 0; L < leaf_level; L++)
+	{
+		const int	w = W >> L;
+		const int	half = w >> 1;
+		const GVebCluster *c = &t.cl[cur];
+		uint32_t	h = (uint32_t) (y >> half);
+		uint32_t	lo = (uint32_t) (y & low_mask(half));
+
+		if (L > 0)
+		{
+			if (y == c->min)
+				return c->first;
+			if (y == c->max)
+				return c->last;
+			if (y < c->min || y > c->max)
+				return NONE64;
+		}
+		if (half == 4)
+		{
+			unsigned long long e = find_bitmap(t, c, h);
+			uint32_t	bits = slot_bits(e);
+
+			if ((bits >> lo) & 1)
+				return slot_first(e) + __popc(bits & ((1u << lo) - 1));
+			return NONE64;
+		}
+		cur = child_of(t, c, h);
+		if (cur == NONE32)
+			return NONE64;
+		y = lo;
+	}
+	return NONE64;				/* not reached */
+}
+
+/* Answer one probe into *first, *last (engine.h semantics). */
+template <int W>
+__device__ __forceinline__ void
+veb_answer(const VebDev &t, int op, int64_t p, int64_t hi, uint64_t *first,
+		   uint64_t *last)
+{
+	const uint64_t *rs = t.rs;
+	uint64_t	i;
+
+	switch (op)
+	{
+		case GI_OP_POINT:
+			i = (p < t.kmin || p > t.kmax) ? NONE64 : veb_exists<W>(t, map_key(p, W));
+			if (i == NONE64)
+				*first = *last = 0;
+			else
+				*first = rs[i], *last = rs[i + 1];
+			break;
+		case GI_OP_PRED:
+			if (p < t.kmin)
+				*first = *last = 0;
+			else
+			{
+				i = p >= t.kmax ? t.nd - 1 : veb_pred<W>(t, map_key(p, W));
+				*first = rs[i];
+				*last = rs[i + 1];
+			}
+			break;
+		case GI_OP_SUCC:
+			if (p > t.kmax)
+				*first = *last = t.n;
+			else
+			{
+				i = p <= t.kmin ? 0 : veb_succ<W>(t, map_key(p, W));
+				*first = rs[i];
+				*last = rs[i + 1];
+			}
+			break;
+		default:				/* GI_OP_RANGE */
+			if (p > hi)
+			{
+				*first = *last = 0;
+				break;
+			}
+			*first = p <= t.kmin ? 0 : p > t.kmax ? t.n :
+				rs[veb_succ<W>(t, map_key(p, W))];
+			*last = hi >= t.kmax ? t.n : hi < t.kmin ? 0 :
+				rs[veb_pred<W>(t, map_key(hi, W)) + 1];
+			break;
+	}
+}
+
+/* Answer count probes, one thread each (grid-stride). */
+template <int W>
+__global__ void
+veb_search_kernel(VebDev t, int op, const int64_t *probes, const int64_t *hi,
+				  uint64_t count, uint64_t *first, uint64_t *last)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < count;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint64_t	f,
+					l;
+
+		veb_answer<W>(t, op, probes[i], hi ? hi[i] : 0, &f, &l);
+		first[i] = f;
+		last[i] = l;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Build kernels                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Grid-stride loop over [0, n). */
+#define FOR_EACH(i, n) \
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+		 i += (uint64_t) gridDim.x * blockDim.x)
+
+/* Set flag[0] if keys are out of order, flag[1] if one exceeds int16. */
+template <class K>
+__global__ void
+check_keys_kernel(const K *k, uint64_t n, bool narrow16, int *flag)
+{
+	FOR_EACH(i, n)
+	{
+		if (i > 0 && k[i - 1] > k[i])
+			flag[0] = 1;
+		if (narrow16 && (k[i] < INT16_MIN || k[i] > INT16_MAX))
+			flag[1] = 1;
+	}
+}
+
+/* head[i] = 1 where entry i starts a run of equal keys. */
+template <class K>
+__global__ void
+head_flags_kernel(const K *k, uint64_t n, uint32_t *head)
+{
+	FOR_EACH(i, n)
+		head[i] = i == 0 || k[i] != k[i - 1];
+}
+
+/*
+ * With pos the inclusive scan of the head flags: distinct key pos[i] - 1
+ * starts at entry i; record its run start and mapped key.
+ */
+template <class K>
+__global__ void
+scatter_distinct_kernel(const K *k, uint64_t n, const uint32_t *pos,
+						uint64_t nd, uint64_t *run_start, uint64_t *x, int W)
+{
+	FOR_EACH(i, n)
+	{
+		if (i == 0 || k[i] != k[i - 1])
+		{
+			uint32_t	d = pos[i] - 1;
+
+			run_start[d] = i;
+			x[d] = map_key((int64_t) k[i], W);
+		}
+		if (i == 0)
+			run_start[nd] = n;
+	}
+}
+
+/*
+ * First index after i whose bits [0, pb) differ from x[i]'s, or nd (Eq. 8):
+ * a few neighbours, then a binary search for the next prefix.
+ */
+__device__ uint64_t
+prefix_end(const uint64_t *x, uint64_t nd, uint64_t i, int pb, int W)
+{
+	int			sh = W - pb;
+	uint64_t	pfx;
+	uint64_t	target;
+	uint64_t	lo;
+	uint64_t	hi;
+	uint64_t	k;
+
+	if (pb == 0)
+		return nd;
+	pfx = x[i] >> sh;
+	for (k = i + 1; k < nd && k <= i + LINEAR_STEPS; k++)
+		if ((x[k] >> sh) != pfx)
+			return k;
+	if (k >= nd || pfx == low_mask(pb))
+		return nd;
+	target = (pfx + 1) << sh;
+	lo = k;
+	hi = nd;
+	while (lo < hi)
+	{
+		uint64_t	mid = lo + (hi - lo) / 2;
+
+		if (x[mid] < target)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The root's first element: distinct key 0. */
+__global__ void
+mark_root_kernel(uint32_t *fe)
+{
+	fe[0] = 1;
+}
+
+/* Eq. 7 on level L, one thread per key (cpu_veb.c mark_level_slice). */
+__global__ void
+mark_level_kernel(const uint64_t *x, uint32_t *fe, uint64_t nd, int L, int W,
+				  Ancestors anc)
+{
+	int			w = W >> L;
+
+	FOR_EACH(i, nd)
+	{
+		if (i == 0)
+			continue;
+		uint64_t	d = x[i - 1] ^ x[i];
+		int			diff = d == 0 ? W : __clzll((long long) d) - (64 - W);
+		uint32_t	f = fe[i];
+
+		for (int j = 1; j < (1 << L); j += 2)
+		{
+			int			bit = slot_bit(L, j);
+
+			if (diff < j * w && (f & anc.a[bit]) == 0)
+				f |= 1u << bit;
+		}
+		fe[i] = f;
+	}
+}
+
+/*
+ * Propagation from the clusters of level L, one thread per key: the first
+ * key after the minimum's run starts the summary and the first child, if it
+ * is still inside the cluster; several clusters may mark one key: atomicOr.
+ */
+__global__ void
+propagate_kernel(const uint64_t *x, uint32_t *fe, uint64_t nd, int L, int W)
+{
+	int			w = W >> L;
+
+	FOR_EACH(i, nd)
+	{
+		uint32_t	bits = atomicOr(&fe[i], 0u) & level_bits(L);
+
+		while (bits)
+		{
+			int			bit = __ffs((int) bits) - 1;
+			int			j = bit - ((1 << L) - 1);
+			int			s = j * w;
+			uint64_t	m = prefix_end(x, nd, i, s + w, W);
+
+			bits &= bits - 1;
+			if (m < prefix_end(x, nd, i, s, W))
+				atomicOr(&fe[m], (1u << slot_bit(L + 1, 2 * j)) |
+						 (1u << slot_bit(L + 1, 2 * j + 1)));
+		}
+	}
+}
+
+/*
+ * base[i] = the clusters (w >= 8) key i starts; totals of those and of the
+ * leaf bitmaps into counts[0] and counts[1].
+ */
+__global__ void
+count_clusters_kernel(const uint32_t *fe, uint64_t nd, uint32_t inner,
+					  uint32_t leaf, uint32_t *base, unsigned long long *counts)
+{
+	unsigned long long ci = 0,
+				cl = 0;
+
+	FOR_EACH(i, nd)
+	{
+		uint32_t	f = fe[i];
+
+		base[i] = __popc(f & inner);
+		ci += __popc(f & inner);
+		cl += __popc(f & leaf);
+	}
+	for (int o = 16; o > 0; o >>= 1)
+	{
+		ci += __shfl_down_sync(0xFFFFFFFFu, ci, o);
+		cl += __shfl_down_sync(0xFFFFFFFFu, cl, o);
+	}
+	if ((threadIdx.x & 31) == 0 && (ci || cl))
+	{
+		atomicAdd(&counts[0], ci);
+		atomicAdd(&counts[1], cl);
+	}
+}
+
+/* Slots of a table for at most children entries (fill ratio, one free). */
+__device__ __forceinline__ uint32_t
+table_size(uint64_t children)
+{
+	uint64_t	slots = (children * 100 + VEB_FILL_PERCENT - 1) / VEB_FILL_PERCENT;
+
+	if (children == 0)
+		return 0;
+	if (slots <= children)
+		slots = children + 1;
+	return slots > 0xFFFFFFFFull ? 0xFFFFFFFFu : (uint32_t) slots;
+}
+
+/*
+ * The cluster records each key starts: bounds, first and last index, and
+ * the table size of Eq. 9 (children at most min(b - m, 2^(w/2))).
+ */
+__global__ void
+init_clusters_kernel(VebBuildDev b, int W, int leaf_level)
+{
+	uint32_t	inner = level_bits(leaf_level) - 1;
+
+	FOR_EACH(i, b.nd)
+	{
+		uint32_t	bits = b.fe[i] & inner;
+		uint32_t	id = b.base[i];
+
+		for (; bits; bits &= bits - 1, id++)
+		{
+			int			bit = __ffs((int) bits) - 1;
+			int			L = 31 - __clz(bit + 1);
+			int			j = bit - ((1 << L) - 1);
+			int			w = W >> L;
+			int			s = j * w;
+			uint64_t	m = prefix_end(b.x, b.nd, i, s + w, W);
+			uint64_t	e = prefix_end(b.x, b.nd, i, s, W);
+			GVebCluster c;
+			uint64_t	bound = 1ull << (w / 2);
+
+			c.min = (uint32_t) word_at(b.x[i], s, w, W);
+			c.max = (uint32_t) word_at(b.x[e - 1], s, w, W);
+			c.first = (uint32_t) i;
+			c.last = (uint32_t) (e - 1);
+			c.summary = w == 8 ? 0 : NONE32;
+			c.slots = m < e ? table_size(e - m < bound ? e - m : bound) : 0;
+			c.table = 0;
+			b.cl[id] = c;
+		}
+	}
+}
+
+/* off[i] = slots of cluster i (scanned into table offsets next). */
+__global__ void
+table_slots_kernel(const GVebCluster *cl, uint64_t nc, uint64_t *off)
+{
+	FOR_EACH(i, nc)
+		off[i] = cl[i].slots;
+}
+
+/* Cluster i's table starts where the inclusive scan says, less its size. */
+__global__ void
+table_offsets_kernel(GVebCluster *cl, uint64_t nc, const uint64_t *incl)
+{
+	FOR_EACH(i, nc)
+		cl[i].table = incl[i] - cl[i].slots;
+}
+
+/*
+ * The cluster at slot j of level L whose range holds key x, found from the
+ * root through the levels already linked.
+ */
+__device__ uint32_t
+locate(const VebBuildDev &b, uint64_t x, int L, int j, int W)
+{
+	uint32_t	cur = 0;
+
+	for (int l = 1; l <= L; l++)
+	{
+		const GVebCluster *c = &b.cl[cur];
+		int			wp = W >> (l - 1);
+		int			sp = (j >> (L - l + 1)) * wp;
+
+		if (((j >> (L - l)) & 1) == 0)
+			cur = c->summary;
+		else
+			cur = find_child(b.tab, b.hash_a, b.hash_b, c,
+							 (uint32_t) (word_at(x, sp, wp, W) >> (wp / 2)));
+	}
+	return cur;
+}
+
+/* Put slot value v into the first free slot from key's home (atomicCAS). */
+__device__ void
+table_put(const VebBuildDev &b, const GVebCluster *c, uint32_t key,
+		  unsigned long long v)
+{
+	unsigned long long *tab = b.tab + c->table;
+	uint32_t	slots = c->slots;
+	uint32_t	i = hash_slot(b.hash_a, b.hash_b, key, slots);
+
+	for (;;)
+	{
+		if (atomicCAS(&tab[i], 0ull, v) == 0ull)
+			return;
+		if (++i == slots)
+			i = 0;
+	}
+}
+
+/*
+ * Link the clusters of level L into their parents on level L - 1, one
+ * thread per key: the summary field, or the parent's hash table.  On the
+ * leaf level the 16-bit bitmap is filled first from the cluster's key range.
+ */
+__global__ void
+link_level_kernel(VebBuildDev b, int L, int W, int leaf_level)
+{
+	int			w = W >> L;
+
+	FOR_EACH(i, b.nd)
+	{
+		uint32_t	all = b.fe[i];
+		uint32_t	bits = all & level_bits(L);
+
+		while (bits)
+		{
+			int			bit = __ffs((int) bits) - 1;
+			int			j = bit - ((1 << L) - 1);
+			int			s = j * w;
+			uint32_t	key = (uint32_t) word_at(b.x[i], s - (j & 1 ? w : 0), w, W);
+			GVebCluster *p = &b.cl[locate(b, b.x[i], L - 1, j >> 1, W)];
+
+			bits &= bits - 1;
+			if (L == leaf_level)
+			{
+				uint64_t	e = prefix_end(b.x, b.nd, i, s, W);
+				uint64_t	k = i;
+				uint32_t	bitmap = 0;
+
+				while (k < e)
+				{
+					bitmap |= 1u << word_at(b.x[k], s, 4, W);
+					k = prefix_end(b.x, b.nd, k, s + 4, W);
+				}
+				if ((j & 1) == 0)
+					p->summary = bitmap;
+				else
+					table_put(b, p, key, (unsigned long long) bitmap |
+							  ((unsigned long long) key << 16) |
+							  ((unsigned long long) i << 32));
+			}
+			else
+			{
+				uint32_t	id = b.base[i] + __popc(all & ((1u << bit) - 1));
+
+				if ((j & 1) == 0)
+					p->summary = id;
+				else
+					table_put(b, p, key, (unsigned long long) key |
+							  ((unsigned long long) (id + 1) << 32));
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Images                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Free an image's device memory and stream. */
+static void
+veb_release(VebImage *img)
+{
+	if (!img)
+		return;
+	if (img->d_run_start)
+		cudaFree(img->d_run_start);
+	if (img->d_clusters)
+		cudaFree(img->d_clusters);
+	if (img->d_table)
+		cudaFree(img->d_table);
+	if (img->stream)
+		cudaStreamDestroy(img->stream);
+	free(img);
+}
+
+/* Owns a half-built image; frees it unless released. */
+struct VebGuard
+{
+	VebImage   *img = nullptr;
+	~VebGuard() { veb_release(img); }
+};
+
+/* splitmix64 step: the image's hash constants (as cpu_veb.c). */
+static uint64_t
+splitmix(uint64_t *state)
+{
+	uint64_t	z = (*state += 0x9E3779B97F4A7C15ULL);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+/* Validate params and allocate an empty image with its stream. */
+static GiStatus
+veb_create(const GiBuildParams *params, size_t n, VebGuard &guard, GiError *err)
+{
+	VebImage   *img;
+
+	VCKS(gi_gpu_int_need_device(err));
+	if (params->key_bytes != 2 && params->key_bytes != 4 && params->key_bytes != 8)
+		return gi_set_error(err, GI_ERR_INVALID, "key width %d is not 2, 4 or 8", params->key_bytes);
+	if (n >= NONE32)
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"the GPU veb structure indexes fewer than 2^32 - 1 entries, not %zu", n);
+	img = (VebImage *) calloc(1, sizeof(VebImage));
+	if (!img)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for a GPU image");
+	guard.img = img;
+	img->hdr.engine = GI_ENGINE_GPU;
+	img->hdr.structure = GI_STRUCT_VEB;
+	img->hdr.key_bytes = params->key_bytes;
+	img->hdr.n = n;
+	img->universe = params->key_bytes == 8 ? 64 : 32;
+	img->leaf_level = img->universe == 64 ? 4 : 3;
+	snprintf(img->device_name, sizeof(img->device_name), "%s", gi_gpu_int_device_name());
+	VCK(cudaStreamCreateWithFlags(&img->stream, cudaStreamNonBlocking));
+	return GI_OK;
+}
+
+/* Fail with GI_ERR_DEVICE_OOM if the image would pass the memory limit. */
+static GiStatus
+veb_limit(size_t limit, uint64_t bytes, size_t n, GiError *err)
+{
+	if (limit && bytes > limit)
+		return gi_set_error(err, GI_ERR_DEVICE_OOM,
+							"the GPU veb image of %zu entries needs %llu bytes of device memory, "
+							"over the limit of %zu bytes (gpuidx.device_memory_limit)",
+							n, (unsigned long long) bytes, limit);
+	return GI_OK;
+}
+
+/*
+ * Build the structure from n sorted keys on the device (int32 for 2- and
+ * 4-byte keys, int64 for 8), checking order and width first when asked.
+ */
+template <class K>
+static GiStatus
+veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
+				 GiError *err)
+{
+	cudaStream_t st = img->stream;
+	uint64_t	n = img->hdr.n;
+	int			W = img->universe;
+	int			leaf = img->leaf_level;
+	VebBuf		flag,
+				pos,
+				rs,
+				x,
+				fe,
+				base,
+				counts,
+				cl,
+				off,
+				tab,
+				temp;
+	size_t		tb = 0;
+	uint32_t	nd32 = 0;
+	uint64_t	nd;
+	unsigned long long cnt[2];
+	K			ends[2];
+	Ancestors	anc;
+	VebBuildDev b;
+	uint64_t	seed;
+
+	if (n == 0)
+		return GI_OK;
+	if (check)
+	{
+		int			h[2] = {0, 0};
+
+		VCKS(veb_alloc(flag, 2 * sizeof(int), "a flag", err));
+		VCK(cudaMemsetAsync(flag.p, 0, 2 * sizeof(int), st));
+		check_keys_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(
+			keys, n, img->hdr.key_bytes == 2, (int *) flag.p);
+		VCKL("check_keys_kernel");
+		VCK(cudaMemcpyAsync(h, flag.p, sizeof(h), cudaMemcpyDeviceToHost, st));
+		VCK(cudaStreamSynchronize(st));
+		if (h[0])
+			return gi_set_error(err, GI_ERR_INVALID, "keys given to build are not sorted ascending");
+		if (h[1])
+			return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in 2 bytes");
+	}
+
+	/* 1. De-duplicate: head flags, inclusive scan, scatter. */
+	VCKS(veb_alloc(pos, n * sizeof(uint32_t), "the distinct positions", err));
+	head_flags_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(keys, n, (uint32_t *) pos.p);
+	VCKL("head_flags_kernel");
+	VCK(cub::DeviceScan::InclusiveSum(nullptr, tb, (uint32_t *) pos.p, (int64_t) n, st));
+	VCKS(veb_alloc(temp, tb, "scan scratch", err));
+	VCK(cub::DeviceScan::InclusiveSum(temp.p, tb, (uint32_t *) pos.p, (int64_t) n, st));
+	temp.drop();
+	VCK(cudaMemcpyAsync(&nd32, (uint32_t *) pos.p + n - 1, sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
+	VCK(cudaMemcpyAsync(&ends[0], keys, sizeof(K), cudaMemcpyDeviceToHost, st));
+	VCK(cudaMemcpyAsync(&ends[1], keys + n - 1, sizeof(K), cudaMemcpyDeviceToHost, st));
+	VCK(cudaStreamSynchronize(st));
+	nd = nd32;
+	img->nd = nd;
+	img->kmin = (int64_t) ends[0];
+	img->kmax = (int64_t) ends[1];
+	img->umin = map_key(img->kmin, W);
+	img->umax = map_key(img->kmax, W);
+	VCKS(veb_limit(limit, (nd + 1) * 8, n, err));
+	VCKS(veb_alloc(rs, (nd + 1) * sizeof(uint64_t), "the run starts", err));
+	VCKS(veb_alloc(x, nd * sizeof(uint64_t), "the distinct keys", err));
+	scatter_distinct_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(
+		keys, n, (const uint32_t *) pos.p, nd, (uint64_t *) rs.p, (uint64_t *) x.p, W);
+	VCKL("scatter_distinct_kernel");
+	VCK(cudaStreamSynchronize(st));
+	pos.drop();
+
+	seed = 0x5EEDF00DULL ^ nd;
+	img->hash_a = splitmix(&seed) | 1;
+	img->hash_b = splitmix(&seed);
+	memset(&anc, 0, sizeof(anc));
+	for (int bit = 0; bit < (1 << (leaf + 1)) - 1; bit++)
+	{
+		int			Lb = 31 - __builtin_clz((unsigned) bit + 1);
+		int			j = bit - ((1 << Lb) - 1);
+
+		for (int l = 0; l < Lb; l++)
+			anc.a[bit] |= 1u << slot_bit(l, j >> (Lb - l));
+	}
+
+	/* 2. First-element bit fields, level by level from the top. */
+	VCKS(veb_alloc(fe, nd * sizeof(uint32_t), "the first-element bits", err));
+	VCK(cudaMemsetAsync(fe.p, 0, nd * sizeof(uint32_t), st));
+	mark_root_kernel<<<1, 1, 0, st>>>((uint32_t *) fe.p);
+	VCKL("mark_root_kernel");
+	for (int L = 0; L <= leaf; L++)
+	{
+		if (L > 0)
+		{
+			mark_level_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
+				(const uint64_t *) x.p, (uint32_t *) fe.p, nd, L, W, anc);
+			VCKL("mark_level_kernel");
+		}
+		if (L < leaf)
+		{
+			propagate_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
+				(const uint64_t *) x.p, (uint32_t *) fe.p, nd, L, W);
+			VCKL("propagate_kernel");
+		}
+	}
+
+	/* 3. Number the clusters (popcount, scan), size and place the tables. */
+	VCKS(veb_alloc(base, nd * sizeof(uint32_t), "the cluster numbers", err));
+	VCKS(veb_alloc(counts, 2 * sizeof(unsigned long long), "the cluster counts", err));
+	VCK(cudaMemsetAsync(counts.p, 0, 2 * sizeof(unsigned long long), st));
+	count_clusters_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
+		(const uint32_t *) fe.p, nd, level_bits(leaf) - 1, level_bits(leaf),
+		(uint32_t *) base.p, (unsigned long long *) counts.p);
+	VCKL("count_clusters_kernel");
+	VCK(cudaMemcpyAsync(cnt, counts.p, sizeof(cnt), cudaMemcpyDeviceToHost, st));
+	VCK(cudaStreamSynchronize(st));
+	if (cnt[0] >= NONE32)
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"the veb structure of %llu distinct keys needs 2^32 clusters or more",
+							(unsigned long long) nd);
+	img->nclusters = cnt[0];
+	img->nbitmaps = cnt[1];
+	VCKS(veb_limit(limit, (nd + 1) * 8 + cnt[0] * sizeof(GVebCluster), n, err));
+	tb = 0;
+	VCK(cub::DeviceScan::ExclusiveSum(nullptr, tb, (uint32_t *) base.p, (int64_t) nd, st));
+	VCKS(veb_alloc(temp, tb, "scan scratch", err));
+	VCK(cub::DeviceScan::ExclusiveSum(temp.p, tb, (uint32_t *) base.p, (int64_t) nd, st));
+	temp.drop();
+	VCKS(veb_alloc(cl, cnt[0] * sizeof(GVebCluster), "the clusters", err));
+	b.cl = (GVebCluster *) cl.p;
+	b.tab = NULL;
+	b.x = (const uint64_t *) x.p;
+	b.fe = (uint32_t *) fe.p;
+	b.base = (uint32_t *) base.p;
+	b.nd = nd;
+	b.hash_a = img->hash_a;
+	b.hash_b = img->hash_b;
+	init_clusters_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(b, W, leaf);
+	VCKL("init_clusters_kernel");
+	img->table_slots = 0;
+	if (cnt[0] > 0)
+	{
+		uint64_t	nc = cnt[0];
+
+		VCKS(veb_alloc(off, nc * sizeof(uint64_t), "the table offsets", err));
+		table_slots_kernel<<<veb_grid(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (uint64_t *) off.p);
+		VCKL("table_slots_kernel");
+		tb = 0;
+		VCK(cub::DeviceScan::InclusiveSum(nullptr, tb, (uint64_t *) off.p, (int64_t) nc, st));
+		VCKS(veb_alloc(temp, tb, "scan scratch", err));
+		VCK(cub::DeviceScan::InclusiveSum(temp.p, tb, (uint64_t *) off.p, (int64_t) nc, st));
+		temp.drop();
+		table_offsets_kernel<<<veb_grid(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (const uint64_t *) off.p);
+		VCKL("table_offsets_kernel");
+		VCK(cudaMemcpyAsync(&img->table_slots, (uint64_t *) off.p + nc - 1, sizeof(uint64_t),
+							cudaMemcpyDeviceToHost, st));
+		VCK(cudaStreamSynchronize(st));
+		off.drop();
+	}
+	img->device_bytes = (nd + 1) * 8 + img->nclusters * sizeof(GVebCluster) +
+		img->table_slots * 8;
+	VCKS(veb_limit(limit, img->device_bytes, n, err));
+	VCKS(veb_alloc(tab, img->table_slots * 8, "the hash tables", err));
+	if (img->table_slots)
+		VCK(cudaMemsetAsync(tab.p, 0, img->table_slots * 8, st));
+	b.tab = (unsigned long long *) tab.p;
+
+	/* 4. Link the clusters into their parents, level by level from the top. */
+	for (int L = 1; L <= leaf; L++)
+	{
+		link_level_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(b, L, W, leaf);
+		VCKL("link_level_kernel");
+	}
+	VCK(cudaStreamSynchronize(st));
+	img->d_run_start = (uint64_t *) rs.release();
+	img->d_clusters = (GVebCluster *) cl.release();
+	img->d_table = (unsigned long long *) tab.release();
+	return GI_OK;
+}
+
+/* Build from sorted device keys of the image's width. */
+static GiStatus
+veb_finish(VebImage *img, const void *d_sorted, bool check, size_t limit,
+		   GiError *err)
+{
+	if (img->hdr.key_bytes == 8)
+		return veb_build_levels<int64_t>(img, (const int64_t *) d_sorted, check, limit, err);
+	return veb_build_levels<int32_t>(img, (const int32_t *) d_sorted, check, limit, err);
+}
+
+/* What the search kernel needs of an image. */
+static VebDev
+veb_dev(const VebImage *img)
+{
+	VebDev		t;
+
+	t.cl = img->d_clusters;
+	t.tab = img->d_table;
+	t.rs = img->d_run_start;
+	t.hash_a = img->hash_a;
+	t.hash_b = img->hash_b;
+	t.nd = img->nd;
+	t.n = img->hdr.n;
+	t.kmin = img->kmin;
+	t.kmax = img->kmax;
+	t.umin = img->umin;
+	t.umax = img->umax;
+	return t;
+}
+
+/* Blocks per SM of a search kernel instantiation, read off the device. */
+template <int W>
+static int
+search_blocks_per_sm(void)
+{
+	static int	cached = 0;
+
+	if (cached == 0)
+	{
+		int			b = 0;
+
+		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, veb_search_kernel<W>, BLOCK, 0)
+			!= cudaSuccess || b <= 0)
+		{
+			(void) cudaGetLastError();
+			b = 4;
+		}
+		cached = b;
+	}
+	return cached;
+}
+
+/* Launch the search over count device probes and wait for it. */
+static GiStatus
+veb_search(VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
+		   uint64_t count, uint64_t *first, uint64_t *last, GiError *err)
+{
+	VebDev		t = veb_dev(img);
+	uint64_t	want = (count + BLOCK - 1) / BLOCK;
+	uint64_t	cap;
+
+	if (count == 0)
+		return GI_OK;
+	if (img->nd == 0)
+	{
+		VCK(cudaMemsetAsync(first, 0, count * 8, img->stream));
+		VCK(cudaMemsetAsync(last, 0, count * 8, img->stream));
+		VCK(cudaStreamSynchronize(img->stream));
+		return GI_OK;
+	}
+	if (img->universe == 64)
+	{
+		cap = (uint64_t) search_blocks_per_sm<64>() * gi_gpu_int_sm_count();
+		veb_search_kernel<64><<<(unsigned) std::min(want, cap), BLOCK, 0, img->stream>>>(
+			t, (int) op, probes, hi, count, first, last);
+		VCKL("veb_search_kernel<64>");
+	}
+	else
+	{
+		cap = (uint64_t) search_blocks_per_sm<32>() * gi_gpu_int_sm_count();
+		veb_search_kernel<32><<<(unsigned) std::min(want, cap), BLOCK, 0, img->stream>>>(
+			t, (int) op, probes, hi, count, first, last);
+		VCKL("veb_search_kernel<32>");
+	}
+	VCK(cudaStreamSynchronize(img->stream));
+	return GI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry points (gpu_veb.cuh), dispatched to from gpu_btree.cu               */
+/* ------------------------------------------------------------------------ */
+
+/* Build from sorted host keys: pinned upload, then the structure. */
+GiStatus
+gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
+			  GiImage **out, GiError *err)
+{
+	VebGuard	guard;
+	VebBuf		ks;
+	double		t0 = gi_now_ms(),
+				t1,
+				t2;
+	bool		bad = false;
+	int			kw = params->key_bytes == 8 ? 8 : 4;
+
+	*out = NULL;
+	VCKS(veb_create(params, n, guard, err));
+	VebImage   *img = guard.img;
+
+	VCKS(veb_alloc(ks, n * kw, "the sorted keys", err));
+	VCKS(gi_gpu_int_upload(ks.p, keys, n, kw, img->stream, &bad, err));
+	VCK(cudaStreamSynchronize(img->stream));
+	if (bad)
+		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
+	t1 = gi_now_ms();
+	VCKS(veb_finish(img, ks.p, true, params->device_memory_limit, err));
+	t2 = gi_now_ms();
+	img->hdr.build.transfer_ms = t1 - t0;
+	img->hdr.build.build_ms = t2 - t1;
+	img->hdr.build.total_ms = t2 - t0;
+	*out = &img->hdr;
+	guard.img = NULL;
+	return GI_OK;
+}
+
+/* Build from unsorted host pairs: upload, CUB sort, structure, and the
+ * sorted arrays back to the host when asked. */
+GiStatus
+gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
+					   const uint64_t *payloads, size_t n,
+					   int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
+					   GiImage **out, GiError *err)
+{
+	VebGuard	guard;
+	VebBuf		kin,
+				ks,
+				pin,
+				pout;
+	double		t0 = gi_now_ms(),
+				t1,
+				t2,
+				t3,
+				t4;
+	bool		bad = false;
+	bool		want_pay = payloads && sorted_payloads_out;
+	int			kw = params->key_bytes == 8 ? 8 : 4;
+
+	*out = NULL;
+	VCKS(veb_create(params, n, guard, err));
+	VebImage   *img = guard.img;
+
+	VCKS(veb_alloc(kin, n * kw, "the unsorted keys", err));
+	VCKS(veb_alloc(ks, n * kw, "the sorted keys", err));
+	if (want_pay)
+	{
+		VCKS(veb_alloc(pin, n * 8, "the unsorted payloads", err));
+		VCKS(veb_alloc(pout, n * 8, "the sorted payloads", err));
+	}
+	VCKS(gi_gpu_int_upload(kin.p, keys, n, kw, img->stream, &bad, err));
+	if (want_pay)
+		VCKS(gi_gpu_int_upload(pin.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
+	VCK(cudaStreamSynchronize(img->stream));
+	if (bad)
+		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
+	t1 = gi_now_ms();
+	VCKS(gi_gpu_int_sort_pairs(kw, n, img->stream, kin.p, (const uint64_t *) pin.p,
+							   (uint64_t *) pout.p, ks.p, err));
+	VCK(cudaStreamSynchronize(img->stream));
+	t2 = gi_now_ms();
+	kin.drop();
+	pin.drop();
+	/* the width of 2-byte keys is checked; their order is known */
+	VCKS(veb_finish(img, ks.p, params->key_bytes == 2, params->device_memory_limit, err));
+	t3 = gi_now_ms();
+	if (sorted_keys_out)
+		VCKS(gi_gpu_int_download(sorted_keys_out, ks.p, n, kw, img->stream, err));
+	if (want_pay)
+		VCKS(gi_gpu_int_download((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
+	t4 = gi_now_ms();
+	img->hdr.build.transfer_ms = (t1 - t0) + (t4 - t3);
+	img->hdr.build.sort_ms = t2 - t1;
+	img->hdr.build.build_ms = t3 - t2;
+	img->hdr.build.total_ms = t4 - t0;
+	*out = &img->hdr;
+	guard.img = NULL;
+	return GI_OK;
+}
+
+/* Build from device-resident keys (and payloads), sorting them if asked. */
+GiStatus
+gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
+				  const uint64_t *d_payloads, size_t n, bool sorted,
+				  uint64_t *d_payloads_out, GiImage **out, GiError *err)
+{
+	VebGuard	guard;
+	VebBuf		ks;
+	double		t0 = gi_now_ms(),
+				t1;
+	int			kw = params->key_bytes == 8 ? 8 : 4;
+
+	*out = NULL;
+	VCKS(veb_create(params, n, guard, err));
+	VebImage   *img = guard.img;
+
+	if (sorted)
+	{
+		if (d_payloads && d_payloads_out && n)
+			VCK(cudaMemcpyAsync(d_payloads_out, d_payloads, n * 8, cudaMemcpyDeviceToDevice, img->stream));
+	}
+	else
+	{
+		VCKS(veb_alloc(ks, n * kw, "the sorted keys", err));
+		VCKS(gi_gpu_int_sort_pairs(kw, n, img->stream, d_keys, d_payloads, d_payloads_out,
+								   ks.p, err));
+	}
+	VCK(cudaStreamSynchronize(img->stream));
+	t1 = gi_now_ms();
+	VCKS(veb_finish(img, sorted ? d_keys : ks.p, sorted || params->key_bytes == 2,
+					params->device_memory_limit, err));
+	img->hdr.build.sort_ms = sorted ? 0 : t1 - t0;
+	img->hdr.build.build_ms = gi_now_ms() - t1;
+	img->hdr.build.total_ms = gi_now_ms() - t0;
+	*out = &img->hdr;
+	guard.img = NULL;
+	return GI_OK;
+}
+
+/* Free an image and its device memory. */
+void
+gpu_veb_free(GiImage *image)
+{
+	veb_release((VebImage *) image);
+}
+
+/* Answer a host batch in chunks: pinned upload, search, results back. */
+GiStatus
+gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
+			  const int64_t *probes_hi, size_t nprobes, uint64_t *first,
+			  uint64_t *last, GiError *err)
+{
+	VebImage   *img = (VebImage *) image;
+	VebBuf		dp,
+				dh,
+				df,
+				dl;
+	double		t0 = gi_now_ms(),
+				search_ms = 0,
+				xfer_ms = 0;
+	size_t		cap;
+
+	VCKS(gi_gpu_int_need_device(err));
+	memset(&image->last_query, 0, sizeof(image->last_query));
+	if (img->nd == 0)
+	{
+		memset(first, 0, nprobes * sizeof(uint64_t));
+		memset(last, 0, nprobes * sizeof(uint64_t));
+		return GI_OK;
+	}
+	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
+	VCKS(veb_alloc(dp, cap * 8, "the probes", err));
+	if (probes_hi)
+		VCKS(veb_alloc(dh, cap * 8, "the upper bounds", err));
+	VCKS(veb_alloc(df, cap * 8, "the results", err));
+	VCKS(veb_alloc(dl, cap * 8, "the results", err));
+	for (size_t off = 0; off < nprobes; off += cap)
+	{
+		size_t		cnt = std::min(cap, nprobes - off);
+		double		a = gi_now_ms();
+
+		VCKS(gi_gpu_int_upload(dp.p, probes + off, cnt, 8, img->stream, NULL, err));
+		if (probes_hi)
+			VCKS(gi_gpu_int_upload(dh.p, probes_hi + off, cnt, 8, img->stream, NULL, err));
+		VCK(cudaStreamSynchronize(img->stream));
+		xfer_ms += gi_now_ms() - a;
+		a = gi_now_ms();
+		VCKS(veb_search(img, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
+						(uint64_t *) df.p, (uint64_t *) dl.p, err));
+		search_ms += gi_now_ms() - a;
+		a = gi_now_ms();
+		VCKS(gi_gpu_int_download((int64_t *) first + off, df.p, cnt, 8, img->stream, err));
+		VCKS(gi_gpu_int_download((int64_t *) last + off, dl.p, cnt, 8, img->stream, err));
+		xfer_ms += gi_now_ms() - a;
+	}
+	image->last_query.transfer_ms = xfer_ms;
+	image->last_query.search_ms = search_ms;
+	image->last_query.total_ms = gi_now_ms() - t0;
+	return GI_OK;
+}
+
+/* Answer a device-resident batch (results on the device). */
+GiStatus
+gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+				  const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
+				  uint64_t *d_last, GiError *err)
+{
+	VebImage   *img = (VebImage *) image;
+	double		t0 = gi_now_ms();
+
+	VCKS(veb_search(img, op, d_probes, d_hi, nprobes, d_first, d_last, err));
+	memset(&image->last_query, 0, sizeof(image->last_query));
+	image->last_query.search_ms = gi_now_ms() - t0;
+	image->last_query.total_ms = image->last_query.search_ms;
+	return GI_OK;
+}
+
+/* Describe a GPU veb image. */
+void
+gpu_veb_info(const GiImage *image, GiImageInfo *info)
+{
+	const VebImage *img = (const VebImage *) image;
+	uint64_t	structure_bytes = img->nclusters * sizeof(GVebCluster) +
+		img->table_slots * 8;
+
+	info->engine = GI_ENGINE_GPU;
+	info->structure = GI_STRUCT_VEB;
+	info->key_bytes = image->key_bytes;
+	info->entries = image->n;
+	info->distinct_keys = img->nd;
+	info->levels = img->universe == 64 ? 6 : 5;		/* d: W = 2^d */
+	info->node_order = 0;
+	info->nodes = img->nclusters;
+	info->host_bytes = sizeof(VebImage);
+	info->device_bytes = img->device_bytes;
+	info->build = image->build;
+	info->last_query = image->last_query;
+	snprintf(info->device_name, sizeof(info->device_name), "%s", img->device_name);
+	info->clusters = img->nclusters + img->nbitmaps;
+	info->hash_bytes = img->table_slots * 8;
+	info->space_overhead = img->nd ?
+		(double) structure_bytes / ((double) img->nd * image->key_bytes) : 0.0;
+}
+
+/* The image's stream. */
+cudaStream_t
+gpu_veb_stream(const GiImage *image)
+{
+	return ((const VebImage *) image)->stream;
+}
