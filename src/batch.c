@@ -6,10 +6,12 @@
 #include "gpuidx.h"
 
 #include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/visibilitymap.h"
 #include "catalog/index.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
@@ -39,6 +41,7 @@ typedef struct Batch
 	Snapshot	snapshot;
 	bool		rls;			/* row-level security applies */
 	bool		plain_column;	/* key is a plain column (no expression) */
+	bool		heap_page_path; /* heap table, plain column: visible_by_page */
 	GpuidxImageData *img;
 	Buffer		vmbuffer;
 } Batch;
@@ -48,6 +51,7 @@ typedef struct BatchRow
 {
 	int64		probe;			/* 0-based probe number */
 	int64		pos;			/* position in the image */
+	int64		key;			/* its key (copied: the image is not reread) */
 	ItemPointerData ctid;		/* the visible tuple's TID */
 } BatchRow;
 
@@ -60,7 +64,7 @@ typedef struct RowList
 
 /* Append a row to a list. */
 static void
-rows_push(RowList *list, int64 probe, int64 pos, ItemPointer ctid)
+rows_push(RowList *list, int64 probe, int64 pos, int64 key, ItemPointer ctid)
 {
 	if (list->n == list->cap)
 	{
@@ -71,6 +75,7 @@ rows_push(RowList *list, int64 probe, int64 pos, ItemPointer ctid)
 	}
 	list->rows[list->n].probe = probe;
 	list->rows[list->n].pos = pos;
+	list->rows[list->n].key = key;
 	list->rows[list->n].ctid = *ctid;
 	list->n++;
 }
@@ -109,6 +114,7 @@ batch_open(Batch *b, Oid indexoid)
 	b->rls = check_enable_rls(heapoid, InvalidOid, false) == RLS_ENABLED;
 	b->indexInfo = BuildIndexInfo(b->index);
 	b->plain_column = b->indexInfo->ii_Expressions == NIL;
+	b->heap_page_path = b->plain_column && b->heap->rd_rel->relam == HEAP_TABLE_AM_OID;
 	b->estate = CreateExecutorState();
 	b->econtext = GetPerTupleExprContext(b->estate);
 	b->slot = table_slot_create(b->heap, NULL);
@@ -234,6 +240,66 @@ rls_filter(Batch *b, RowList *list, int64 from)
 	pfree(arr);
 }
 
+/*
+ * Heap tables: visibility of candidates sorted by TID, one page at a time
+ * (one pin and one share lock per heap page, as a bitmap heap scan does),
+ * instead of one table_index_fetch_tuple call per candidate.
+ */
+static void
+visible_by_page(Batch *b, const int64 *sorted_tids, const uint64 *order,
+				int64 ncand, const int64 *cand_key, bool *visible,
+				ItemPointerData *ctids)
+{
+	TupleDesc	desc = RelationGetDescr(b->heap);
+	AttrNumber	attnum = b->indexInfo->ii_IndexAttrNumbers[0];
+	Oid			keytype = TupleDescAttr(RelationGetDescr(b->index), 0)->atttypid;
+
+	/*
+	 * Under an MVCC snapshot the visible member of a HOT chain carries the
+	 * indexed key and the image is current, so the key needs no recheck
+	 * (as in an index scan); other snapshots recheck it.
+	 */
+	bool		recheck = !IsMVCCSnapshot(b->snapshot);
+	int64		i = 0;
+
+	while (i < ncand)
+	{
+		BlockNumber blk = (BlockNumber) ((uint64) sorted_tids[i] >> 16);
+		Buffer		buf;
+		OffsetNumber maxoff;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBuffer(b->heap, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		maxoff = PageGetMaxOffsetNumber(BufferGetPage(buf));
+		for (; i < ncand && (BlockNumber) ((uint64) sorted_tids[i] >> 16) == blk; i++)
+		{
+			int64		c = (int64) order[i];
+			ItemPointerData tid;
+			HeapTupleData tuple;
+			bool		all_dead = false;
+
+			gpuidx_tid_unpack((uint64) sorted_tids[i], &tid);
+			visible[c] = false;
+			if (ItemPointerGetOffsetNumber(&tid) > maxoff ||
+				!heap_hot_search_buffer(&tid, b->heap, buf, b->snapshot, &tuple,
+										&all_dead, true))
+				continue;
+			if (recheck)
+			{
+				bool		isnull;
+				Datum		value = heap_getattr(&tuple, attnum, desc, &isnull);
+
+				if (isnull || gpuidx_datum_to_key(value, keytype) != cand_key[c])
+					continue;
+			}
+			visible[c] = true;
+			ctids[c] = tid;
+		}
+		UnlockReleaseBuffer(buf);
+	}
+}
+
 /* Above this many candidates a round fetches in position order, unsorted. */
 #define MAX_SORTED_FETCH (8 * 1024 * 1024)
 
@@ -255,6 +321,7 @@ fetch_candidates(Batch *b, const int64 *active, int64 nactive,
 	uint64	   *order;
 	int64	   *cand_pos;
 	int64	   *cand_probe;
+	int64	   *cand_key;
 	bool	   *visible;
 	ItemPointerData *ctids;
 
@@ -274,7 +341,7 @@ fetch_candidates(Batch *b, const int64 *active, int64 nactive,
 				if (((pos - first[p]) & 0xFFF) == 0)
 					CHECK_FOR_INTERRUPTS();
 				if (entry_visible(b, (int64) pos, &ctid))
-					rows_push(out, probe_base + p, (int64) pos, &ctid);
+					rows_push(out, probe_base + p, (int64) pos, b->img->keys[pos], &ctid);
 			}
 		}
 		return;
@@ -284,38 +351,47 @@ fetch_candidates(Batch *b, const int64 *active, int64 nactive,
 	order = gpuidx_alloc_huge(sizeof(uint64) * Max(ncand, 1));
 	cand_pos = gpuidx_alloc_huge(sizeof(int64) * Max(ncand, 1));
 	cand_probe = gpuidx_alloc_huge(sizeof(int64) * Max(ncand, 1));
+	cand_key = gpuidx_alloc_huge(sizeof(int64) * Max(ncand, 1));
 	for (i = 0, c = 0; i < nactive; i++)
 	{
 		int64		p = active[i];
 		uint64		pos;
 
+		/* Runs are contiguous in the image: sequential reads here only. */
 		for (pos = first[p]; pos < last[p]; pos++, c++)
 		{
 			cand_pos[c] = (int64) pos;
 			cand_probe[c] = p;
+			cand_key[c] = b->img->keys[pos];
 			tidkey[c] = (int64) b->img->tids[pos];
 			order[c] = (uint64) c;
 		}
 	}
 	gpuidx_sort_pairs(tidkey, order, ncand);
-	pfree(tidkey);
 
 	visible = gpuidx_alloc_huge(sizeof(bool) * Max(ncand, 1));
 	ctids = gpuidx_alloc_huge(sizeof(ItemPointerData) * Max(ncand, 1));
-	for (i = 0; i < ncand; i++)
+	if (b->heap_page_path)
+		visible_by_page(b, tidkey, order, ncand, cand_key, visible, ctids);
+	else
 	{
-		c = (int64) order[i];
-		if ((i & 0xFFF) == 0xFFF)
-			CHECK_FOR_INTERRUPTS();
-		visible[c] = entry_visible(b, cand_pos[c], &ctids[c]);
+		for (i = 0; i < ncand; i++)
+		{
+			c = (int64) order[i];
+			if ((i & 0xFFF) == 0xFFF)
+				CHECK_FOR_INTERRUPTS();
+			visible[c] = entry_visible(b, cand_pos[c], &ctids[c]);
+		}
 	}
 	for (c = 0; c < ncand; c++)
 		if (visible[c])
-			rows_push(out, probe_base + cand_probe[c], cand_pos[c], &ctids[c]);
+			rows_push(out, probe_base + cand_probe[c], cand_pos[c], cand_key[c], &ctids[c]);
 
+	pfree(tidkey);
 	pfree(order);
 	pfree(cand_pos);
 	pfree(cand_probe);
+	pfree(cand_key);
 	pfree(visible);
 	pfree(ctids);
 }
@@ -478,7 +554,7 @@ run_batch(FunctionCallInfo fcinfo, GiOp op)
 			bool		nulls[3] = {false, false, false};
 
 			values[0] = Int32GetDatum((int32) (pidx[rows.rows[i].probe] + 1));
-			values[1] = Int64GetDatum(b.img->keys[rows.rows[i].pos]);
+			values[1] = Int64GetDatum(rows.rows[i].key);
 			values[2] = PointerGetDatum(&rows.rows[i].ctid);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
