@@ -97,8 +97,22 @@ BEGIN;
 INSERT INTO t SELECT g, 5, 5, 'rolled back' FROM generate_series(30001, 30100) g;
 ROLLBACK;
 SELECT check_same($q$SELECT id, k FROM t WHERE k IN (4, 5, 6) OR k BETWEEN 300 AND 310$q$);
+-- key only: no column but k is needed, so all-visible pages skip the heap
+SELECT check_same($q$SELECT k FROM t WHERE k IN (4, 5, 6) OR k BETWEEN 300 AND 310$q$);
+SELECT check_same($q$SELECT count(*) AS n FROM t WHERE k BETWEEN -500 AND 500$q$);
 VACUUM t;
 SELECT check_same($q$SELECT id, k FROM t WHERE k IN (4, 5, 6) OR k BETWEEN 300 AND 310$q$);
+SELECT check_same($q$SELECT k FROM t WHERE k IN (4, 5, 6) OR k BETWEEN 300 AND 310$q$);
+SELECT check_same($q$SELECT k4 FROM t WHERE k4 = ANY('{1,2,3,-100,100}'::int8[])$q$);
+SELECT check_same($q$SELECT count(*) AS n FROM t WHERE k BETWEEN -500 AND 500$q$);
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT k FROM t WHERE k IN (4, 5, 6);
+EXPLAIN (COSTS OFF) SELECT k, id FROM t WHERE k IN (4, 5, 6);
+RESET enable_seqscan;
+RESET enable_indexscan;
+RESET enable_bitmapscan;
 
 -- Generic plans with parameters, and rescans as the inner side of a join.
 PREPARE q(int8[], int8, int8) AS

@@ -19,6 +19,8 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/sysattr.h"
+#include "access/visibilitymap.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -267,8 +269,8 @@ add_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
 	cpath->path.pathkeys = NIL;
 	cpath->flags = 0;
 	cpath->custom_paths = NIL;
-	cpath->custom_private = list_make3(makeInteger((int) index->indexoid), batch,
-									   exact);
+	cpath->custom_private = list_make4(makeInteger((int) index->indexoid), batch,
+									   exact, makeInteger(index->indexkeys[0]));
 	cpath->methods = &gpuidx_path_methods;
 	cost_gpuidx_path(root, rel, index, batch, &cpath->path);
 	if (cpath->path.param_info)
@@ -374,7 +376,23 @@ plan_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = NIL;
 	cscan->custom_exprs = copyObject(batch);
-	cscan->custom_private = list_make1(linitial(best_path->custom_private));
+	/*
+	 * Key-only: when the query needs no column of the table but the indexed
+	 * one (as an index-only scan decides), tuples on all-visible pages come
+	 * back from the image without a heap fetch.
+	 */
+	{
+		int			keyattno = intVal(lfourth(best_path->custom_private));
+		Bitmapset  *attrs = NULL;
+
+		pull_varattnos((Node *) rel->reltarget->exprs, rel->relid, &attrs);
+		pull_varattnos((Node *) cscan->scan.plan.qual, rel->relid, &attrs);
+		if (keyattno <= 0 ||
+			!bms_is_subset(attrs, bms_make_singleton(keyattno - FirstLowInvalidHeapAttributeNumber)))
+			keyattno = 0;
+		cscan->custom_private = list_make2(linitial(best_path->custom_private),
+										   makeInteger(keyattno));
+	}
 	cscan->custom_scan_tlist = NIL;
 	cscan->methods = &gpuidx_scan_methods;
 	return &cscan->scan.plan;
@@ -410,8 +428,12 @@ typedef struct GpuidxScanState
 	IndexFetchTableData *fetch;
 	TupleTableSlot *fetch_slot;	/* the table AM's own slot */
 	uint64	   *hits;			/* packed TIDs, in heap order */
+	int64	   *hit_keys;		/* their keys (key-only mode) */
 	int64		nhits;
 	int64		next;
+	AttrNumber	keyonly_attno;	/* > 0: key-only mode, the key's column */
+	Buffer		vmbuffer;		/* visibility map page (key-only mode) */
+	Oid			keytype;
 	/* for EXPLAIN ANALYZE */
 	int64		stat_probes;
 	int64		stat_hits;
@@ -507,6 +529,9 @@ begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
 	ListCell   *lc;
 
 	state->index = index_open(indexoid, AccessShareLock);
+	state->keyonly_attno = (AttrNumber) intVal(lsecond(cscan->custom_private));
+	state->keytype = TupleDescAttr(RelationGetDescr(state->index), 0)->atttypid;
+	state->vmbuffer = InvalidBuffer;
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 	foreach(lc, cscan->custom_exprs)
@@ -755,9 +780,39 @@ compute_hits(GpuidxScanState *state)
 		pfree(state->hits);
 	state->hits = NULL;
 
+	if (state->hit_keys)
+		pfree(state->hit_keys);
+	state->hit_keys = NULL;
+
+	if (state->keyonly_attno > 0)
+	{
+		/* Key-only: positions give keys and TIDs; sorted into heap order. */
+		first = palloc(sizeof(uint64) * iv.n);
+		last = palloc(sizeof(uint64) * iv.n);
+		gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last);
+		state->ms_search += lap_ms(&t);
+		for (i = 0; i < iv.n; i++)
+			total += (int64) (last[i] - first[i]);
+		state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+		state->hit_keys = gpuidx_alloc_huge(sizeof(int64) * Max(total, 1));
+		for (i = 0; i < iv.n; i++)
+		{
+			uint64		pos;
+
+			for (pos = first[i]; pos < last[i]; pos++)
+			{
+				state->hits[state->nhits] = state->img->tids[pos];
+				state->hit_keys[state->nhits++] = state->img->keys[pos];
+			}
+		}
+		gpuidx_sort_pairs((int64 *) state->hits, (uint64 *) state->hit_keys, total);
+		state->ms_compact += lap_ms(&t);
+		pfree(first);
+		pfree(last);
+	}
 	/* The engine marks a hit mask and compacts it (SPACE), in heap order. */
-	if (gpuidx_select_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n,
-							&state->hits, &state->nhits))
+	else if (gpuidx_select_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n,
+								 &state->hits, &state->nhits))
 	{
 		GiImageInfo info;
 
@@ -817,7 +872,28 @@ next_gpuidx_tuple(ScanState *ss)
 		bool		all_dead = false;
 
 		CHECK_FOR_INTERRUPTS();
-		gpuidx_tid_unpack(state->hits[state->next++], &tid);
+		gpuidx_tid_unpack(state->hits[state->next], &tid);
+		if (state->keyonly_attno > 0 &&
+			VM_ALL_VISIBLE(ss->ss_currentRelation, ItemPointerGetBlockNumber(&tid),
+						   &state->vmbuffer))
+		{
+			/* All-visible page: the key from the image is the row's answer. */
+			int64		key = state->hit_keys[state->next++];
+			int			natts = slot->tts_tupleDescriptor->natts;
+
+			ExecClearTuple(slot);
+			memset(slot->tts_isnull, true, sizeof(bool) * natts);
+			slot->tts_values[state->keyonly_attno - 1] =
+				state->keytype == INT2OID ? Int16GetDatum((int16) key) :
+				state->keytype == INT4OID ? Int32GetDatum((int32) key) : Int64GetDatum(key);
+			slot->tts_isnull[state->keyonly_attno - 1] = false;
+			ExecStoreVirtualTuple(slot);
+			slot->tts_tid = tid;
+			slot->tts_tableOid = RelationGetRelid(ss->ss_currentRelation);
+			state->ms_heap += lap_ms(&t);
+			return slot;
+		}
+		state->next++;
 		state->stat_fetches++;
 		if (table_index_fetch_tuple(state->fetch, &tid, snapshot,
 									state->fetch_slot, &call_again, &all_dead))
@@ -875,6 +951,8 @@ end_gpuidx_scan(CustomScanState *node)
 	if (state->img)
 		gpuidx_image_release(state->img);
 	state->img = NULL;
+	if (BufferIsValid(state->vmbuffer))
+		ReleaseBuffer(state->vmbuffer);
 	if (state->fetch)
 		table_index_fetch_end(state->fetch);
 	if (state->index)
@@ -896,6 +974,8 @@ explain_gpuidx_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 	batch = (Node *) make_ands_explicit(cscan->custom_exprs);
 	s = deparse_expression(batch, context, es->verbose, false);
 	ExplainPropertyText("Batch", s, es);
+	if (state->keyonly_attno > 0)
+		ExplainPropertyBool("Key Only", true, es);
 	if (es->analyze)
 	{
 		ExplainPropertyText("Engine", gi_engine_name(state->engine), es);
