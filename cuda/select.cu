@@ -122,7 +122,9 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 				count = 0;
 	unsigned long long bound = 0;
 	double		t0 = gi_now_ms(),
-				t_search;
+				t_h2d = 0,
+				t_d2h = 0,
+				t_search = 0;
 	GiTimings	search_timings;
 
 	*out = NULL;
@@ -147,12 +149,14 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 		SEL_CK(cudaMemcpyAsync(d_hi, probes_hi, nprobes * sizeof(int64_t),
 							   cudaMemcpyHostToDevice, stream));
 	SEL_CK(cudaMemsetAsync(d_mask, 0, words * sizeof(unsigned long long), stream));
+	SEL_CK(cudaStreamSynchronize(stream));
+	t_h2d = gi_now_ms() - t0;
 
 	st = gpuidx_dev_query(image, op, d_probes, d_hi, nprobes, d_first, d_last, NULL, err);
 	if (st != GI_OK)
 		goto done;
 	search_timings = image->last_query;
-	t_search = gi_now_ms() - t0;
+	t_search = gi_now_ms() - t0 - t_h2d;
 
 	/* The hit count is at most the sum of the range lengths (and n). */
 	SEL_CK(cudaMalloc(&d_len, nprobes * sizeof(unsigned long long)));
@@ -198,14 +202,18 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 		st = gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for %zu hits", count);
 		goto done;
 	}
+	t_d2h = gi_now_ms();
 	SEL_CK(cudaMemcpyAsync(host, d_sorted ? d_sorted : d_out, count * sizeof(uint64_t),
 						   cudaMemcpyDeviceToHost, stream));
 	SEL_CK(cudaStreamSynchronize(stream));
+	t_d2h = gi_now_ms() - t_d2h;
 
 	image->last_query = search_timings;
+	image->last_query.transfer_ms = t_h2d + t_d2h;
 	image->last_query.search_ms = t_search;
-	image->last_query.build_ms = gi_now_ms() - t0 - t_search;	/* mask + compaction */
 	image->last_query.total_ms = gi_now_ms() - t0;
+	/* mask marking, compaction and the sort into heap order */
+	image->last_query.build_ms = image->last_query.total_ms - t_h2d - t_d2h - t_search;
 	*out = host;
 	*nout = count;
 	host = NULL;

@@ -438,6 +438,7 @@ typedef struct GpuidxScanState
 	int64		stat_probes;
 	int64		stat_hits;
 	int64		stat_fetches;
+	double		ms_transfer;
 	double		ms_search;
 	double		ms_compact;
 	double		ms_heap;
@@ -817,8 +818,10 @@ compute_hits(GpuidxScanState *state)
 		GiImageInfo info;
 
 		gi_image_info(state->img->image, &info);
+		state->ms_transfer += info.last_query.transfer_ms;
 		state->ms_search += info.last_query.search_ms;
-		state->ms_compact += info.last_query.total_ms - info.last_query.search_ms;
+		state->ms_compact += Max(info.last_query.total_ms - info.last_query.search_ms -
+								 info.last_query.transfer_ms, 0.0);
 		lap_ms(&t);
 	}
 	else
@@ -984,6 +987,7 @@ explain_gpuidx_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Heap Fetches", NULL, state->stat_fetches, es);
 		if (es->timing)
 		{
+			ExplainPropertyFloat("Transfer Time", "ms", state->ms_transfer, 3, es);
 			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);
 			ExplainPropertyFloat("Compaction Time", "ms", state->ms_compact, 3, es);
 			ExplainPropertyFloat("Heap Time", "ms", state->ms_heap, 3, es);
