@@ -18,6 +18,8 @@
 
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/tableam.h"
 #include "access/sysattr.h"
 #include "access/visibilitymap.h"
@@ -432,6 +434,11 @@ typedef struct GpuidxScanState
 	int64		nhits;
 	int64		next;
 	AttrNumber	keyonly_attno;	/* > 0: key-only mode, the key's column */
+	bool		heap_pages;		/* heap table: visit hits a page at a time */
+	Buffer		page_buf;		/* the pinned heap page being returned */
+	int			page_n;			/* its visible tuples' offsets ... */
+	int			page_i;			/* ... and the next one to return */
+	OffsetNumber page_offs[MaxHeapTuplesPerPage];
 	Buffer		vmbuffer;		/* visibility map page (key-only mode) */
 	Oid			keytype;
 	/* for EXPLAIN ANALYZE */
@@ -533,6 +540,8 @@ begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
 	state->keyonly_attno = (AttrNumber) intVal(lsecond(cscan->custom_private));
 	state->keytype = TupleDescAttr(RelationGetDescr(state->index), 0)->atttypid;
 	state->vmbuffer = InvalidBuffer;
+	state->page_buf = InvalidBuffer;
+	state->heap_pages = node->ss.ss_currentRelation->rd_rel->relam == HEAP_TABLE_AM_OID;
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 	foreach(lc, cscan->custom_exprs)
@@ -856,6 +865,78 @@ compute_hits(GpuidxScanState *state)
 	state->stat_hits += state->nhits;
 }
 
+/* Drop the pinned heap page, if any. */
+static void
+release_heap_page(GpuidxScanState *state)
+{
+	if (BufferIsValid(state->page_buf))
+		ReleaseBuffer(state->page_buf);
+	state->page_buf = InvalidBuffer;
+	state->page_n = state->page_i = 0;
+}
+
+/*
+ * Heap tables: the hits (in TID order) are visited a page at a time, as a
+ * bitmap heap scan does: one share lock finds every visible tuple of the
+ * page (following HOT chains), then they are returned from the pinned page.
+ */
+static TupleTableSlot *
+next_from_heap_pages(GpuidxScanState *state, TupleTableSlot *slot, Snapshot snapshot)
+{
+	Relation	rel = state->css.ss.ss_currentRelation;
+
+	for (;;)
+	{
+		if (state->page_i < state->page_n)
+		{
+			Page		page = BufferGetPage(state->page_buf);
+			OffsetNumber off = state->page_offs[state->page_i++];
+			ItemId		lp = PageGetItemId(page, off);
+			HeapTupleData tuple;
+
+			tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			tuple.t_len = ItemIdGetLength(lp);
+			tuple.t_tableOid = RelationGetRelid(rel);
+			ItemPointerSet(&tuple.t_self, BufferGetBlockNumber(state->page_buf), off);
+			ExecStoreBufferHeapTuple(&tuple, state->fetch_slot, state->page_buf);
+			ExecCopySlot(slot, state->fetch_slot);
+			slot->tts_tid = tuple.t_self;
+			slot->tts_tableOid = tuple.t_tableOid;
+			return slot;
+		}
+		release_heap_page(state);
+		if (state->next >= state->nhits)
+			return ExecClearTuple(slot);
+
+		CHECK_FOR_INTERRUPTS();
+		{
+			BlockNumber blk = (BlockNumber) (state->hits[state->next] >> 16);
+			Buffer		buf = ReadBuffer(rel, blk);
+			OffsetNumber maxoff;
+
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			maxoff = PageGetMaxOffsetNumber(BufferGetPage(buf));
+			while (state->next < state->nhits &&
+				   (BlockNumber) (state->hits[state->next] >> 16) == blk)
+			{
+				ItemPointerData tid;
+				HeapTupleData tuple;
+				bool		all_dead = false;
+
+				gpuidx_tid_unpack(state->hits[state->next++], &tid);
+				state->stat_fetches++;
+				if (ItemPointerGetOffsetNumber(&tid) <= maxoff &&
+					state->page_n < MaxHeapTuplesPerPage &&
+					heap_hot_search_buffer(&tid, rel, buf, snapshot, &tuple,
+										   &all_dead, true))
+					state->page_offs[state->page_n++] = ItemPointerGetOffsetNumber(&tid);
+			}
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+			state->page_buf = buf;	/* keep the pin while returning its tuples */
+		}
+	}
+}
+
 /* Fetch the next hit visible with the snapshot. */
 static TupleTableSlot *
 next_gpuidx_tuple(ScanState *ss)
@@ -868,6 +949,13 @@ next_gpuidx_tuple(ScanState *ss)
 	if (!state->computed)
 		compute_hits(state);
 	INSTR_TIME_SET_CURRENT(t);
+	if (state->heap_pages && state->keyonly_attno == 0)
+	{
+		TupleTableSlot *ret = next_from_heap_pages(state, slot, snapshot);
+
+		state->ms_heap += lap_ms(&t);
+		return ret;
+	}
 	while (state->next < state->nhits)
 	{
 		ItemPointerData tid;
@@ -937,6 +1025,9 @@ rescan_gpuidx_scan(CustomScanState *node)
 	state->computed = false;
 	state->nhits = 0;
 	state->next = 0;
+	release_heap_page(state);
+	if (state->fetch_slot)
+		ExecClearTuple(state->fetch_slot);
 	if (state->img)
 	{
 		gpuidx_image_release(state->img);
@@ -956,6 +1047,9 @@ end_gpuidx_scan(CustomScanState *node)
 	state->img = NULL;
 	if (BufferIsValid(state->vmbuffer))
 		ReleaseBuffer(state->vmbuffer);
+	if (state->fetch_slot)
+		ExecClearTuple(state->fetch_slot);
+	release_heap_page(state);
 	if (state->fetch)
 		table_index_fetch_end(state->fetch);
 	if (state->index)

@@ -88,7 +88,7 @@ gib_table() {
           FROM gibench.results g
           JOIN gibench.results b ON b.method = 'btree' AND b.batch = g.batch
                AND b.workload = CASE WHEN g.workload IN ('any', 'lookup') THEN 'point' ELSE g.workload END
-         WHERE g.method = 'gpuidx'
+         WHERE g.method = 'gpuidx' AND g.workload NOT LIKE 'or%'
          ORDER BY array_position(ARRAY['any','lookup','pred','rcount'], g.workload), g.batch, g.engine" |
     awk -F'|' -v engines="$engines" '
         BEGIN {
@@ -133,4 +133,40 @@ gib_plans() {
             pgc_psql -At -c "SELECT gibench.plan('$w', '$m', $n)" | head -n 4 | cut -c1-110 | sed "s/^/    /" || true
         done
     done
+}
+
+# Print the multi-range OR table: selectivity, btree ms, ms and ratio per engine, rows.
+gib_or_table() {
+    local engines="$1"
+    pgc_psql -At -F'|' -c "
+        SELECT g.workload, round(b.ms::numeric, 2), g.engine, round(g.ms::numeric, 2), b.nrows, g.nrows
+          FROM gibench.results g
+          JOIN gibench.results b ON b.method = 'btree' AND b.workload = g.workload
+         WHERE g.method = 'gpuidx' AND g.workload LIKE 'or%'
+         ORDER BY (regexp_replace(g.workload, '^or([0-9.]+)%.*', '\\1'))::numeric, g.engine" |
+    awk -F'|' -v engines="$engines" '
+        BEGIN {
+            ne = split(engines, E, " ")
+            hdr = sprintf("%-15s %11s", "selected", "btree ms")
+            for (i = 1; i <= ne; i++) hdr = hdr sprintf(" %11s %9s", E[i] " ms", "x " E[i])
+            print hdr sprintf(" %11s %11s", "rows btree", "rows gpuidx")
+        }
+        {
+            key = $1
+            if (!(key in seen)) { seen[key] = 1; order[++nk] = key; BT[key] = $2; RB[key] = $5 }
+            MS[key, $3] = $4; RG[key] = $6
+        }
+        END {
+            for (k = 1; k <= nk; k++) {
+                key = order[k]; w = key; sub(/^or/, "", w)
+                line = sprintf("%-15s %11.2f", w, BT[key])
+                for (i = 1; i <= ne; i++) {
+                    if ((key, E[i]) in MS) {
+                        ms = MS[key, E[i]]
+                        line = line sprintf(" %11.2f %8.1fx", ms, (ms > 0 ? BT[key] / ms : 0))
+                    } else line = line sprintf(" %11s %9s", "-", "-")
+                }
+                print line sprintf(" %11d %11d", RB[key], RG[key])
+            }
+        }'
 }

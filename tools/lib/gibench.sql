@@ -112,3 +112,39 @@ BEGIN
         RETURN NEXT line;
     END LOOP;
 END $$;
+
+-- Multi-range OR: nranges disjoint ranges over the key domain [0, 4*nrows)
+-- covering sel_pct percent of it, as one WHERE k BETWEEN .. OR .. clause.
+CREATE FUNCTION gibench.or_query(tbl text, sel_pct numeric, nranges int, nrows bigint)
+RETURNS text LANGUAGE sql AS $$
+    SELECT format('SELECT count(v) FROM %s WHERE ', tbl) ||
+           string_agg(format('k BETWEEN %s AND %s', lo, lo + width - 1), ' OR ' ORDER BY i)
+      FROM (SELECT i,
+                   (i * (4 * nrows / nranges))::bigint AS lo,
+                   greatest(1, (4 * nrows * sel_pct / 100 / nranges)::bigint) AS width
+              FROM generate_series(0, nranges - 1) i) r
+$$;
+
+-- Time the multi-range OR through btree (the planner's choice: bitmap scans)
+-- or through gpuidx with an engine (GpuIndexScan).
+CREATE FUNCTION gibench.measure_or(sel_pct numeric, nranges int, method text, engine text,
+                                   reps int, nrows bigint, OUT ms float8, OUT nrows_out bigint)
+LANGUAGE plpgsql AS $$
+DECLARE q text := gibench.or_query(CASE method WHEN 'btree' THEN 't_bt' ELSE 't_gi' END,
+                                   sel_pct, nranges, nrows);
+BEGIN
+    IF method = 'gpuidx' THEN
+        PERFORM set_config('gpuidx.engine', engine, false);
+    END IF;
+    SELECT t.ms, t.nrows INTO ms, nrows_out FROM gibench.time_query(q, NULL, NULL, reps) t;
+    INSERT INTO gibench.results VALUES ('or' || sel_pct || '%x' || nranges, nranges, method, engine, ms, nrows_out);
+END $$;
+
+-- EXPLAIN (COSTS OFF) lines of a query text.
+CREATE FUNCTION gibench.explain_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        RETURN NEXT line;
+    END LOOP;
+END $$;
