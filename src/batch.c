@@ -80,15 +80,18 @@ rows_push(RowList *list, int64 probe, int64 pos, int64 key, ItemPointer ctid)
 	list->n++;
 }
 
-/* Open the index and its table, checking kind and privileges. */
-static void
-batch_open(Batch *b, Oid indexoid)
+/*
+ * Open a gpuidx index named by OID and its table (AccessShareLock), after
+ * checking that it is one and that the user may SELECT from the table.
+ */
+Relation
+gpuidx_open_checked(Oid indexoid, Relation *heap)
 {
 	Oid			heapoid;
 	char		relkind = get_rel_relkind(indexoid);
 	AclResult	aclresult;
+	Relation	index;
 
-	memset(b, 0, sizeof(Batch));
 	if (relkind == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
@@ -103,13 +106,25 @@ batch_open(Batch *b, Oid indexoid)
 		aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(heapoid)),
 					   get_rel_name(heapoid));
 
-	b->heap = table_open(heapoid, AccessShareLock);
-	b->index = index_open(indexoid, AccessShareLock);
-	if (!gpuidx_is_gpuidx_index(b->index))
+	*heap = table_open(heapoid, AccessShareLock);
+	index = index_open(indexoid, AccessShareLock);
+	if (!gpuidx_is_gpuidx_index(index))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a gpuidx index",
-						RelationGetRelationName(b->index))));
+						RelationGetRelationName(index))));
+	return index;
+}
+
+/* Open the index and its table, checking kind and privileges. */
+static void
+batch_open(Batch *b, Oid indexoid)
+{
+	Oid			heapoid;
+
+	memset(b, 0, sizeof(Batch));
+	b->index = gpuidx_open_checked(indexoid, &b->heap);
+	heapoid = RelationGetRelid(b->heap);
 
 	b->rls = check_enable_rls(heapoid, InvalidOid, false) == RLS_ENABLED;
 	b->indexInfo = BuildIndexInfo(b->index);

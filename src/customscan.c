@@ -554,32 +554,15 @@ begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
 										  &estate->es_tupleTable);
 }
 
-/* Interval list of one value per element: sorted distinct points. */
+/* Interval list of sorted distinct points. */
 static Intervals
 points_intervals(int64 *vals, int64 n)
 {
 	Intervals	r;
-	int64		i,
-				d = 0;
 
-	if (n > 1)
-	{
-		int64	   *keys = vals;
-		uint64	   *dummy = palloc0(sizeof(uint64) * n);
-
-		gpuidx_sort_pairs(keys, dummy, n);
-		pfree(dummy);
-	}
-	r.lo = palloc(sizeof(int64) * Max(n, 1));
-	r.hi = palloc(sizeof(int64) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		if (d > 0 && r.lo[d - 1] == vals[i])
-			continue;
-		r.lo[d] = r.hi[d] = vals[i];
-		d++;
-	}
-	r.n = d;
+	r.lo = vals;
+	r.hi = vals;				/* a point is [v, v]; the arrays are shared */
+	r.n = n;
 	return r;
 }
 
@@ -700,24 +683,9 @@ eval_term(BatchTerm *term, ExprContext *econtext)
 		return single_interval(1, 0);	/* strict: NULL matches nothing */
 	if (term->kind == 'a')
 	{
-		ArrayType  *arr = DatumGetArrayTypeP(d);
-		int16		typlen;
-		bool		typbyval;
-		char		typalign;
-		Datum	   *elems;
-		bool	   *nulls;
-		int			nelems,
-					i;
-		int64	   *vals;
-		int64		n = 0;
+		int64		n;
+		int64	   *vals = gpuidx_array_keys(d, &n);
 
-		get_typlenbyvalalign(term->value_type, &typlen, &typbyval, &typalign);
-		deconstruct_array(arr, term->value_type, typlen, typbyval, typalign,
-						  &elems, &nulls, &nelems);
-		vals = palloc(sizeof(int64) * Max(nelems, 1));
-		for (i = 0; i < nelems; i++)
-			if (!nulls[i])
-				vals[n++] = gpuidx_datum_to_key(elems[i], term->value_type);
 		return points_intervals(vals, n);
 	}
 	else

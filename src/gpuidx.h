@@ -144,6 +144,7 @@ extern void gpuidx_append(Relation index, uint16 list, int64 key,
 						  ItemPointer tid, uint64 *count);
 extern void gpuidx_sort_pairs(int64 *keys, uint64 *tids, int64 n);
 extern void *gpuidx_alloc_huge(Size size);
+extern int64 *gpuidx_array_keys(Datum arraydatum, int64 *count);
 extern int	gpuidx_key_bytes_for_type(Oid typid);
 extern int64 gpuidx_datum_to_key(Datum value, Oid typid);
 
@@ -224,6 +225,7 @@ extern bool gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir);
 extern int64 gpuidx_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
 extern void gpuidx_endscan(IndexScanDesc scan);
 extern GiStructure gpuidx_relation_structure(Relation index);
+extern Relation gpuidx_open_checked(Oid indexoid, Relation *heap);
 extern bool gpuidx_is_gpuidx_index(Relation index);
 
 #endif							/* GPUIDX_H */

@@ -70,52 +70,6 @@ gpuidx_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 }
 
-/* Compare int64 for qsort. */
-static int
-cmp_int64(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return (x > y) - (x < y);
-}
-
-/* The non-NULL elements of an = ANY array as keys, sorted and distinct. */
-static int64 *
-array_keys(Datum arraydatum, int64 *count)
-{
-	ArrayType  *arr = DatumGetArrayTypeP(arraydatum);
-	Oid			elemtype = ARR_ELEMTYPE(arr);
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	Datum	   *elems;
-	bool	   *nulls;
-	int			nelems,
-				i;
-	int64		n = 0,
-				d = 0;
-	int64	   *out;
-
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
-					  &elems, &nulls, &nelems);
-	out = palloc(sizeof(int64) * Max(nelems, 1));
-	for (i = 0; i < nelems; i++)
-		if (!nulls[i])
-			out[n++] = gpuidx_datum_to_key(elems[i], elemtype);
-	if (n > 1)
-	{
-		qsort(out, n, sizeof(int64), cmp_int64);
-		for (i = 1, d = 1; i < n; i++)
-			if (out[i] != out[d - 1])
-				out[d++] = out[i];
-		n = d;
-	}
-	*count = n;
-	return out;
-}
-
 /* Keep the elements of a (sorted, distinct) that are also in b. */
 static int64
 intersect_keys(int64 *a, int64 na, const int64 *b, int64 nb)
@@ -192,7 +146,7 @@ compute_ranges(IndexScanDesc scan)
 		if (sk->sk_flags & SK_SEARCHARRAY)
 		{
 			int64		n;
-			int64	   *vals = array_keys(sk->sk_argument, &n);
+			int64	   *vals = gpuidx_array_keys(sk->sk_argument, &n);
 
 			if (n == 0)
 			{

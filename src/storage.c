@@ -15,6 +15,8 @@
 #include "miscadmin.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 /* Initialize an empty gpuidx page of the given kind. */
@@ -447,6 +449,51 @@ gpuidx_sort_pairs(int64 *keys, uint64 *tids, int64 n)
 	memcpy(tids, ts, sizeof(uint64) * n);
 	pfree(ks);
 	pfree(ts);
+}
+
+/*
+ * The non-NULL elements of an int2/int4/int8 array as keys, sorted and
+ * distinct (palloc'd); *count receives how many.
+ */
+int64 *
+gpuidx_array_keys(Datum arraydatum, int64 *count)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(arraydatum);
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems,
+				i;
+	int64		n = 0,
+				d;
+	int64	   *out;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
+					  &elems, &nulls, &nelems);
+	out = gpuidx_alloc_huge(sizeof(int64) * Max(nelems, 1));
+	for (i = 0; i < nelems; i++)
+		if (!nulls[i])
+			out[n++] = gpuidx_datum_to_key(elems[i], elemtype);
+	pfree(elems);
+	pfree(nulls);
+	if (n > 1)
+	{
+		uint64	   *none = gpuidx_alloc_huge(sizeof(uint64) * n);
+
+		memset(none, 0, sizeof(uint64) * n);
+		gpuidx_sort_pairs(out, none, n);
+		pfree(none);
+		for (i = 1, d = 1; i < n; i++)
+			if (out[i] != out[d - 1])
+				out[d++] = out[i];
+		n = d;
+	}
+	*count = n;
+	return out;
 }
 
 /* Key width of an indexable type, 0 if the type is not supported. */

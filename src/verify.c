@@ -5,6 +5,7 @@
 #include "gpuidx.h"
 
 #include "access/relation.h"
+#include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
 #include "fmgr.h"
@@ -64,7 +65,6 @@ Datum
 gpuidx_verify(PG_FUNCTION_ARGS)
 {
 	Oid			indexoid = PG_GETARG_OID(0);
-	Oid			heapoid;
 	Relation	heap,
 				index;
 	GpuidxMetaPageData meta;
@@ -78,26 +78,8 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 	int64	   *probes;
 	uint64	   *first,
 			   *last;
-	AclResult	aclresult;
 
-	if (get_rel_relkind(indexoid) == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", indexoid)));
-	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
-	heapoid = IndexGetRelation(indexoid, false);
-	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(heapoid));
-	heap = relation_open(heapoid, AccessShareLock);
-	index = index_open(indexoid, AccessShareLock);
-	if (!gpuidx_is_gpuidx_index(index))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a gpuidx index", RelationGetRelationName(index))));
+	index = gpuidx_open_checked(indexoid, &heap);
 
 	verify_disk(index, &meta, &keys, &tids, &n, &null_tids);
 	gpuidx_sort_pairs(keys + meta.base_count, tids + meta.base_count,
@@ -159,6 +141,6 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 	gpuidx_image_release(img);
 
 	index_close(index, AccessShareLock);
-	relation_close(heap, AccessShareLock);
+	table_close(heap, AccessShareLock);
 	PG_RETURN_BOOL(true);
 }
