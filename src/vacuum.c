@@ -262,6 +262,70 @@ gpuidx_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	return stats;
 }
 
+/* Mark each block of a chain reachable. */
+static void
+mark_chain(Relation index, BlockNumber blkno, bool *reachable, BlockNumber npages)
+{
+	while (blkno != InvalidBlockNumber && blkno < npages && !reachable[blkno])
+	{
+		Buffer		buf = ReadBuffer(index, blkno);
+		BlockNumber next;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		next = GpuidxPageGetOpaque(BufferGetPage(buf))->next;
+		UnlockReleaseBuffer(buf);
+		reachable[blkno] = true;
+		blkno = next;
+	}
+}
+
+/*
+ * Free the pages no chain reaches: left by a crash between writing a new
+ * base run and switching the metapage to it.  The metapage stays locked so
+ * that no append or rewrite runs meanwhile.
+ */
+static void
+reclaim_orphans(Relation index, BufferAccessStrategy strategy)
+{
+	Buffer		metabuf = ReadBuffer(index, GPUIDX_METAPAGE_BLKNO);
+	GpuidxMetaPageData meta;
+	BlockNumber npages,
+				blkno;
+	bool	   *reachable;
+
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	memcpy(&meta, GpuidxPageGetMeta(BufferGetPage(metabuf)), sizeof(meta));
+	npages = RelationGetNumberOfBlocks(index);
+	reachable = palloc0(sizeof(bool) * Max(npages, 1));
+	reachable[GPUIDX_METAPAGE_BLKNO] = true;
+	mark_chain(index, meta.base_head, reachable, npages);
+	mark_chain(index, meta.pending_head, reachable, npages);
+	mark_chain(index, meta.null_head, reachable, npages);
+	for (blkno = GPUIDX_METAPAGE_BLKNO + 1; blkno < npages; blkno++)
+	{
+		Buffer		buf;
+		Page		page;
+
+		if (reachable[blkno])
+			continue;
+		vacuum_delay_point();
+		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		page = BufferGetPage(buf);
+		if (!PageIsNew(page) && !(GpuidxPageGetOpaque(page)->flags & GPUIDX_PAGE_FREE))
+		{
+			GenericXLogState *state = GenericXLogStart(index);
+
+			gpuidx_init_page(GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE),
+							 GPUIDX_PAGE_FREE);
+			GenericXLogFinish(state);
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	UnlockReleaseBuffer(metabuf);
+	pfree(reachable);
+}
+
 /* VACUUM cleanup: fold pending entries, give free pages back to the FSM. */
 IndexBulkDeleteResult *
 gpuidx_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
@@ -279,6 +343,7 @@ gpuidx_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		gpuidx_fold_pending(index, 1);
 	}
 
+	reclaim_orphans(index, info->strategy);
 	npages = RelationGetNumberOfBlocks(index);
 	stats->pages_free = 0;
 	for (blkno = GPUIDX_METAPAGE_BLKNO + 1; blkno < npages; blkno++)
