@@ -1,0 +1,225 @@
+# GpuidxTest.pm - what the gpuidx TAP tests share: the SQL that checks every
+# batch function and plan of an index against sequential scans and a btree,
+# the test table and probes, and the Test::More wrappers around them.
+package GpuidxTest;
+
+use strict;
+use warnings;
+use Test::More;
+use Exporter 'import';
+
+our @EXPORT = qw($check_sql $btree_sql $setup_sql verify verify_btree);
+
+# Shared by the gpuidx TAP tests.
+#
+# gi_check(idx, probes, lo, hi): every batch function on idx against the same
+# question answered by sequential scans (no index; read-only, so it also runs
+# on a hot standby).  plan_check(tbl, probes): = ANY, range and ordered
+# LIMIT 1 queries through forced gpuidx index, bitmap and custom scans
+# against sequential scans.  Both return rows (what, ref_rows, missing, extra).
+our $check_sql = <<'SQL';
+CREATE FUNCTION gi_check(idx regclass, probes bigint[], lo bigint[], hi bigint[])
+RETURNS TABLE(fn text, ref_rows bigint, missing bigint, extra bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  tbl regclass; e text; pr text; q text;
+  cmp constant text := 'SELECT (SELECT count(*) FROM r__), '
+     '(SELECT count(*) FROM (SELECT * FROM r__ EXCEPT ALL SELECT * FROM g__) x), '
+     '(SELECT count(*) FROM (SELECT * FROM g__ EXCEPT ALL SELECT * FROM r__) y)';
+BEGIN
+  SELECT i.indrelid, pg_get_indexdef(idx, 1, true),
+         coalesce(pg_get_expr(i.indpred, i.indrelid, true), 'true')
+    INTO tbl, e, pr FROM pg_index i WHERE i.indexrelid = idx;
+  PERFORM set_config('enable_indexscan', 'off', true);
+  PERFORM set_config('enable_indexonlyscan', 'off', true);
+  PERFORM set_config('enable_bitmapscan', 'off', true);
+  PERFORM set_config('gpuidx.enable_customscan', 'off', true);
+  fn := 'lookup';
+  q := format('WITH g__ AS (SELECT * FROM gpuidx_lookup(%L, $1)), '
+              'r__ AS (SELECT u.pi__::int, (%s)::bigint, t.ctid FROM unnest($1) WITH ORDINALITY u(pv__, pi__) '
+              'JOIN %s t ON (%s) = u.pv__ WHERE %s) ', idx, e, tbl, e, pr) || cmp;
+  EXECUTE q INTO ref_rows, missing, extra USING probes;
+  RETURN NEXT;
+  fn := 'predecessor';
+  q := format('WITH ks__ AS (SELECT DISTINCT (%s)::bigint AS kk FROM %s t WHERE %s AND (%s) IS NOT NULL), '
+              'm__ AS (SELECT typ__, pi__, max(kk) OVER (ORDER BY pv__, typ__ ROWS UNBOUNDED PRECEDING) AS best__ '
+              '      FROM (SELECT 0 AS typ__, NULL::bigint AS pi__, kk, kk AS pv__ FROM ks__ '
+              '            UNION ALL SELECT 1, u.pi__, NULL, u.pv__ FROM unnest($1) WITH ORDINALITY u(pv__, pi__) '
+              '            WHERE u.pv__ IS NOT NULL) s), '
+              'g__ AS (SELECT * FROM gpuidx_predecessor(%L, $1)), '
+              'r__ AS (SELECT m__.pi__::int, (%s)::bigint, t.ctid FROM m__ JOIN %s t ON (%s) = m__.best__ '
+              '      WHERE m__.typ__ = 1 AND %s) ', e, tbl, pr, e, idx, e, tbl, e, pr) || cmp;
+  EXECUTE q INTO ref_rows, missing, extra USING probes;
+  RETURN NEXT;
+  fn := 'successor';
+  q := format('WITH ks__ AS (SELECT DISTINCT (%s)::bigint AS kk FROM %s t WHERE %s AND (%s) IS NOT NULL), '
+              'm__ AS (SELECT typ__, pi__, min(kk) OVER (ORDER BY pv__ DESC, typ__ ROWS UNBOUNDED PRECEDING) AS best__ '
+              '      FROM (SELECT 0 AS typ__, NULL::bigint AS pi__, kk, kk AS pv__ FROM ks__ '
+              '            UNION ALL SELECT 1, u.pi__, NULL, u.pv__ FROM unnest($1) WITH ORDINALITY u(pv__, pi__) '
+              '            WHERE u.pv__ IS NOT NULL) s), '
+              'g__ AS (SELECT * FROM gpuidx_successor(%L, $1)), '
+              'r__ AS (SELECT m__.pi__::int, (%s)::bigint, t.ctid FROM m__ JOIN %s t ON (%s) = m__.best__ '
+              '      WHERE m__.typ__ = 1 AND %s) ', e, tbl, pr, e, idx, e, tbl, e, pr) || cmp;
+  EXECUTE q INTO ref_rows, missing, extra USING probes;
+  RETURN NEXT;
+  fn := 'range';
+  q := format('WITH g__ AS (SELECT * FROM gpuidx_range(%L, $1, $2)), '
+              'r__ AS (SELECT u.pi__::int, (%s)::bigint, t.ctid FROM unnest($1, $2) WITH ORDINALITY u(lo__, hi__, pi__) '
+              'JOIN %s t ON (%s) >= u.lo__ AND (%s) <= u.hi__ WHERE %s) ', idx, e, tbl, e, e, pr) || cmp;
+  EXECUTE q INTO ref_rows, missing, extra USING lo, hi;
+  RETURN NEXT;
+  fn := 'range_count';
+  q := format('WITH c__ AS (SELECT u.pi__, (SELECT count(*) FROM %s t WHERE (%s) >= u.lo__ AND (%s) <= u.hi__ AND %s) AS n '
+              '           FROM unnest($1, $2) WITH ORDINALITY u(lo__, hi__, pi__)), '
+              'g__ AS (SELECT i AS pi__, n FROM unnest(gpuidx_range_count(%L, $1, $2)) WITH ORDINALITY x(n, i)), '
+              'r__ AS (SELECT pi__, n FROM c__) ', tbl, e, e, pr, idx) || cmp;
+  EXECUTE q INTO ref_rows, missing, extra USING lo, hi;
+  RETURN NEXT;
+END $f$;
+
+CREATE FUNCTION plan_check(tbl regclass, probes bigint[])
+RETURNS TABLE(fn text, ref_rows bigint, missing bigint, extra bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  qs text[] := ARRAY[
+    format('SELECT ctid, k FROM %s WHERE k = ANY ($1)', tbl),
+    format('SELECT ctid, k FROM %s WHERE k BETWEEN -1000 AND 1000 OR k < -9000000000000000000', tbl),
+    format('SELECT u.i, x.k FROM unnest($1[1:300]) WITH ORDINALITY u(v, i) '
+           'CROSS JOIN LATERAL (SELECT k FROM %s WHERE k <= u.v ORDER BY k DESC LIMIT 1) x', tbl),
+    format('SELECT u.i, x.k FROM unnest($1[1:300]) WITH ORDINALITY u(v, i) '
+           'CROSS JOIN LATERAL (SELECT k FROM %s WHERE k >= u.v ORDER BY k LIMIT 2) x', tbl),
+    format('SELECT k FROM %s WHERE k = ANY ($1)', tbl)];
+  modes text[] := ARRAY['index', 'bitmap', 'index', 'index', 'custom'];
+  i int; a text; b text;
+BEGIN
+  FOR i IN 1 .. cardinality(qs) LOOP
+    fn := modes[i] || ' ' || i;
+    PERFORM set_config('enable_seqscan', 'off', true);
+    PERFORM set_config('enable_indexscan', (modes[i] = 'index')::text, true);
+    PERFORM set_config('enable_bitmapscan', (modes[i] = 'bitmap')::text, true);
+    PERFORM set_config('gpuidx.enable_customscan', (modes[i] = 'custom')::text, true);
+    EXECUTE format('SELECT string_agg(s::text, '';'' ORDER BY s::text) FROM (%s) s', qs[i]) INTO a USING probes;
+    PERFORM set_config('enable_seqscan', 'on', true);
+    PERFORM set_config('enable_indexscan', 'off', true);
+    PERFORM set_config('enable_bitmapscan', 'off', true);
+    PERFORM set_config('gpuidx.enable_customscan', 'off', true);
+    EXECUTE format('SELECT count(*), string_agg(s::text, '';'' ORDER BY s::text) FROM (%s) s', qs[i]) INTO ref_rows, b USING probes;
+    missing := CASE WHEN a IS NOT DISTINCT FROM b THEN 0 ELSE 1 END;
+    extra := missing;
+    RETURN NEXT;
+  END LOOP;
+END $f$;
+SQL
+
+# Check every function and plan; one Test::More assertion per row.
+sub verify
+{
+	my ($node, $label, $dbname) = @_;
+	$dbname //= 'postgres';
+	my $args = "(SELECT keys FROM probes), (SELECT lo FROM probes), (SELECT hi FROM probes)";
+	my $out = $node->safe_psql($dbname,
+		"SELECT fn, ref_rows, missing, extra FROM gi_check('t_gi', $args) "
+		  . "UNION ALL SELECT * FROM plan_check('t', (SELECT keys FROM probes))");
+	my $n = 0;
+	for my $line (split /\n/, $out)
+	{
+		my ($fn, $ref, $missing, $extra) = split /\|/, $line;
+		is("$missing|$extra", "0|0", "$label: $fn ($ref reference rows)");
+		$n++;
+	}
+	is($n, 10, "$label: all checks ran");
+	return;
+}
+# btree_check(probes, lo, hi): copy the visible rows of t with their ctids
+# into ref (sequential scan), index ref with PostgreSQL's btree, and compare
+# gpuidx's answers on t with the btree's on ref (writes: primary only).
+our $btree_sql = <<'SQL';
+CREATE FUNCTION btree_check(probes bigint[], lo bigint[], hi bigint[])
+RETURNS TABLE(fn text, ref_rows bigint, missing bigint, extra bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  cmp constant text := 'SELECT (SELECT count(*) FROM r__), '
+     '(SELECT count(*) FROM (SELECT * FROM r__ EXCEPT ALL SELECT * FROM g__) x), '
+     '(SELECT count(*) FROM (SELECT * FROM g__ EXCEPT ALL SELECT * FROM r__) y)';
+BEGIN
+  DROP TABLE IF EXISTS ref;
+  PERFORM set_config('enable_indexscan', 'off', true);
+  PERFORM set_config('enable_bitmapscan', 'off', true);
+  PERFORM set_config('gpuidx.enable_customscan', 'off', true);
+  CREATE TABLE ref AS SELECT ctid AS tid, k FROM t WHERE k IS NOT NULL;
+  CREATE INDEX ref_k ON ref (k);
+  ANALYZE ref;
+  PERFORM set_config('enable_indexscan', 'on', true);
+  PERFORM set_config('enable_seqscan', 'off', true);
+  PERFORM set_config('enable_hashjoin', 'off', true);
+  PERFORM set_config('enable_mergejoin', 'off', true);
+  fn := 'btree lookup';
+  EXECUTE 'WITH g__ AS (SELECT * FROM gpuidx_lookup(''t_gi'', $1)), '
+          'r__ AS (SELECT u.i::int, ref.k, ref.tid FROM unnest($1) WITH ORDINALITY u(v, i) JOIN ref ON ref.k = u.v) ' || cmp
+    INTO ref_rows, missing, extra USING probes;
+  RETURN NEXT;
+  fn := 'btree predecessor';
+  EXECUTE 'WITH g__ AS (SELECT * FROM gpuidx_predecessor(''t_gi'', $1)), '
+          'r__ AS (SELECT u.i::int, r2.k, r2.tid FROM unnest($1) WITH ORDINALITY u(v, i) '
+          '        CROSS JOIN LATERAL (SELECT k FROM ref WHERE k <= u.v ORDER BY k DESC LIMIT 1) p '
+          '        JOIN ref r2 ON r2.k = p.k) ' || cmp
+    INTO ref_rows, missing, extra USING probes;
+  RETURN NEXT;
+  fn := 'btree successor';
+  EXECUTE 'WITH g__ AS (SELECT * FROM gpuidx_successor(''t_gi'', $1)), '
+          'r__ AS (SELECT u.i::int, r2.k, r2.tid FROM unnest($1) WITH ORDINALITY u(v, i) '
+          '        CROSS JOIN LATERAL (SELECT k FROM ref WHERE k >= u.v ORDER BY k LIMIT 1) p '
+          '        JOIN ref r2 ON r2.k = p.k) ' || cmp
+    INTO ref_rows, missing, extra USING probes;
+  RETURN NEXT;
+  fn := 'btree range_count';
+  EXECUTE 'WITH g__ AS (SELECT i, n FROM unnest(gpuidx_range_count(''t_gi'', $1, $2)) WITH ORDINALITY x(n, i)), '
+          'r__ AS (SELECT u.i, (SELECT count(*) FROM ref WHERE ref.k >= u.l AND ref.k <= u.h) '
+          '        FROM unnest($1, $2) WITH ORDINALITY u(l, h, i)) ' || cmp
+    INTO ref_rows, missing, extra USING lo, hi;
+  RETURN NEXT;
+  fn := 'btree index scan';
+  PERFORM set_config('enable_bitmapscan', 'off', true);
+  EXECUTE 'WITH g__ AS MATERIALIZED (SELECT ctid, k FROM t WHERE k = ANY ($1)), '
+          'r__ AS MATERIALIZED (SELECT tid, k FROM ref WHERE k = ANY ($1)) ' || cmp
+    INTO ref_rows, missing, extra USING probes;
+  RETURN NEXT;
+END $f$;
+SQL
+
+sub verify_btree
+{
+	my ($node, $label) = @_;
+	my $out = $node->safe_psql('postgres',
+		"SELECT * FROM btree_check((SELECT keys FROM probes), (SELECT lo FROM probes), (SELECT hi FROM probes))");
+	my $n = 0;
+	for my $line (split /\n/, $out)
+	{
+		my ($fn, $ref, $missing, $extra) = split /\|/, $line;
+		is("$missing|$extra", "0|0", "$label: $fn ($ref reference rows)");
+		$n++;
+	}
+	is($n, 5, "$label: all btree checks ran");
+	return;
+}
+our $setup_sql = <<'SQL';
+CREATE EXTENSION gpuidx;
+CREATE TABLE t (id bigserial, k int8) WITH (autovacuum_enabled = off);
+SELECT setseed(0.5);
+INSERT INTO t (k)
+SELECT CASE WHEN r < 0.02 THEN NULL
+            WHEN r < 0.04 THEN (ARRAY[-9223372036854775808, -9223372036854775807,
+                                      9223372036854775806, 9223372036854775807]::int8[])[1 + (random() * 3)::int]
+            WHEN r < 0.70 THEN (random() * 4000 - 2000)::int8
+            ELSE ((random() * 2 - 1) * 9.2e18)::int8 END
+  FROM (SELECT random() AS r FROM generate_series(1, 8000)) s;
+CREATE INDEX t_gi ON t USING gpuidx (k);
+CREATE TABLE probes (keys bigint[], lo bigint[], hi bigint[]);
+INSERT INTO probes
+SELECT (SELECT array_agg(v) FROM (SELECT (random() * 4400 - 2200)::int8 AS v FROM generate_series(1, 800)
+                                  UNION ALL SELECT unnest('{-9223372036854775808, 9223372036854775807, 0, NULL}'::int8[])) a),
+       array_agg(l), array_agg(l + (random() * 60)::int8)
+  FROM (SELECT (random() * 4400 - 2200)::int8 AS l FROM generate_series(1, 300)) b;
+SQL
+
+1;
