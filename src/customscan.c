@@ -50,6 +50,9 @@
 
 bool		gpuidx_enable_customscan = true;
 
+/* Entries of the image per interval above which the hit mask is not used. */
+#define SELECT_MIN_ENTRIES_PER_INTERVAL 4096
+
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 static Oid	gpuidx_am_oid = InvalidOid;
 
@@ -824,8 +827,15 @@ compute_hits(GpuidxScanState *state)
 		pfree(first);
 		pfree(last);
 	}
-	/* The engine marks a hit mask and compacts it (SPACE), in heap order. */
-	else if (gpuidx_select_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n,
+
+	/*
+	 * A batch large enough to pay for a hit mask over the whole image (one
+	 * bit per entry): the engine marks it and compacts it (SPACE), in heap
+	 * order.  A few intervals (a rescan in a nested loop, say) walk their
+	 * ranges instead of clearing and scanning that mask every time.
+	 */
+	else if (iv.n >= state->img->n / SELECT_MIN_ENTRIES_PER_INTERVAL &&
+			 gpuidx_select_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n,
 								 &state->hits, &state->nhits))
 	{
 		GiImageInfo info;
