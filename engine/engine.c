@@ -198,6 +198,31 @@ gi_image_free(GiImage *image)
 	}
 }
 
+/* Insert a batch of entries into an image (CUBPT batch insertion). */
+GiStatus
+gi_image_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
+				size_t n, GiError *err)
+{
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+	if (image == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "no image");
+	if (image->structure != GI_STRUCT_BTREE)
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"batch insertion into a %s image is not supported; rebuild it",
+							gi_structure_name(image->structure));
+	if (n == 0)
+		return GI_OK;
+	if (keys == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "missing insertion keys");
+	if ((payloads != NULL) != (image->payloads != NULL || image->device_payloads != NULL))
+		return gi_set_error(err, GI_ERR_INVALID,
+							"insertion payloads must be given exactly when the image keeps payloads");
+	if (image->engine == GI_ENGINE_GPU)
+		return gi_gpu_insert(image, keys, payloads, n, err);
+	return gi_cpu_insert(image, keys, payloads, n, err);
+}
+
 /* Answer a query batch. */
 GiStatus
 gi_image_query(GiImage *image, GiOp op, const int64_t *probes,

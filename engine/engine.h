@@ -118,6 +118,15 @@ typedef struct GiImageInfo
 	uint64_t	hash_bytes;		/* veb: bytes of the per-cluster hash tables */
 	double		space_overhead; /* veb: (clusters + hash tables) bytes over
 								 * distinct_keys * key_bytes */
+	/* Added for batch insertion (gi_image_insert); 0 until the first one. */
+	uint64_t	inserted;		/* entries added by insertion since the build */
+	uint64_t	insert_batches; /* gi_image_insert calls that added entries */
+	uint64_t	leaves;			/* B+ tree leaves (node-array leaves once
+								 * insertable) */
+	GiTimings	last_insert;	/* sort_ms: sorting the batch; search_ms:
+								 * finding leaves; build_ms: merge, split and
+								 * write leaves plus the internal levels;
+								 * transfer_ms: copies */
 } GiImageInfo;
 
 typedef struct GiImage GiImage;
@@ -143,6 +152,26 @@ GiStatus	gi_image_build_unsorted(const GiBuildParams *params,
 									int64_t *sorted_keys_out,
 									uint64_t *sorted_payloads_out,
 									GiImage **out, GiError *err);
+
+/*
+ * Insert n entries, in any order, into an image by CUBPT batch insertion:
+ * the batch is sorted by (key, payload), each entry's leaf is found by a
+ * descent, every touched leaf merges its old and new entries and splits
+ * into as many nodes as formula 1 asks (allocated with one prefix sum from a
+ * node array that grows by segments, never copying the tree), and the
+ * internal levels follow.  Afterwards the image answers exactly as an image
+ * built from the old entries plus these would: positions are ranks in the
+ * (key, payload) order of the union.  payloads must be given when the image
+ * was built with payloads and must be NULL otherwise.  n == 0 changes
+ * nothing.  The first insertion into a bulk-built image turns its leaf level
+ * into node-array leaves with slack (once, O(n), on the engine's side).
+ *
+ * B+ tree images only: a vEB image answers GI_ERR_UNSUPPORTED (it is rebuilt
+ * by the caller).  On any other error the image must not be used again;
+ * free it (gi_image_free) and build a new one.
+ */
+GiStatus	gi_image_insert(GiImage *image, const int64_t *keys,
+							const uint64_t *payloads, size_t n, GiError *err);
 
 /* Free an image and everything it holds (host and device).  NULL is fine. */
 void		gi_image_free(GiImage *image);

@@ -49,6 +49,18 @@ GiStatus	gi_cpu_query(GiImage *image, GiOp op, const int64_t *probes,
 						 uint64_t *first, uint64_t *last, GiError *err);
 void		gi_cpu_info(const GiImage *image, GiImageInfo *info);
 
+/*
+ * Batch insertion (engine/cpu_insert.c, cuda/gpu_insert.cu).  Called by
+ * engine.c with validated arguments for B+ tree images only.  On return
+ * hdr.n counts the new entries and the payload copy the image keeps for
+ * selection (hdr.payloads / hdr.device_payloads) is in rank order again, or
+ * the engine's select path refreshes it before use.
+ */
+GiStatus	gi_cpu_insert(GiImage *image, const int64_t *keys,
+						  const uint64_t *payloads, size_t n, GiError *err);
+GiStatus	gi_gpu_insert(GiImage *image, const int64_t *keys,
+						  const uint64_t *payloads, size_t n, GiError *err);
+
 /* SPACE compaction and selection, CPU twin (engine/cpu_space.c). */
 GiStatus	gi_cpu_select(GiImage *image, GiOp op, const int64_t *probes,
 						  const int64_t *probes_hi, size_t nprobes,

@@ -101,3 +101,12 @@ gi_gpu_detach_payloads(GiImage *image)
 {
 	(void) image;
 }
+
+/* No GPU engine in this build. */
+GiStatus
+gi_gpu_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
+			  size_t n, GiError *err)
+{
+	(void) image, (void) keys, (void) payloads, (void) n;
+	return gi_set_error(err, GI_ERR_NO_DEVICE, "built without CUDA");
+}
