@@ -35,6 +35,56 @@ gib_load() {
         || ', gpuidx ' || pg_size_pretty(pg_relation_size('t_gi_k'))"
 }
 
+# Load "$1" rows from "$2" sessions at once (big tables): both tables filled
+# in slices side by side, the two indexes built side by side (btree with
+# parallel workers), then VACUUM ANALYZE of both side by side; probe sets for
+# the batch sizes "${@:3}".
+gib_load_parallel() {
+    local rows="$1" jobs="$2" j lo hi t0 pids=()
+    shift 2
+    pgc_psql -f "$GI_ROOT/tools/lib/gibench.sql" >/dev/null
+    echo "loading $rows rows into t_bt (btree) and t_gi (gpuidx), $jobs sessions a table ..."
+    pgc_psql -c "DROP TABLE IF EXISTS t_bt, t_gi" \
+        -c "CREATE TABLE t_bt (k int8 NOT NULL, v int4 NOT NULL)" \
+        -c "CREATE TABLE t_gi (k int8 NOT NULL, v int4 NOT NULL)" >/dev/null
+    t0="$(pgc_psql -At -c "SELECT clock_timestamp()")"
+    for ((j = 0; j < jobs; j++)); do
+        lo=$((rows * j / jobs + 1))
+        hi=$((rows * (j + 1) / jobs))
+        for t in t_bt t_gi; do
+            pgc_psql -c "SELECT gibench.load_slice('$t', $rows, $lo, $hi)" >/dev/null &
+            pids+=($!)
+        done
+    done
+    for j in "${pids[@]}"; do wait "$j"; done
+    pgc_psql -c "SELECT gibench.note_ms('load ms (parallel)', '$t0')" >/dev/null
+    pids=()
+    pgc_psql -c "SET max_parallel_maintenance_workers = 8" \
+        -c "SELECT set_config('gibench.t0', clock_timestamp()::text, false)" \
+        -c "CREATE INDEX t_bt_k ON t_bt USING btree (k)" \
+        -c "SELECT gibench.note_ms('btree build ms (8 workers)', current_setting('gibench.t0')::timestamptz)" >/dev/null &
+    pids+=($!)
+    pgc_psql -c "SELECT set_config('gibench.t0', clock_timestamp()::text, false)" \
+        -c "CREATE INDEX t_gi_k ON t_gi USING gpuidx (k)" \
+        -c "SELECT gibench.note_ms('gpuidx build ms', current_setting('gibench.t0')::timestamptz)" >/dev/null &
+    pids+=($!)
+    for j in "${pids[@]}"; do wait "$j"; done
+    pids=()
+    pgc_psql -c "VACUUM ANALYZE t_bt" >/dev/null &
+    pids+=($!)
+    pgc_psql -c "VACUUM ANALYZE t_gi" >/dev/null &
+    pids+=($!)
+    for j in "${pids[@]}"; do wait "$j"; done
+    pgc_psql -c "CHECKPOINT" >/dev/null
+    for j in "$@"; do
+        pgc_psql -c "SELECT gibench.make_probes($j, $rows)" >/dev/null
+    done
+    pgc_psql -At -F': ' -c "SELECT what, value FROM gibench.info" | sed 's/^/  /'
+    pgc_psql -At -c "SELECT '  table sizes: t_bt ' || pg_size_pretty(pg_relation_size('t_bt'))
+        || ', btree ' || pg_size_pretty(pg_relation_size('t_bt_k'))
+        || ', gpuidx ' || pg_size_pretty(pg_relation_size('t_gi_k'))"
+}
+
 # Print the engines to measure: $BENCH_ENGINES, else cpu plus gpu when it answers.
 gib_engines() {
     if [[ -n "${BENCH_ENGINES:-}" ]]; then

@@ -38,6 +38,23 @@ BEGIN
     INSERT INTO gibench.info VALUES ('gpuidx build ms', round(extract(epoch FROM clock_timestamp() - t0) * 1000)::text);
 END $$;
 
+-- One slice [lo, hi] of the row numbers of a big table, for loading it from
+-- several sessions at once: the key of row i comes from a hash of i, so both
+-- tables get the same data whichever session writes which slice.  Same shape
+-- as gibench.load: k = 8 * (a uniform pick of nrows / 2 slots).
+CREATE FUNCTION gibench.load_slice(tbl regclass, nrows bigint, lo bigint, hi bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('INSERT INTO %s SELECT 8 * ((hashint8extended(i, 25) & %s) %% %s), i
+                      FROM generate_series(%s, %s) i',
+                   tbl, 9223372036854775807, nrows / 2, lo, hi);
+END $$;
+
+-- Record how long a step of a parallel load took (seconds since t0).
+CREATE FUNCTION gibench.note_ms(what text, t0 timestamptz) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO gibench.info VALUES (what, round(extract(epoch FROM clock_timestamp() - t0) * 1000)::text)
+$$;
+
 -- Probe set of n keys: pts hit a stored key slot (~86% present), preds are any
 -- value in the key range, ranges [lo, lo + 127] cover about 16 key slots.
 CREATE FUNCTION gibench.make_probes(n int, nrows bigint) RETURNS void LANGUAGE sql AS $$
