@@ -30,6 +30,13 @@
  * so nodes and leaves come from cache); results go to the caller's positions.
  * Batches large enough are split over threads, each owning a slice of probes.
  *
+ * Insertable form.  After the first gi_image_insert (engine/cpu_insert.c)
+ * the leaves are nodes reached through a leaf directory; the descent over
+ * the internal levels is the same, then the leaf's node comes from the
+ * directory and a position is its rank base plus the slot.  Those queries
+ * run through their own specialized copies of the batch loops (ins_answer),
+ * so the static form's code is what it was.
+ *
  * No PostgreSQL headers here.
  */
 #include "cpu_engine.h"
@@ -41,8 +48,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ORDER32			32		/* int32 keys per node: 128 bytes */
-#define ORDER64			16		/* int64 keys per node: 128 bytes */
 #define MAX_LEVELS		64		/* far more than 2^64 keys need */
 #define RUN_SCAN		8		/* equal keys scanned before descending */
 
@@ -64,54 +69,6 @@
 #ifndef SORT_BITS
 #define SORT_BITS			16	/* top bits of the span the block sort uses */
 #endif
-
-typedef struct CpuBtree
-{
-	GiImage		hdr;			/* must be first */
-	int			wide;			/* keys stored as int64 (else int32) */
-	int			order;			/* m: keys per node */
-	int			inner_levels;	/* internal levels, root first */
-	uint64_t	inner_nodes;	/* internal nodes in all */
-	void	   *leaf_keys;		/* n sorted keys + order padding */
-	void	   *inner_keys;		/* inner_nodes * order keys */
-	uint64_t   *child_start;	/* inner_nodes + 1 prefix sums */
-	uint64_t	leaf_count;		/* leaves cut from the key array */
-	uint64_t	leaf_ave;		/* formula 2's ave for the leaf level */
-	uint64_t	leaf_h;			/* formula 2's h for the leaf level */
-	int64_t		min_key;
-	int64_t		max_key;
-	uint64_t	distinct;
-	uint64_t	host_bytes;
-} CpuBtree;
-
-/* One level's cut per formulas 1 and 2. */
-typedef struct LevelCut
-{
-	uint64_t	items;			/* K: keys or child nodes to distribute */
-	uint64_t	nodes;			/* node_num */
-	uint64_t	ave;			/* items in each of the first h nodes */
-	uint64_t	h;
-} LevelCut;
-
-/* Cut K items into nodes of at most m items (CUBPT formulas 1 and 2). */
-static LevelCut
-cut_level(uint64_t items, int m)
-{
-	LevelCut	c;
-
-	c.items = items;
-	c.nodes = (items + m - 1) / m;
-	c.ave = (items + c.nodes - 1) / c.nodes;
-	c.h = items - c.nodes * (c.ave - 1);
-	return c;
-}
-
-/* Index of the first item of node j in a level cut by (ave, h). */
-static inline uint64_t
-cut_start(uint64_t j, uint64_t ave, uint64_t h)
-{
-	return j * (ave - 1) + (j < h ? j : h);
-}
 
 /* Count of the 32 int32 keys below p (vectorized by the compiler). */
 static inline uint32_t
@@ -138,16 +95,14 @@ count_below64(const int64_t *node, int64_t p)
 }
 
 /*
- * First position whose key >= p, for p within the stored type's range and
- * p <= max_key (so every node on the path has a key >= p).  Specialized by
- * the constant wide flag at each call site.
+ * The leaf (ordinal) whose key range holds lower_bound(p): the first leaf
+ * whose largest key >= p, for p within the stored type's range and
+ * p <= max_key.
  */
 static inline __attribute__((always_inline)) uint64_t
-descend(const CpuBtree *t, int64_t p, const int wide)
+descend_to_leaf(const CpuBtree *t, int64_t p, const int wide)
 {
 	uint64_t	node = 0;		/* the root, or leaf 0 when n <= m */
-	uint64_t	leaf;
-	uint64_t	start;
 	int			l;
 
 	for (l = 0; l < t->inner_levels; l++)
@@ -161,12 +116,32 @@ descend(const CpuBtree *t, int64_t p, const int wide)
 							  (int32_t) p);
 		node = t->child_start[node] + c;
 	}
-	leaf = node - t->inner_nodes;
+	return node - t->inner_nodes;
+}
+
+/*
+ * First position whose key >= p, for p within the stored type's range and
+ * p <= max_key (so every node on the path has a key >= p).  Specialized by
+ * the constant wide flag at each call site.
+ */
+static inline __attribute__((always_inline)) uint64_t
+descend(const CpuBtree *t, int64_t p, const int wide)
+{
+	uint64_t	leaf = descend_to_leaf(t, p, wide);
+	uint64_t	start;
+
 	start = cut_start(leaf, t->leaf_ave, t->leaf_h);
 	if (wide)
 		return start + count_below64((const int64_t *) t->leaf_keys + start, p);
 	return start + count_below32((const int32_t *) t->leaf_keys + start,
 								 (int32_t) p);
+}
+
+/* The leaf ordinal descend_to_leaf finds, for callers outside (cpu_engine.h). */
+uint64_t
+gi_cpu_btree_leaf_of(const CpuBtree *t, int64_t p)
+{
+	return t->wide ? descend_to_leaf(t, p, 1) : descend_to_leaf(t, p, 0);
 }
 
 /* Key at position i, widened. */
@@ -267,17 +242,185 @@ answer(const CpuBtree *t, GiOp op, int64_t p, int64_t hi, uint64_t *first,
 	*last = b;
 }
 
+/*
+ * Insertable form.  A position is (leaf ordinal, slot) with rank
+ * dir_base[leaf] + slot; past the end is (leaf_count, 0).  Leaves are never
+ * empty, so the first leaf whose largest key >= p holds lower_bound(p).
+ */
+typedef struct InsPos
+{
+	uint64_t	rank;
+	uint64_t	leaf;
+	uint32_t	slot;
+} InsPos;
+
+/* Entries in leaf ordinal j. */
+static inline uint32_t
+ins_leaf_fill(const CpuBtree *t, uint64_t j)
+{
+	return (uint32_t) (t->dir_base[j + 1] - t->dir_base[j]);
+}
+
+/* Key in slot s of leaf ordinal j, widened. */
+static inline __attribute__((always_inline)) int64_t
+ins_key(const CpuBtree *t, uint64_t j, uint32_t s, const int wide)
+{
+	const void *keys = ins_node_keys(t, t->dir_node[j], wide);
+
+	if (wide)
+		return ((const int64_t *) keys)[s];
+	return ((const int32_t *) keys)[s];
+}
+
+/* lower_bound(p) as a position, for min_key < p <= max_key. */
+static inline __attribute__((always_inline)) InsPos
+ins_find(const CpuBtree *t, int64_t p, const int wide)
+{
+	InsPos		r;
+	const void *keys;
+
+	r.leaf = descend_to_leaf(t, p, wide);
+	keys = ins_node_keys(t, t->dir_node[r.leaf], wide);
+	if (wide)
+		r.slot = count_below64((const int64_t *) keys, p);
+	else
+		r.slot = count_below32((const int32_t *) keys, (int32_t) p);
+	r.rank = t->dir_base[r.leaf] + r.slot;
+	return r;
+}
+
+/* The position of rank 0 or of the end. */
+static inline InsPos
+ins_edge(const CpuBtree *t, int end)
+{
+	InsPos		r;
+
+	r.rank = end ? t->hdr.n : 0;
+	r.leaf = end ? t->leaf_count : 0;
+	r.slot = 0;
+	return r;
+}
+
+/* lower_bound(p) on the insertable form. */
+static inline __attribute__((always_inline)) InsPos
+ins_lower(const CpuBtree *t, int64_t p, const int wide)
+{
+	if (p <= t->min_key)
+		return ins_edge(t, 0);
+	if (p > t->max_key)
+		return ins_edge(t, 1);
+	return ins_find(t, p, wide);
+}
+
+/* upper_bound(p) on the insertable form. */
+static inline __attribute__((always_inline)) InsPos
+ins_upper(const CpuBtree *t, int64_t p, const int wide)
+{
+	if (p < t->min_key)
+		return ins_edge(t, 0);
+	if (p >= t->max_key)
+		return ins_edge(t, 1);
+	return ins_find(t, p + 1, wide);
+}
+
+/* End (rank) of the run of key k holding position a (a.rank < n). */
+static inline __attribute__((always_inline)) uint64_t
+ins_run_end(const CpuBtree *t, InsPos a, int64_t k, const int wide)
+{
+	uint32_t	fill = ins_leaf_fill(t, a.leaf);
+	uint32_t	s;
+
+	/* The rest of the leaf first: runs are mostly short. */
+	for (s = a.slot + 1; s < fill; s++)
+		if (ins_key(t, a.leaf, s, wide) != k)
+			return t->dir_base[a.leaf] + s;
+	if (a.leaf + 1 == t->leaf_count || ins_key(t, a.leaf + 1, 0, wide) != k)
+		return t->dir_base[a.leaf + 1];
+	return ins_upper(t, k, wide).rank;
+}
+
+/* Start (rank) of the run of key k holding slot s of leaf j. */
+static inline __attribute__((always_inline)) uint64_t
+ins_run_start(const CpuBtree *t, uint64_t j, uint32_t s, int64_t k,
+			  const int wide)
+{
+	for (; s > 0; s--)
+		if (ins_key(t, j, s - 1, wide) != k)
+			return t->dir_base[j] + s;
+	if (j == 0 || ins_key(t, j - 1, ins_leaf_fill(t, j - 1) - 1, wide) != k)
+		return t->dir_base[j];
+	return ins_lower(t, k, wide).rank;
+}
+
+/* answer() for the insertable form: the same ops, leaves via the directory. */
+static inline __attribute__((always_inline)) void
+ins_answer(const CpuBtree *t, GiOp op, int64_t p, int64_t hi, uint64_t *first,
+		   uint64_t *last, const int wide)
+{
+	uint64_t	n = t->hdr.n;
+	InsPos		a;
+	InsPos		b;
+	uint64_t	ra;
+	uint64_t	rb;
+
+	switch (op)
+	{
+		case GI_OP_POINT:
+			a = ins_lower(t, p, wide);
+			ra = rb = a.rank;
+			if (a.rank < n && ins_key(t, a.leaf, a.slot, wide) == p)
+				rb = ins_run_end(t, a, p, wide);
+			break;
+		case GI_OP_PRED:
+			b = ins_upper(t, p, wide);
+			rb = b.rank;
+			ra = 0;
+			if (rb > 0)
+			{
+				/* The entry just before b: the last of the run wanted. */
+				uint64_t	j = b.slot > 0 ? b.leaf : b.leaf - 1;
+				uint32_t	s = b.slot > 0 ? b.slot - 1 : ins_leaf_fill(t, j) - 1;
+
+				ra = ins_run_start(t, j, s, ins_key(t, j, s, wide), wide);
+			}
+			break;
+		case GI_OP_SUCC:
+			a = ins_lower(t, p, wide);
+			ra = a.rank;
+			rb = a.rank == n ? n :
+				ins_run_end(t, a, ins_key(t, a.leaf, a.slot, wide), wide);
+			break;
+		default:				/* GI_OP_RANGE */
+			if (p > hi)
+				ra = rb = 0;
+			else
+			{
+				ra = ins_lower(t, p, wide).rank;
+				rb = ins_upper(t, hi, wide).rank;
+			}
+			break;
+	}
+	*first = ra;
+	*last = rb;
+}
+
 /* Answer the caller's probes base .. base + count - 1 in their own order. */
 static inline __attribute__((always_inline)) void
 answer_many(const CpuBtree *t, GiOp op, const int64_t *probes,
 			const int64_t *probes_hi, size_t base, size_t count,
-			uint64_t *first, uint64_t *last, const int wide)
+			uint64_t *first, uint64_t *last, const int wide, const int ins)
 {
 	size_t		i;
 
 	for (i = base; i < base + count; i++)
-		answer(t, op, probes[i], probes_hi ? probes_hi[i] : 0, &first[i],
-			   &last[i], wide);
+	{
+		if (ins)
+			ins_answer(t, op, probes[i], probes_hi ? probes_hi[i] : 0,
+					   &first[i], &last[i], wide);
+		else
+			answer(t, op, probes[i], probes_hi ? probes_hi[i] : 0, &first[i],
+				   &last[i], wide);
+	}
 }
 
 /*
@@ -292,7 +435,7 @@ static inline __attribute__((always_inline)) void
 answer_sorted(const CpuBtree *t, GiOp op, uint64_t *rebased, uint64_t *spare,
 			  const uint32_t *pos, int64_t min, const int64_t *probes_hi,
 			  size_t base, size_t count, uint64_t *first, uint64_t *last,
-			  const int wide)
+			  const int wide, const int ins)
 {
 	size_t		s;
 
@@ -304,7 +447,11 @@ answer_sorted(const CpuBtree *t, GiOp op, uint64_t *rebased, uint64_t *spare,
 	{
 		int64_t		p = (int64_t) (rebased[s] + (uint64_t) min);
 
-		answer(t, op, p, (int64_t) spare[s], &rebased[s], &spare[s], wide);
+		if (ins)
+			ins_answer(t, op, p, (int64_t) spare[s], &rebased[s], &spare[s],
+					   wide);
+		else
+			answer(t, op, p, (int64_t) spare[s], &rebased[s], &spare[s], wide);
 	}
 	for (s = 0; s < count; s++)
 	{
@@ -313,7 +460,10 @@ answer_sorted(const CpuBtree *t, GiOp op, uint64_t *rebased, uint64_t *spare,
 	}
 }
 
-/* answer_many / answer_sorted specialized for int32 or int64 keys. */
+/*
+ * answer_many / answer_sorted specialized for int32 or int64 keys and for
+ * the static or the insertable form.
+ */
 static void
 answer_block(const CpuBtree *t, GiOp op, const int64_t *probes,
 			 const int64_t *probes_hi, uint64_t *rebased, uint64_t *spare,
@@ -327,16 +477,30 @@ answer_block(const CpuBtree *t, GiOp op, const int64_t *probes,
 		for (i = base; i < base + count; i++)
 			first[i] = last[i] = 0;
 	}
+	else if (t->insertable)
+	{
+		/* The insertable form: its own copies, so the static ones stay as they were. */
+		if (rebased == NULL && t->wide)
+			answer_many(t, op, probes, probes_hi, base, count, first, last, 1, 1);
+		else if (rebased == NULL)
+			answer_many(t, op, probes, probes_hi, base, count, first, last, 0, 1);
+		else if (t->wide)
+			answer_sorted(t, op, rebased, spare, pos, min, probes_hi, base,
+						  count, first, last, 1, 1);
+		else
+			answer_sorted(t, op, rebased, spare, pos, min, probes_hi, base,
+						  count, first, last, 0, 1);
+	}
 	else if (rebased == NULL && t->wide)
-		answer_many(t, op, probes, probes_hi, base, count, first, last, 1);
+		answer_many(t, op, probes, probes_hi, base, count, first, last, 1, 0);
 	else if (rebased == NULL)
-		answer_many(t, op, probes, probes_hi, base, count, first, last, 0);
+		answer_many(t, op, probes, probes_hi, base, count, first, last, 0, 0);
 	else if (t->wide)
 		answer_sorted(t, op, rebased, spare, pos, min, probes_hi, base, count,
-					  first, last, 1);
+					  first, last, 1, 0);
 	else
 		answer_sorted(t, op, rebased, spare, pos, min, probes_hi, base, count,
-					  first, last, 0);
+					  first, last, 0, 0);
 }
 
 /*
@@ -792,6 +956,7 @@ gi_cpu_btree_free(GiImage *image)
 	free(t->leaf_keys);
 	free(t->inner_keys);
 	free(t->child_start);
+	gi_cpu_btree_free_insertable(t);
 	free(t);
 }
 
@@ -810,6 +975,10 @@ gi_cpu_btree_info(const GiImage *image, GiImageInfo *info)
 	info->node_order = t->order;
 	info->nodes = t->inner_nodes;
 	info->host_bytes = t->host_bytes;
+	info->leaves = t->leaf_count;
+	info->inserted = t->inserted;
+	info->insert_batches = t->insert_batches;
+	info->last_insert = t->last_insert;
 	info->device_bytes = 0;
 	info->build = image->build;
 	info->last_query = image->last_query;

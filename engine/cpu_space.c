@@ -7,7 +7,7 @@
  * the hit mask from a query batch's ranges and compacts the image's payloads
  * through it.
  */
-#include "engine_impl.h"
+#include "cpu_engine.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +148,10 @@ gi_cpu_select(GiImage *image, GiOp op, const int64_t *probes,
 
 	if (image->payloads == NULL && n > 0)
 		return gi_set_error(err, GI_ERR_INVALID, "image was built without payloads");
+	/* After batch insertions the rank-ordered copy is rebuilt once here. */
+	st = gi_cpu_btree_refresh_payloads(image, err);
+	if (st != GI_OK)
+		return st;
 	first = malloc((nprobes ? nprobes : 1) * sizeof(uint64_t));
 	last = malloc((nprobes ? nprobes : 1) * sizeof(uint64_t));
 	mask = calloc((n + 63) / 64 + 1, sizeof(uint64_t));
