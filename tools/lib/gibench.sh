@@ -111,7 +111,7 @@ gib_measure() {
         for n in $batches; do
             for w in $workloads; do
                 base="$w"
-                case "$w" in any | lookup) base=point ;; esac
+                case "$w" in any | anyscan | lookup) base=point ;; esac
                 echo "\\echo '  $w, batch $n'"
                 # one btree baseline per (base workload, batch)
                 if [[ -z "${done_bt[$base/$n]:-}" ]]; then
@@ -134,28 +134,30 @@ gib_table() {
     local engines="$1"
     pgc_psql -At -F'|' -c "
         SELECT g.workload, g.batch, round(b.ms::numeric, 2), g.engine, round(g.ms::numeric, 2),
-               b.nrows, g.nrows
+               b.nrows, g.nrows, coalesce(g.plan, '?')
           FROM gibench.results g
           JOIN gibench.results b ON b.method = 'btree' AND b.batch = g.batch
-               AND b.workload = CASE WHEN g.workload IN ('any', 'lookup') THEN 'point' ELSE g.workload END
+               AND b.workload = CASE WHEN g.workload IN ('any', 'anyscan', 'lookup') THEN 'point' ELSE g.workload END
          WHERE g.method = 'gpuidx' AND g.workload NOT LIKE 'or%'
-         ORDER BY array_position(ARRAY['any','lookup','pred','rcount'], g.workload), g.batch, g.engine" |
+         ORDER BY array_position(ARRAY['any','anyscan','lookup','pred','rcount'], g.workload), g.batch, g.engine" |
     awk -F'|' -v engines="$engines" '
         BEGIN {
             ne = split(engines, E, " ")
-            name["any"] = "k = ANY(array)"; name["lookup"] = "gpuidx_lookup"
+            name["any"] = "k = ANY(array)"; name["anyscan"] = "= ANY forced"; name["lookup"] = "gpuidx_lookup"
             name["pred"] = "predecessor"; name["rcount"] = "range_count"
-            base["any"] = "= ANY"; base["lookup"] = "= ANY"
+            base["any"] = "= ANY"; base["anyscan"] = "= ANY"; base["lookup"] = "= ANY"
             base["pred"] = "LATERAL"; base["rcount"] = "LATERAL count"
             hdr = sprintf("%-15s %8s %-14s %11s", "workload", "batch", "btree form", "btree ms")
             for (i = 1; i <= ne; i++) hdr = hdr sprintf(" %11s %9s", E[i] " ms", "x " E[i])
-            hdr = hdr sprintf(" %11s %11s", "rows btree", "rows gpuidx")
+            hdr = hdr sprintf(" %11s %11s  %s", "rows btree", "rows gpuidx", "gpuidx plan")
             print hdr
         }
         {
             key = $1 SUBSEP $2
             if (!(key in seen)) { seen[key] = 1; order[++nk] = key; W[key] = $1; B[key] = $2; BT[key] = $3; RB[key] = $6 }
             MS[key, $4] = $5; RG[key] = $7
+            if (!(key in PL)) PL[key] = $8
+            else if (index(PL[key], $8) == 0) PL[key] = PL[key] " / " $8
         }
         END {
             for (k = 1; k <= nk; k++) {
@@ -167,7 +169,7 @@ gib_table() {
                         line = line sprintf(" %11.2f %8.1fx", ms, (ms > 0 ? BT[key] / ms : 0))
                     } else line = line sprintf(" %11s %9s", "-", "-")
                 }
-                line = line sprintf(" %11d %11d", RB[key], RG[key])
+                line = line sprintf(" %11d %11d  %s", RB[key], RG[key], PL[key])
                 print line
             }
         }'
@@ -185,38 +187,50 @@ gib_plans() {
     done
 }
 
-# Print the multi-range OR table: selectivity, btree ms, ms and ratio per engine, rows.
+# Print the multi-range OR table: selectivity, btree ms, then per engine the
+# planner's gpuidx plan and GpuIndexScan forced (ms and ratio), rows, plans.
 gib_or_table() {
     local engines="$1"
     pgc_psql -At -F'|' -c "
-        SELECT g.workload, round(b.ms::numeric, 2), g.engine, round(g.ms::numeric, 2), b.nrows, g.nrows
+        SELECT g.workload, round(b.ms::numeric, 2), g.method || ' ' || g.engine, round(g.ms::numeric, 2),
+               b.nrows, g.nrows, coalesce(g.plan, '?')
           FROM gibench.results g
           JOIN gibench.results b ON b.method = 'btree' AND b.workload = g.workload
-         WHERE g.method = 'gpuidx' AND g.workload LIKE 'or%'
-         ORDER BY (regexp_replace(g.workload, '^or([0-9.]+)%.*', '\\1'))::numeric, g.engine" |
+         WHERE g.method IN ('gpuidx', 'gpuscan') AND g.workload LIKE 'or%'
+         ORDER BY (regexp_replace(g.workload, '^or([0-9.]+)%.*', '\\1'))::numeric, g.engine, g.method" |
     awk -F'|' -v engines="$engines" '
         BEGIN {
             ne = split(engines, E, " ")
-            hdr = sprintf("%-15s %11s", "selected", "btree ms")
-            for (i = 1; i <= ne; i++) hdr = hdr sprintf(" %11s %9s", E[i] " ms", "x " E[i])
-            print hdr sprintf(" %11s %11s", "rows btree", "rows gpuidx")
+            hdr = sprintf("%-9s %10s", "selected", "btree ms")
+            for (i = 1; i <= ne; i++)
+                hdr = hdr sprintf(" %10s %6s %12s %6s", E[i] " ms", "x", E[i] " scan ms", "x")
+            print hdr sprintf(" %10s %10s  %s", "rows btree", "rows gi", "gpuidx plan (planner)")
         }
         {
             key = $1
             if (!(key in seen)) { seen[key] = 1; order[++nk] = key; BT[key] = $2; RB[key] = $5 }
             MS[key, $3] = $4; RG[key] = $6
+            if ($3 ~ /^gpuidx /) {
+                if (!(key in PL)) PL[key] = $7
+                else if (index(PL[key], $7) == 0) PL[key] = PL[key] " / " $7
+            }
         }
         END {
             for (k = 1; k <= nk; k++) {
                 key = order[k]; w = key; sub(/^or/, "", w)
-                line = sprintf("%-15s %11.2f", w, BT[key])
+                line = sprintf("%-9s %10.2f", w, BT[key])
                 for (i = 1; i <= ne; i++) {
-                    if ((key, E[i]) in MS) {
-                        ms = MS[key, E[i]]
-                        line = line sprintf(" %11.2f %8.1fx", ms, (ms > 0 ? BT[key] / ms : 0))
-                    } else line = line sprintf(" %11s %9s", "-", "-")
+                    split("gpuidx gpuscan", M, " ")
+                    for (j = 1; j <= 2; j++) {
+                        mk = M[j] " " E[i]
+                        wd = (j == 1 ? 10 : 12)
+                        if ((key, mk) in MS) {
+                            ms = MS[key, mk]
+                            line = line sprintf(" %*.2f %5.1fx", wd, ms, (ms > 0 ? BT[key] / ms : 0))
+                        } else line = line sprintf(" %*s %6s", wd, "-", "-")
+                    }
                 }
-                print line sprintf(" %11d %11d", RB[key], RG[key])
+                print line sprintf(" %10d %10d  %s", RB[key], RG[key], PL[key])
             }
         }'
 }

@@ -13,7 +13,7 @@ RESET client_min_messages;
 
 CREATE TABLE gibench.results (
     workload text, batch int, method text, engine text, ms float8, nrows bigint,
-    at timestamptz DEFAULT clock_timestamp());
+    at timestamptz DEFAULT clock_timestamp(), plan text);
 CREATE TABLE gibench.probes (n int PRIMARY KEY, pts bigint[], preds bigint[], lo bigint[], hi bigint[]);
 CREATE TABLE gibench.info (what text, value text);
 
@@ -67,6 +67,19 @@ CREATE FUNCTION gibench.make_probes(n int, nrows bigint) RETURNS void LANGUAGE s
       FROM (SELECT floor(random() * (4 * nrows))::int8 AS q FROM generate_series(1, n)) s
 $$;
 
+-- The scan node the plan of q (parameters $1, $2) reads the table with.
+CREATE FUNCTION gibench.scan_node(q text, a bigint[], b bigint[]) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q USING a, b LOOP
+        IF line ~ '(Scan|Function)' THEN
+            RETURN regexp_replace(regexp_replace(line, '^[ ->]*', ''), ' on .*$', '');
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
 -- Run q (parameters $1, $2: bigint[]) once to warm up, then reps times; the
 -- median wall time in ms (server side) and the count it returned.
 CREATE FUNCTION gibench.time_query(q text, a bigint[], b bigint[], reps int,
@@ -92,6 +105,7 @@ CREATE FUNCTION gibench.query(workload text, method text) RETURNS text LANGUAGE 
       WHEN 'point/btree'    THEN 'SELECT count(v) FROM t_bt WHERE k = ANY($1)'
       WHEN 'any/btree'      THEN 'SELECT count(v) FROM t_bt WHERE k = ANY($1)'
       WHEN 'any/gpuidx'     THEN 'SELECT count(v) FROM t_gi WHERE k = ANY($1)'
+      WHEN 'anyscan/gpuidx' THEN 'SELECT count(v) FROM t_gi WHERE k = ANY($1)'
       WHEN 'lookup/btree'   THEN 'SELECT count(v) FROM t_bt WHERE k = ANY($1)'
       WHEN 'lookup/gpuidx'  THEN 'SELECT count(*) FROM gpuidx_lookup(''t_gi_k''::regclass, $1)'
       WHEN 'pred/btree'     THEN 'SELECT count(x.k) FROM unnest($1) p, LATERAL (SELECT k FROM t_bt WHERE k <= p ORDER BY k DESC LIMIT 1) x'
@@ -114,8 +128,16 @@ BEGIN
     IF method = 'gpuidx' THEN
         PERFORM set_config('gpuidx.engine', engine, false);
     END IF;
+    IF workload = 'anyscan' THEN
+        -- GpuIndexScan forced: the other paths off for this call only
+        PERFORM set_config('enable_bitmapscan', 'off', true);
+        PERFORM set_config('enable_indexscan', 'off', true);
+        PERFORM set_config('enable_indexonlyscan', 'off', true);
+        PERFORM set_config('enable_seqscan', 'off', true);
+    END IF;
     SELECT t.ms, t.nrows INTO ms, nrows FROM gibench.time_query(q, a, b, reps) t;
-    INSERT INTO gibench.results VALUES (workload, batch, method, engine, ms, nrows);
+    INSERT INTO gibench.results VALUES (workload, batch, method, engine, ms, nrows, DEFAULT,
+                                        gibench.scan_node(q, a, b));
 END $$;
 
 -- The plan's first lines for a workload (to show which index answers).
@@ -142,19 +164,28 @@ RETURNS text LANGUAGE sql AS $$
               FROM generate_series(0, nranges - 1) i) r
 $$;
 
--- Time the multi-range OR through btree (the planner's choice: bitmap scans)
--- or through gpuidx with an engine (GpuIndexScan).
+-- Time the multi-range OR through btree (the planner's choice: bitmap scans),
+-- through gpuidx with an engine (the planner's choice among the gpuidx
+-- paths), or through GpuIndexScan forced (method gpuscan: the other paths
+-- disabled for the call).
 CREATE FUNCTION gibench.measure_or(sel_pct numeric, nranges int, method text, engine text,
                                    reps int, nrows bigint, OUT ms float8, OUT nrows_out bigint)
 LANGUAGE plpgsql AS $$
 DECLARE q text := gibench.or_query(CASE method WHEN 'btree' THEN 't_bt' ELSE 't_gi' END,
                                    sel_pct, nranges, nrows);
 BEGIN
-    IF method = 'gpuidx' THEN
-        PERFORM set_config('gpuidx.engine', engine, false);
+    IF method <> 'btree' THEN
+        PERFORM set_config('gpuidx.engine', engine, true);
+    END IF;
+    IF method = 'gpuscan' THEN
+        PERFORM set_config('enable_bitmapscan', 'off', true);
+        PERFORM set_config('enable_indexscan', 'off', true);
+        PERFORM set_config('enable_indexonlyscan', 'off', true);
+        PERFORM set_config('enable_seqscan', 'off', true);
     END IF;
     SELECT t.ms, t.nrows INTO ms, nrows_out FROM gibench.time_query(q, NULL, NULL, reps) t;
-    INSERT INTO gibench.results VALUES ('or' || sel_pct || '%x' || nranges, nranges, method, engine, ms, nrows_out);
+    INSERT INTO gibench.results VALUES ('or' || sel_pct || '%x' || nranges, nranges, method, engine,
+                                        ms, nrows_out, DEFAULT, gibench.scan_node(q, NULL, NULL));
 END $$;
 
 -- EXPLAIN (COSTS OFF) lines of a query text.
