@@ -888,6 +888,8 @@ run_error_cases(bool gpu)
 
 int			gi_test_space_main(void);
 void		gi_test_space_counts(long *passed, long *failed);
+int			gi_test_insert_main(void);
+void		gi_test_insert_counts(long *passed, long *failed);
 
 /* Run everything; print the summary line. */
 int
@@ -966,6 +968,17 @@ main(void)
 		gi_test_space_counts(&sp, &sf);
 		passed += sp;
 		failed += sf;
+	}
+
+	/* Batch insertion (test_insert.c), counted in the total. */
+	{
+		long		ip,
+					ifl;
+
+		gi_test_insert_main();
+		gi_test_insert_counts(&ip, &ifl);
+		passed += ip;
+		failed += ifl;
 	}
 	if (skipped > 0)
 		printf("test_engine: %ld skipped (the GPU engine reports veb unsupported)\n",

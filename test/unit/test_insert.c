@@ -1,0 +1,837 @@
+/*
+ * test_insert.c - unit tests of gi_image_insert (CUBPT batch insertion)
+ * through engine.h only, against brute force.
+ *
+ * Each scenario builds a B+ tree image (key width 2, 4 or 8, with or without
+ * payloads), inserts a series of batches (uniform, skewed so that 80 % of a
+ * batch lands in one narrow key interval, heavy duplicates with runs that
+ * span leaves and equal (key, payload) pairs, type extremes, batches larger
+ * than the tree, empty batches) and after every batch checks all four ops on
+ * random probes (present, absent, extremes, far outside the type) against a
+ * binary search over the sorted (key, payload) union, gi_image_select in
+ * both orders, and gi_image_info's counts.  The CPU engine always; the GPU
+ * engine when gi_gpu_available says so, where GI_ERR_UNSUPPORTED (insertion
+ * or selection not there yet) counts as skipped, any other error or wrong
+ * answer as failed.  Outputs are poisoned before each call.
+ *
+ * The entry point is gi_test_insert_main(); test_engine's main() adds
+ * gi_test_insert_counts() into its total.  GI_SEED repeats a run.
+ */
+#include "engine.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TI_REPORTS		3		/* mismatches printed per failing check */
+#define TI_POISON		0xABABABABABABABABULL
+
+static uint64_t ti_seed;
+static uint64_t ti_state;
+static long ti_passed;
+static long ti_failed;
+static long ti_skipped;
+static bool ti_verbose;
+
+typedef struct TiPair
+{
+	int64_t		key;
+	uint64_t	payload;
+} TiPair;
+
+/* The union inserted so far, sorted by (key, payload), and its keys. */
+typedef struct TiRef
+{
+	TiPair	   *pairs;
+	int64_t    *keys;
+	size_t		n;
+	size_t		cap;
+} TiRef;
+
+/* splitmix64. */
+static uint64_t
+ti_rnd(void)
+{
+	uint64_t	z = (ti_state += UINT64_C(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, bound); bound > 0. */
+static uint64_t
+ti_below(uint64_t bound)
+{
+	return ti_rnd() % bound;
+}
+
+/* Uniform in [lo, hi]. */
+static int64_t
+ti_between(int64_t lo, int64_t hi)
+{
+	uint64_t	span = (uint64_t) hi - (uint64_t) lo;
+
+	if (span == UINT64_MAX)
+		return (int64_t) ti_rnd();
+	return (int64_t) ((uint64_t) lo + ti_below(span + 1));
+}
+
+/* a + b clamped to [lo, hi]. */
+static int64_t
+ti_clamp_add(int64_t a, int64_t b, int64_t lo, int64_t hi)
+{
+	if (b > 0 && a > hi - b)
+		return hi;
+	if (b < 0 && a < lo - b)
+		return lo;
+	return a + b;
+}
+
+/* malloc or die. */
+static void *
+ti_alloc(size_t bytes)
+{
+	void	   *p = malloc(bytes ? bytes : 1);
+
+	if (p == NULL)
+	{
+		fprintf(stderr, "test_insert: out of memory (%zu bytes)\n", bytes);
+		exit(2);
+	}
+	return p;
+}
+
+/* Count one check; print it when verbose. */
+static void
+ti_record(bool ok, const char *what)
+{
+	if (ok)
+		ti_passed++;
+	else
+		ti_failed++;
+	if (ti_verbose)
+		printf("%s insert %s\n", ok ? "ok  " : "FAIL", what);
+}
+
+/* qsort order of (key, payload). */
+static int
+ti_cmp_pair(const void *a, const void *b)
+{
+	const TiPair *x = a;
+	const TiPair *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->payload != y->payload)
+		return x->payload < y->payload ? -1 : 1;
+	return 0;
+}
+
+/* qsort order of uint64. */
+static int
+ti_cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The key type's range. */
+static void
+ti_type_range(int width, int64_t *tmin, int64_t *tmax)
+{
+	*tmax = width == 2 ? INT16_MAX : width == 4 ? INT32_MAX : INT64_MAX;
+	*tmin = -*tmax - 1;
+}
+
+/* Add entries to the reference and re-sort it. */
+static void
+ti_ref_add(TiRef *ref, const int64_t *keys, const uint64_t *payloads, size_t n)
+{
+	size_t		i;
+
+	if (ref->n + n > ref->cap)
+	{
+		ref->cap = (ref->n + n) * 2 + 16;
+		ref->pairs = realloc(ref->pairs, ref->cap * sizeof(TiPair));
+		ref->keys = realloc(ref->keys, ref->cap * sizeof(int64_t));
+		if (ref->pairs == NULL || ref->keys == NULL)
+		{
+			fprintf(stderr, "test_insert: out of memory\n");
+			exit(2);
+		}
+	}
+	for (i = 0; i < n; i++)
+	{
+		ref->pairs[ref->n + i].key = keys[i];
+		ref->pairs[ref->n + i].payload = payloads ? payloads[i] : 0;
+	}
+	ref->n += n;
+	if (ref->n > 1)
+		qsort(ref->pairs, ref->n, sizeof(TiPair), ti_cmp_pair);
+	for (i = 0; i < ref->n; i++)
+		ref->keys[i] = ref->pairs[i].key;
+}
+
+/* First i with keys[i] >= p (or > p when upper). */
+static size_t
+ti_bound(const int64_t *keys, size_t n, int64_t p, bool upper)
+{
+	size_t		lo = 0;
+	size_t		hi = n;
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (keys[mid] < p || (upper && keys[mid] == p))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The expected [first, last) of one probe, as engine.h defines the ops. */
+static void
+ti_expect(const TiRef *ref, GiOp op, int64_t p, int64_t hi, uint64_t *first,
+		  uint64_t *last)
+{
+	const int64_t *k = ref->keys;
+	size_t		n = ref->n;
+	size_t		a;
+	size_t		b;
+
+	switch (op)
+	{
+		case GI_OP_POINT:
+			a = ti_bound(k, n, p, false);
+			b = ti_bound(k, n, p, true);
+			break;
+		case GI_OP_PRED:
+			b = ti_bound(k, n, p, true);
+			a = b == 0 ? 0 : ti_bound(k, n, k[b - 1], false);
+			break;
+		case GI_OP_SUCC:
+			a = ti_bound(k, n, p, false);
+			b = a == n ? n : ti_bound(k, n, k[a], true);
+			break;
+		default:
+			a = b = 0;
+			if (p <= hi)
+			{
+				a = ti_bound(k, n, p, false);
+				b = ti_bound(k, n, hi, true);
+			}
+			break;
+	}
+	*first = a;
+	*last = b;
+}
+
+/* One probe: present keys, neighbours, a hot spot, the type's edges, far out. */
+static int64_t
+ti_probe(const TiRef *ref, int width, int64_t hot)
+{
+	static const int64_t far[] = {
+		INT64_MIN, INT64_MAX, INT64_MIN + 1, INT64_MAX - 1, 0, -1, 1,
+		(int64_t) 1 << 40, -((int64_t) 1 << 40), INT32_MIN, INT32_MAX,
+		(int64_t) INT32_MIN - 1, (int64_t) INT32_MAX + 1, INT16_MIN, INT16_MAX,
+		INT16_MIN - 1, INT16_MAX + 1,
+	};
+	int64_t		tmin;
+	int64_t		tmax;
+	uint64_t	r = ti_below(100);
+
+	ti_type_range(width, &tmin, &tmax);
+	if (ref->n > 0 && r < 35)
+		return ref->keys[ti_below(ref->n)];
+	if (ref->n > 0 && r < 50)
+		return ti_clamp_add(ref->keys[ti_below(ref->n)], ti_rnd() & 1 ? 1 : -1,
+							INT64_MIN, INT64_MAX);
+	if (r < 65)
+		return ti_clamp_add(hot, ti_between(-100, 100), INT64_MIN, INT64_MAX);
+	if (r < 75)
+		return ti_between(tmin, tmax);
+	if (r < 85)
+		return far[ti_below(sizeof(far) / sizeof(far[0]))];
+	if (r < 90)
+		return ti_rnd() & 1 ? ti_clamp_add(tmin, -1, INT64_MIN, INT64_MAX) :
+			ti_clamp_add(tmax, 1, INT64_MIN, INT64_MAX);
+	if (r < 95)
+		return ti_rnd() & 1 ? tmin : tmax;
+	return (int64_t) ti_rnd();
+}
+
+/* Probes and range upper bounds (some below the lower bound). */
+static void
+ti_probes(int64_t *lo, int64_t *hi, size_t np, const TiRef *ref, int width,
+		  int64_t hot)
+{
+	size_t		i;
+
+	for (i = 0; i < np; i++)
+	{
+		uint64_t	r = ti_below(10);
+
+		lo[i] = ti_probe(ref, width, hot);
+		if (r < 3)
+			hi[i] = ti_probe(ref, width, hot);
+		else if (r < 5)
+			hi[i] = lo[i];
+		else if (r < 8)
+			hi[i] = ti_clamp_add(lo[i], (int64_t) ti_below(r == 7 ? 100000 : 60),
+								 INT64_MIN, INT64_MAX);
+		else
+			hi[i] = ti_clamp_add(lo[i], -1 - (int64_t) ti_below(100),
+								 INT64_MIN, INT64_MAX);
+	}
+}
+
+/* Every op on np probes against brute force.  Returns false on a mismatch. */
+static bool
+ti_check_queries(GiImage *image, const char *label, const TiRef *ref,
+				 int width, int64_t hot, size_t np)
+{
+	int64_t    *lo = ti_alloc(np * sizeof(int64_t));
+	int64_t    *hi = ti_alloc(np * sizeof(int64_t));
+	uint64_t   *first = ti_alloc(np * sizeof(uint64_t));
+	uint64_t   *last = ti_alloc(np * sizeof(uint64_t));
+	int			reports = 0;
+	int			op;
+
+	ti_probes(lo, hi, np, ref, width, hot);
+	for (op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
+	{
+		GiError		err;
+		GiStatus	st;
+		size_t		i;
+
+		memset(first, 0xAB, np * sizeof(uint64_t));
+		memset(last, 0xAB, np * sizeof(uint64_t));
+		st = gi_image_query(image, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL,
+							np, first, last, &err);
+		if (st != GI_OK)
+		{
+			printf("FAIL seed=%" PRIu64 " %s op=%d: query failed (%d): %s\n",
+				   ti_seed, label, op, (int) st, err.message);
+			reports++;
+			continue;
+		}
+		for (i = 0; i < np; i++)
+		{
+			uint64_t	ea;
+			uint64_t	eb;
+			bool		ok;
+
+			ti_expect(ref, (GiOp) op, lo[i], hi[i], &ea, &eb);
+			ok = ea == eb ? (first[i] == last[i] && first[i] != TI_POISON) :
+				(first[i] == ea && last[i] == eb);
+			if (!ok && reports++ < TI_REPORTS)
+				printf("FAIL seed=%" PRIu64 " %s op=%d probe#%zu p=%" PRId64
+					   " hi=%" PRId64 ": got [%" PRIu64 ", %" PRIu64 ") want [%"
+					   PRIu64 ", %" PRIu64 ")\n", ti_seed, label, op, i, lo[i],
+					   hi[i], first[i], last[i], ea, eb);
+		}
+	}
+	free(lo);
+	free(hi);
+	free(first);
+	free(last);
+	return reports == 0;
+}
+
+/*
+ * gi_image_select in both orders against brute force.  Returns 1 when right,
+ * 0 when wrong, -1 when the engine answers unsupported (GPU only).
+ */
+static int
+ti_check_select(GiImage *image, GiEngineKind engine, const char *label,
+				const TiRef *ref, int width, int64_t hot)
+{
+	size_t		np = 1 + ti_below(64);
+	int64_t    *lo = ti_alloc(np * sizeof(int64_t));
+	int64_t    *hi = ti_alloc(np * sizeof(int64_t));
+	uint8_t    *hit = ti_alloc(ref->n);
+	uint64_t   *want = ti_alloc(ref->n * sizeof(uint64_t));
+	size_t		nwant = 0;
+	GiOp		op = (GiOp) (1 + ti_below(4));
+	int			result = 1;
+	int			order;
+	size_t		i;
+
+	ti_probes(lo, hi, np, ref, width, hot);
+	memset(hit, 0, ref->n);
+	for (i = 0; i < np; i++)
+	{
+		uint64_t	a;
+		uint64_t	b;
+
+		ti_expect(ref, op, lo[i], hi[i], &a, &b);
+		for (; a < b; a++)
+			hit[a] = 1;
+	}
+	for (i = 0; i < ref->n; i++)
+		if (hit[i])
+			want[nwant++] = ref->pairs[i].payload;
+	for (order = GI_ORDER_KEY; order <= GI_ORDER_PAYLOAD && result == 1; order++)
+	{
+		uint64_t   *got = NULL;
+		size_t		ngot = 0;
+		GiError		err;
+		GiStatus	st;
+
+		if (order == GI_ORDER_PAYLOAD && nwant > 1)
+			qsort(want, nwant, sizeof(uint64_t), ti_cmp_u64);
+		st = gi_image_select(image, op, lo, op == GI_OP_RANGE ? hi : NULL, np,
+							 (GiSelectOrder) order, &got, &ngot, &err);
+		if (st == GI_ERR_UNSUPPORTED && engine == GI_ENGINE_GPU)
+			result = -1;
+		else if (st != GI_OK)
+		{
+			printf("FAIL seed=%" PRIu64 " %s select failed (%d): %s\n", ti_seed,
+				   label, (int) st, err.message);
+			result = 0;
+		}
+		else if (ngot != nwant ||
+				 (nwant > 0 && memcmp(got, want, nwant * sizeof(uint64_t)) != 0))
+		{
+			printf("FAIL seed=%" PRIu64 " %s select op=%d order=%d: %zu payloads, want %zu%s\n",
+				   ti_seed, label, (int) op, order, ngot, nwant,
+				   ngot == nwant ? " (different ones)" : "");
+			result = 0;
+		}
+		gi_free(got);
+	}
+	free(lo);
+	free(hi);
+	free(hit);
+	free(want);
+	return result;
+}
+
+/* gi_image_info's counts after insertions. */
+static bool
+ti_check_info(GiImage *image, const char *label, const TiRef *ref, int width,
+			  uint64_t inserted, uint64_t batches)
+{
+	GiImageInfo info;
+	uint64_t	distinct = ref->n > 0;
+	size_t		i;
+	bool		ok;
+
+	for (i = 1; i < ref->n; i++)
+		distinct += ref->keys[i] != ref->keys[i - 1];
+	gi_image_info(image, &info);
+	ok = info.entries == ref->n && info.key_bytes == width &&
+		info.structure == GI_STRUCT_BTREE && info.distinct_keys == distinct &&
+		info.inserted == inserted && info.insert_batches == batches &&
+		info.host_bytes + info.device_bytes > 0 && info.node_order >= 2 &&
+		(ref->n == 0 || (info.levels >= 1 && info.leaves >= 1 &&
+						 info.leaves <= ref->n)) &&
+		(batches == 0 || info.last_insert.total_ms >= 0);
+	if (!ok)
+		printf("FAIL seed=%" PRIu64 " %s info: entries=%" PRIu64 "/%zu distinct=%"
+			   PRIu64 "/%" PRIu64 " inserted=%" PRIu64 "/%" PRIu64 " batches=%"
+			   PRIu64 "/%" PRIu64 " levels=%d leaves=%" PRIu64 "\n", ti_seed,
+			   label, info.entries, ref->n, info.distinct_keys, distinct,
+			   info.inserted, inserted, info.insert_batches, batches,
+			   info.levels, info.leaves);
+	return ok;
+}
+
+/* Batch shapes. */
+enum
+{
+	TI_UNIFORM,					/* over the whole type, extremes forced */
+	TI_SKEWED,					/* 80 % in one narrow interval */
+	TI_DUPS,					/* a few existing keys, equal pairs */
+	TI_EDGES,					/* the type's extremes and their neighbours */
+	TI_DENSE,					/* a small range around zero */
+	TI_SHAPES
+};
+
+static const char *const ti_shape_names[] = {"uniform", "skewed", "dups",
+"edges", "dense"};
+
+/*
+ * A batch of n entries of a shape.  hot is the skewed batch's interval
+ * (near an existing key when there is one).  Payloads are often small so
+ * that equal (key, payload) pairs appear.
+ */
+static void
+ti_gen_batch(int64_t *keys, uint64_t *payloads, size_t n, int shape,
+			 int width, const TiRef *ref, int64_t hot)
+{
+	int64_t		tmin;
+	int64_t		tmax;
+	int64_t		vals[8];
+	size_t		nvals = 1 + ti_below(8);
+	size_t		i;
+
+	ti_type_range(width, &tmin, &tmax);
+	for (i = 0; i < nvals; i++)
+		vals[i] = ref->n > 0 && ti_below(4) != 0 ? ref->keys[ti_below(ref->n)] :
+			ti_between(tmin, tmax);
+	for (i = 0; i < n; i++)
+	{
+		int64_t		k;
+		uint64_t	r;
+
+		switch (shape)
+		{
+			case TI_UNIFORM:
+				k = ti_below(200) == 0 ? (ti_rnd() & 1 ? tmin : tmax) :
+					ti_between(tmin, tmax);
+				break;
+			case TI_SKEWED:
+				/* 80 %: half the hot key itself, half next to it. */
+				r = ti_below(10);
+				k = r < 4 ? hot : r < 8 ?
+					ti_clamp_add(hot, ti_between(-20, 20), tmin, tmax) :
+					ti_between(tmin, tmax);
+				break;
+			case TI_DUPS:
+				k = vals[ti_below(nvals)];
+				break;
+			case TI_EDGES:
+				k = ti_rnd() & 1 ? ti_clamp_add(tmin, (int64_t) ti_below(3), tmin, tmax) :
+					ti_clamp_add(tmax, -(int64_t) ti_below(3), tmin, tmax);
+				break;
+			default:
+				k = ti_between(-(int64_t) n / 4 - 2, (int64_t) n / 4 + 2);
+				break;
+		}
+		keys[i] = k;
+		if (payloads)
+			payloads[i] = ti_below(3) == 0 ? ti_below(4) : ti_rnd();
+	}
+}
+
+/*
+ * One scenario on one engine: build from `initial` entries of a shape, then
+ * insert `nbatches` batches of the given sizes and shapes, checking after
+ * the build and after every batch.
+ */
+static void
+ti_scenario(GiEngineKind engine, int width, bool with_payloads, size_t initial,
+			int initial_shape, const size_t *sizes, const int *shapes,
+			int nbatches, size_t np)
+{
+	GiBuildParams params = {engine, GI_STRUCT_BTREE, width, 0};
+	const char *ename = engine == GI_ENGINE_GPU ? "gpu" : "cpu";
+	TiRef		ref = {NULL, NULL, 0, 0};
+	GiImage    *image = NULL;
+	GiError		err;
+	GiStatus	st;
+	int64_t    *keys;
+	uint64_t   *payloads;
+	int64_t		tmin;
+	int64_t		tmax;
+	int64_t		hot;
+	uint64_t	inserted = 0;
+	uint64_t	batches = 0;
+	size_t		most = initial;
+	char		label[200];
+	int			bi;
+
+	for (bi = 0; bi < nbatches; bi++)
+		if (sizes[bi] > most)
+			most = sizes[bi];
+	keys = ti_alloc(most * sizeof(int64_t));
+	payloads = ti_alloc(most * sizeof(uint64_t));
+	ti_type_range(width, &tmin, &tmax);
+	hot = ti_between(tmin, tmax);
+
+	/* The initial image, built from sorted entries. */
+	ti_gen_batch(keys, payloads, initial, initial_shape, width, &ref, hot);
+	ti_ref_add(&ref, keys, with_payloads ? payloads : NULL, initial);
+	for (size_t i = 0; i < ref.n; i++)
+	{
+		keys[i] = ref.pairs[i].key;
+		payloads[i] = ref.pairs[i].payload;
+	}
+	snprintf(label, sizeof(label), "%s width=%d payloads=%d initial=%zu/%s",
+			 ename, width, (int) with_payloads, initial,
+			 ti_shape_names[initial_shape]);
+	st = gi_image_build(&params, keys, with_payloads ? payloads : NULL, initial,
+						&image, &err);
+	if (st != GI_OK)
+	{
+		printf("FAIL seed=%" PRIu64 " %s: build failed (%d): %s\n", ti_seed,
+			   label, (int) st, err.message);
+		ti_record(false, label);
+		goto done;
+	}
+	if (ref.n > 0)
+		hot = ref.keys[ti_below(ref.n)];
+
+	for (bi = 0; bi < nbatches; bi++)
+	{
+		size_t		n = sizes[bi];
+		int			shape = shapes[bi];
+		double		t0 = (double) clock();
+		int			sel;
+
+		snprintf(label, sizeof(label),
+				 "%s width=%d payloads=%d initial=%zu/%s batch#%d n=%zu/%s (total %zu)",
+				 ename, width, (int) with_payloads, initial,
+				 ti_shape_names[initial_shape], bi, n, ti_shape_names[shape],
+				 ref.n + n);
+		ti_gen_batch(keys, payloads, n, shape, width, &ref, hot);
+		st = gi_image_insert(image, keys, with_payloads ? payloads : NULL, n, &err);
+		if (st == GI_ERR_UNSUPPORTED && engine == GI_ENGINE_GPU)
+		{
+			/* The GPU insertion lands later: not a pass, not a failure. */
+			ti_skipped++;
+			if (ti_verbose)
+				printf("skip %s: %s\n", label, err.message);
+			goto done;
+		}
+		if (st != GI_OK)
+		{
+			printf("FAIL seed=%" PRIu64 " %s: insert failed (%d): %s\n", ti_seed,
+				   label, (int) st, err.message);
+			ti_record(false, label);
+			goto done;
+		}
+		ti_ref_add(&ref, keys, with_payloads ? payloads : NULL, n);
+		if (n > 0)
+		{
+			inserted += n;
+			batches++;
+		}
+		ti_record(ti_check_info(image, label, &ref, width, inserted, batches), label);
+		ti_record(ti_check_queries(image, label, &ref, width, hot, np), label);
+		if (with_payloads)
+		{
+			sel = ti_check_select(image, engine, label, &ref, width, hot);
+			if (sel < 0)
+				ti_skipped++;
+			else
+				ti_record(sel == 1, label);
+		}
+		if (ti_verbose)
+			printf("     %s: %.0f ms\n", label,
+				   ((double) clock() - t0) * 1000.0 / CLOCKS_PER_SEC);
+	}
+
+done:
+	gi_image_free(image);
+	free(keys);
+	free(payloads);
+	free(ref.pairs);
+	free(ref.keys);
+}
+
+/* Error cases: vEB unsupported, payload mismatch, keys out of range. */
+static void
+ti_error_cases(GiEngineKind engine)
+{
+	int64_t		keys[4] = {1, 2, 3, 4};
+	uint64_t	payloads[4] = {10, 20, 30, 40};
+	int64_t		wide[2] = {5, (int64_t) 1 << 40};
+	const char *ename = engine == GI_ENGINE_GPU ? "gpu" : "cpu";
+	GiBuildParams params = {engine, GI_STRUCT_VEB, 4, 0};
+	GiImage    *image = NULL;
+	GiError		err;
+	GiStatus	st;
+	char		what[128];
+
+	/* A vEB image is rebuilt by the caller, never inserted into. */
+	st = gi_image_build(&params, keys, payloads, 4, &image, &err);
+	if (st == GI_OK)
+	{
+		st = gi_image_insert(image, keys, payloads, 4, &err);
+		snprintf(what, sizeof(what), "%s veb insert answers unsupported", ename);
+		if (st != GI_ERR_UNSUPPORTED)
+			printf("FAIL seed=%" PRIu64 " %s: got %d\n", ti_seed, what, (int) st);
+		ti_record(st == GI_ERR_UNSUPPORTED, what);
+		gi_image_free(image);
+	}
+	else if (st == GI_ERR_UNSUPPORTED && engine == GI_ENGINE_GPU)
+		ti_skipped++;
+	else
+	{
+		printf("FAIL seed=%" PRIu64 " %s veb build failed (%d): %s\n", ti_seed,
+			   ename, (int) st, err.message);
+		ti_record(false, "veb build");
+	}
+
+	/* Payloads exactly when the image keeps them; keys that fit. */
+	params.structure = GI_STRUCT_BTREE;
+	image = NULL;
+	st = gi_image_build(&params, keys, payloads, 4, &image, &err);
+	if (st != GI_OK)
+	{
+		printf("FAIL seed=%" PRIu64 " %s btree build failed (%d): %s\n", ti_seed,
+			   ename, (int) st, err.message);
+		ti_record(false, "btree build");
+		return;
+	}
+	snprintf(what, sizeof(what), "%s insert without payloads into a payload image rejected", ename);
+	ti_record(gi_image_insert(image, keys, NULL, 4, &err) == GI_ERR_INVALID, what);
+	snprintf(what, sizeof(what), "%s empty insert is fine", ename);
+	ti_record(gi_image_insert(image, NULL, NULL, 0, &err) == GI_OK, what);
+	if (engine == GI_ENGINE_CPU)
+	{
+		GiImageInfo info;
+
+		snprintf(what, sizeof(what), "%s key wider than the image rejected", ename);
+		ti_record(gi_image_insert(image, wide, payloads, 2, &err) == GI_ERR_INVALID, what);
+		gi_image_info(image, &info);
+		snprintf(what, sizeof(what), "%s rejected inserts change nothing", ename);
+		ti_record(info.entries == 4 && info.inserted == 0 &&
+				  info.insert_batches == 0, what);
+	}
+	gi_image_free(image);
+
+	image = NULL;
+	if (gi_image_build(&params, keys, NULL, 4, &image, &err) == GI_OK)
+	{
+		snprintf(what, sizeof(what), "%s insert with payloads into a keys-only image rejected", ename);
+		ti_record(gi_image_insert(image, keys, payloads, 4, &err) == GI_ERR_INVALID, what);
+		gi_image_free(image);
+	}
+}
+
+/* Run every scenario on every engine available; returns 1 on a failure. */
+int
+gi_test_insert_main(void)
+{
+	const char *s = getenv("GI_SEED");
+	char		why[256] = "";
+	bool		gpu = gi_gpu_available(why, sizeof(why));
+	time_t		t0 = time(NULL);
+	int			e;
+
+	ti_verbose = getenv("GI_UNIT_VERBOSE") != NULL;
+	ti_seed = s && *s ? strtoull(s, NULL, 0) :
+		(uint64_t) time(NULL) * 1000003ULL ^ (uint64_t) getpid() ^ 0x1A5E27ULL;
+	ti_state = ti_seed ^ 0x5EED1A5E27ULL;
+	printf("test_insert: seed=%" PRIu64 " (GI_SEED=%" PRIu64 " to repeat), gpu: %s\n",
+		   ti_seed, ti_seed, gpu ? "yes" : why);
+
+	for (e = 0; e < (gpu ? 2 : 1); e++)
+	{
+		GiEngineKind engine = e ? GI_ENGINE_GPU : GI_ENGINE_CPU;
+		int			w;
+
+		ti_error_cases(engine);
+		for (w = 0; w < 3; w++)
+		{
+			int			width = w == 0 ? 2 : w == 1 ? 4 : 8;
+			int			pl;
+			int			shape;
+
+			for (pl = 0; pl < 2; pl++)
+			{
+				bool		with_pl = pl == 1;
+
+				/* Several batches of every shape into a mid-size tree. */
+				{
+					static const size_t sizes[] = {1, 0, 37, 5000, 1000, 20000, 3};
+					int			shapes[7];
+					int			i;
+
+					for (i = 0; i < 7; i++)
+						shapes[i] = (int) ti_below(TI_SHAPES);
+					ti_scenario(engine, width, with_pl, 20000,
+								(int) ti_below(TI_SHAPES), sizes, shapes, 7, 3000);
+				}
+				/* Batches larger than the tree: into empty and tiny images. */
+				for (shape = 0; shape < TI_SHAPES; shape++)
+				{
+					static const size_t sizes[] = {3000, 50, 7000};
+					int			shapes[3] = {shape, shape, (shape + 1) % TI_SHAPES};
+
+					ti_scenario(engine, width, with_pl, shape % 2 ? 10 : 0,
+								shape, sizes, shapes, 3, 2000);
+				}
+				/* Skewed and duplicate-heavy batches, one after another. */
+				{
+					static const size_t sizes[] = {4000, 4000, 4000, 4000};
+					static const int shapes[] = {TI_SKEWED, TI_DUPS, TI_SKEWED, TI_DUPS};
+
+					ti_scenario(engine, width, with_pl, 3000, TI_DUPS, sizes,
+								shapes, 4, 2000);
+				}
+			}
+			/* Many small batches in a row: the same leaves split again and again. */
+			{
+				size_t		sizes[40];
+				int			shapes[40];
+				int			i;
+
+				for (i = 0; i < 40; i++)
+				{
+					sizes[i] = ti_below(4) == 0 ? 0 : 1 + ti_below(200);
+					shapes[i] = i % 3 == 0 ? TI_SKEWED : (int) ti_below(TI_SHAPES);
+				}
+				ti_scenario(engine, width, ti_below(2) == 0, 2000,
+							(int) ti_below(TI_SHAPES), sizes, shapes, 40, 400);
+			}
+			/* Random scenarios: sizes around node and fill boundaries too. */
+			for (shape = 0; shape < 12; shape++)
+			{
+				static const size_t initial[] = {0, 1, 2, 11, 12, 24, 25, 33, 1000, 30000};
+				static const size_t bsizes[] = {0, 1, 2, 5, 17, 24, 100, 2000, 40000};
+				size_t		sizes[5];
+				int			shapes[5];
+				int			i;
+				int			nb = 1 + (int) ti_below(5);
+
+				for (i = 0; i < nb; i++)
+				{
+					sizes[i] = bsizes[ti_below(sizeof(bsizes) / sizeof(bsizes[0]))];
+					shapes[i] = (int) ti_below(TI_SHAPES);
+				}
+				ti_scenario(engine, width, ti_below(2) == 0,
+							initial[ti_below(sizeof(initial) / sizeof(initial[0]))],
+							(int) ti_below(TI_SHAPES), sizes, shapes, nb, 1500);
+			}
+			/* A large tree, a large skewed batch and a uniform one (threads). */
+			{
+				static const size_t sizes[] = {150000, 60000};
+				static const int shapes[] = {TI_SKEWED, TI_UNIFORM};
+
+				if (w == 1)
+					setenv("GI_CPU_THREADS", "3", 1);
+				ti_scenario(engine, width, w != 0, 200000, TI_UNIFORM, sizes,
+							shapes, 2, 20000);
+				unsetenv("GI_CPU_THREADS");
+			}
+		}
+	}
+	if (ti_skipped)
+		printf("test_insert: %ld skipped (the GPU engine reports insertion or selection unsupported)\n",
+			   ti_skipped);
+	printf("test_insert: %ld passed, %ld failed (%lds)\n", ti_passed, ti_failed,
+		   (long) (time(NULL) - t0));
+	return ti_failed > 0;
+}
+
+/* The counts of the last gi_test_insert_main run (for test_engine's total). */
+void
+gi_test_insert_counts(long *passed, long *failed)
+{
+	*passed = ti_passed;
+	*failed = ti_failed;
+}
+
+#ifdef GI_TEST_INSERT_MAIN
+/* Standalone binary: gcc -DGI_TEST_INSERT_MAIN with the engine sources. */
+int
+main(void)
+{
+	int			rc = gi_test_insert_main();
+
+	printf("%ld passed, %ld failed\n", ti_passed, ti_failed);
+	return rc;
+}
+#endif
