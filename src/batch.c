@@ -773,6 +773,9 @@ gpuidx_info(PG_FUNCTION_ARGS)
 	appendStringInfo(&s, ", \"load_ms\": %.3f", img->load_ms);
 	append_timings(&s, "build_ms", &info.build);
 	append_timings(&s, "last_query_ms", &info.last_query);
+	appendStringInfo(&s, ", \"inserted\": " UINT64_FORMAT ", \"insert_batches\": " UINT64_FORMAT,
+					 (uint64) info.inserted, (uint64) info.insert_batches);
+	append_timings(&s, "last_insert_ms", &info.last_insert);
 	appendStringInfoChar(&s, '}');
 
 	batch_close(&b);

@@ -5,8 +5,13 @@
  * backend keeps the newest image of every index it used, keyed by index OID
  * and checked against the relfilenode and the metapage (generation, base and
  * pending counts) on every use.  New pending entries are merged into a new
- * version; a new generation (fold, VACUUM) or relfilenode (REINDEX,
- * TRUNCATE) means a full reload.
+ * version: the sorted host arrays are merged, and a B+ tree image takes the
+ * new entries by batch insertion (gi_image_insert) when no scan holds the old
+ * version, instead of being rebuilt.  A new generation made by a rewrite
+ * that removed nothing (a fold) is followed without a reload when the image
+ * held every entry of the generation before; any other new generation
+ * (VACUUM that removed entries) or relfilenode (REINDEX, TRUNCATE) means a
+ * full reload.
  *
  * A scan pins the version it started with, so a reload in the middle of a
  * statement never frees arrays a scan still reads; versions that are
@@ -31,6 +36,8 @@ typedef struct CacheEntry
 	GpuidxImageData *current;
 	uint64		last_used;		/* for least-recently-used eviction */
 } CacheEntry;
+
+bool		gpuidx_enable_batch_insert = true;
 
 static HTAB *image_cache = NULL;
 static GpuidxImageData *live_versions = NULL;
@@ -230,6 +237,43 @@ merge_runs(const int64 *ak, const uint64 *at, int64 na,
 }
 
 /*
+ * Can prev's engine image take new entries by batch insertion?  Only a B+
+ * tree image on the engine wanted now that no scan holds (a scan reads the
+ * image it pinned, which insertion changes).
+ */
+static bool
+can_insert_into(GpuidxImageData *prev, GiEngineKind engine)
+{
+	return gpuidx_enable_batch_insert && prev->image != NULL &&
+		prev->refcount == 0 && prev->structure == GI_STRUCT_BTREE &&
+		prev->engine == engine && prev->wanted_engine == engine;
+}
+
+/*
+ * Move prev's image to img, inserting the n new sorted entries into it.  On
+ * failure the image is freed and img->image stays NULL: the caller builds a
+ * new one from img's arrays as before.
+ */
+static void
+insert_into_prev(GpuidxImageData *img, GpuidxImageData *prev,
+				 const int64 *keys, const uint64 *tids, int64 n)
+{
+	GiImage    *image = prev->image;
+	GiError		err;
+
+	prev->image = NULL;
+	if (gi_image_insert(image, (const int64_t *) keys, (const uint64_t *) tids,
+						(size_t) n, &err) != GI_OK)
+	{
+		elog(DEBUG1, "gpuidx: batch insertion failed, rebuilding the image: %s",
+			 err.message);
+		gi_image_free(image);
+		return;
+	}
+	img->image = image;
+}
+
+/*
  * Load a new version of the index's image.  prev (may be NULL) is reused
  * when only pending entries were added.  Everything is allocated in a
  * context under the current one, so an error frees it; on success the
@@ -285,6 +329,8 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 		img->tids = gpuidx_alloc_huge(sizeof(uint64) * img->n);
 		merge_runs(prev->keys, prev->tids, prev->n, keys, tids, n,
 				   img->keys, img->tids);
+		if (can_insert_into(prev, engine))
+			insert_into_prev(img, prev, keys, tids, n);
 		pfree(keys);
 		pfree(tids);
 	}
@@ -322,6 +368,16 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	img->load_ms = INSTR_TIME_GET_MILLISEC(t1);
+
+	if (img->image)
+	{
+		/* prev's image took the new entries by batch insertion. */
+		MemoryContextSwitchTo(old);
+		MemoryContextSetParent(ctx, TopMemoryContext);
+		img->next_live = live_versions;
+		live_versions = img;
+		return img;
+	}
 
 	memset(&params, 0, sizeof(params));
 	params.engine = engine;
@@ -419,6 +475,21 @@ gpuidx_image_acquire(Relation index)
 	}
 	entry->last_used = ++use_tick;
 	cur = entry->current;
+	if (cur && cur->generation != meta.generation &&
+		meta.folded_from == cur->generation &&
+		meta.folded_entries == cur->base_count + cur->pending_count &&
+		(int64) meta.null_count == cur->nnull &&
+		RelFileNodeEquals(entry->node, index->rd_node))
+	{
+		/*
+		 * A fold moved exactly the entries cur holds into the new base run:
+		 * same entries, same sorted arrays, same image.  Follow it; the new
+		 * pending list (if any) is read below.
+		 */
+		cur->generation = meta.generation;
+		cur->base_count = meta.base_count;
+		cur->pending_count = 0;
+	}
 	if (cur && (!RelFileNodeEquals(entry->node, index->rd_node) ||
 				cur->generation != meta.generation ||
 				cur->base_count != meta.base_count ||

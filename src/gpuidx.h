@@ -70,6 +70,17 @@ typedef struct GpuidxMetaPageData
 	BlockNumber null_head;		/* TIDs of rows whose key is NULL */
 	BlockNumber null_tail;
 	uint64		null_count;
+
+	/*
+	 * Set by a rewrite that removed nothing (a fold, or a VACUUM that found
+	 * no dead entry): this generation holds exactly the entries generation
+	 * folded_from held, folded_entries of them (base + pending then), so an
+	 * image of that generation that had them all follows without a reload.
+	 * Zero otherwise (and in metapages written before these fields, which
+	 * PageInit zeroed).
+	 */
+	uint64		folded_from;
+	uint64		folded_entries;
 } GpuidxMetaPageData;
 
 #define GpuidxPageGetOpaque(page) ((GpuidxPageOpaque) PageGetSpecialPointer(page))
@@ -119,6 +130,7 @@ extern int	gpuidx_device_memory_limit_mb;
 extern int	gpuidx_batch_chunk;
 extern int	gpuidx_default_structure;
 extern bool gpuidx_enable_customscan;
+extern bool gpuidx_enable_batch_insert;
 
 /* ---------- customscan.c ---------- */
 

@@ -92,6 +92,12 @@ _PG_init(void)
 							 &gpuidx_default_structure, GI_STRUCT_BTREE,
 							 structure_options, PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuidx.enable_batch_insert",
+							 "Brings new index entries into a cached B+ tree image by batch insertion.",
+							 "When off, every change rebuilds the image from its sorted entries "
+							 "(for comparison; the answers are the same).",
+							 &gpuidx_enable_batch_insert, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("gpuidx.enable_customscan",
 							 "Lets the planner use GpuIndexScan, which answers a table's quals on a gpuidx column as one batch.",
 							 NULL,

@@ -204,6 +204,17 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 	m->null_head = null_head;
 	m->null_tail = null_tail;
 	m->null_count = null_kept;
+	if (nb + np == nbase + npending && null_kept == nnull)
+	{
+		/* Nothing removed: images of the old generation can follow. */
+		m->folded_from = meta.generation;
+		m->folded_entries = nbase + npending;
+	}
+	else
+	{
+		m->folded_from = 0;
+		m->folded_entries = 0;
+	}
 	m->generation++;
 	GenericXLogFinish(xstate);
 

@@ -1,0 +1,143 @@
+--
+-- 14_batch_insert: new entries reach a cached B+ tree image by batch
+-- insertion instead of a rebuild (gpuidx_info: inserted, insert_batches); a
+-- fold that removes nothing is followed without a reload; a VACUUM that
+-- removes entries reloads; vEB images are rebuilt.  Answers stay those of a
+-- plain scan through interleaved inserts, updates, deletes and VACUUM.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpuidx;
+DROP SCHEMA IF EXISTS gi_binsert CASCADE;
+CREATE SCHEMA gi_binsert;
+RESET client_min_messages;
+SET search_path = gi_binsert, public;
+SET gpuidx.pending_limit = 1000000;
+
+-- Differences between gpuidx's batch answers and a plain scan's: lookup
+-- rows, predecessor keys and range counts, for the probes in bi_probe.
+CREATE FUNCTION bi_diff(idx regclass) RETURNS bigint LANGUAGE plpgsql AS $f$
+DECLARE
+  tbl regclass := (SELECT indrelid FROM pg_index WHERE indexrelid = idx);
+  probes bigint[] := (SELECT array_agg(p::bigint ORDER BY i) FROM bi_probe);
+  his bigint[] := (SELECT array_agg(p::bigint + 40 ORDER BY i) FROM bi_probe);
+  d bigint := 0; x bigint;
+BEGIN
+  PERFORM set_config('enable_indexscan', 'off', true);
+  PERFORM set_config('enable_bitmapscan', 'off', true);
+  PERFORM set_config('gpuidx.enable_customscan', 'off', true);
+  EXECUTE format('SELECT count(*) FROM ((SELECT probe, key, ctid FROM gpuidx_lookup(%L, $1)
+                    EXCEPT ALL SELECT u.i::int, t.k, t.ctid FROM unnest($1) WITH ORDINALITY u(p, i) JOIN %s t ON t.k = u.p)
+                  UNION ALL (SELECT u.i::int, t.k, t.ctid FROM unnest($1) WITH ORDINALITY u(p, i) JOIN %s t ON t.k = u.p
+                    EXCEPT ALL SELECT probe, key, ctid FROM gpuidx_lookup(%L, $1))) z', idx, tbl, tbl, idx)
+    INTO x USING probes;
+  d := d + x;
+  EXECUTE format('SELECT count(*) FROM ((SELECT DISTINCT probe, key FROM gpuidx_predecessor(%L, $1)
+                    EXCEPT SELECT u.i::int, (SELECT max(k) FROM %s t WHERE t.k <= u.p) FROM unnest($1) WITH ORDINALITY u(p, i))
+                  UNION ALL (SELECT u.i::int, m FROM unnest($1) WITH ORDINALITY u(p, i), LATERAL (SELECT max(k) m FROM %s t WHERE t.k <= u.p) s
+                    WHERE m IS NOT NULL
+                    EXCEPT SELECT DISTINCT probe, key FROM gpuidx_predecessor(%L, $1))) z', idx, tbl, tbl, idx)
+    INTO x USING probes;
+  d := d + x;
+  EXECUTE format('SELECT count(*) FROM unnest(gpuidx_range_count(%L, $1, $2)) WITH ORDINALITY g(c, i)
+                  JOIN unnest($1, $2) WITH ORDINALITY u(lo, hi, i) USING (i)
+                  WHERE g.c <> (SELECT count(*) FROM %s t WHERE t.k BETWEEN u.lo AND u.hi)', idx, tbl)
+    INTO x USING probes, his;
+  RETURN d + x;
+END $f$;
+
+-- The insertion counters of the index's image in this backend.
+CREATE FUNCTION bi_counts(idx regclass, OUT inserted bigint, OUT batches bigint,
+                          OUT entries bigint) LANGUAGE sql AS $$
+  SELECT (j->>'inserted')::bigint, (j->>'insert_batches')::bigint, (j->>'entries')::bigint
+    FROM gpuidx_info(idx) j
+$$;
+
+-- int4 keys with duplicates, negatives, the type's extremes and a NULL.
+CREATE TABLE bi (id int, k int4);
+INSERT INTO bi SELECT i, (i * 7919) % 20011 - 10000 FROM generate_series(1, 20000) i;
+INSERT INTO bi VALUES (20001, 2147483647), (20002, -2147483648), (20003, NULL);
+CREATE INDEX bi_gi ON bi USING gpuidx (k) WITH (structure = btree);
+CREATE TABLE bi_probe AS
+  SELECT i, (i * 37) % 20200 - 10100 AS p FROM generate_series(1, 3000) i
+  UNION ALL VALUES (3001, 2147483647), (3002, -2147483648), (3003, 2147483646), (3004, 0);
+SELECT bi_diff('bi_gi') AS diffs, * FROM bi_counts('bi_gi');
+
+-- Inserts between queries: each batch goes into the cached image.
+INSERT INTO bi SELECT 30000 + i, (i * 104729) % 30011 - 15000 FROM generate_series(1, 500) i;
+SELECT bi_diff('bi_gi') AS diffs, * FROM bi_counts('bi_gi');
+-- 400 copies of one key: a skewed batch, one run over many leaves
+INSERT INTO bi SELECT 40000 + i, 1234 FROM generate_series(1, 400) i;
+SELECT bi_diff('bi_gi') AS diffs, * FROM bi_counts('bi_gi');
+-- keys below and above every key so far
+INSERT INTO bi SELECT 50000 + i, CASE WHEN i % 2 = 0 THEN -2147483648 + i ELSE 2147483647 - i END
+  FROM generate_series(1, 300) i;
+SELECT bi_diff('bi_gi') AS diffs, * FROM bi_counts('bi_gi');
+-- a rolled-back insert leaves entries whose rows are invisible
+BEGIN;
+INSERT INTO bi SELECT 60000 + i, i FROM generate_series(1, 200) i;
+ROLLBACK;
+SELECT bi_diff('bi_gi') AS diffs, * FROM bi_counts('bi_gi');
+-- updates (new entries) and deletes (dead ones) mixed in
+UPDATE bi SET k = k + 1 WHERE id % 97 = 0;
+DELETE FROM bi WHERE id % 89 = 0;
+SELECT bi_diff('bi_gi') AS diffs, * FROM bi_counts('bi_gi');
+SELECT gpuidx_verify('bi_gi') AS verified;
+
+-- A fold that removes nothing: the image follows the new generation and
+-- keeps its insertion counters (a reload would reset them).
+CREATE TABLE bi2 (id int, k int8);
+INSERT INTO bi2 SELECT i, (i % 3001) * 5 - 7000 FROM generate_series(1, 9000) i;
+CREATE INDEX bi2_gi ON bi2 USING gpuidx (k) WITH (structure = btree);
+SELECT (bi_counts('bi2_gi')).entries;
+INSERT INTO bi2 SELECT 10000 + i, i * 3 FROM generate_series(1, 700) i;
+SELECT * FROM bi_counts('bi2_gi');
+SELECT (gpuidx_info('bi2_gi')->>'pending_entries')::int AS pending_before_fold;
+VACUUM bi2;                  -- no dead rows: the pending list folds, nothing removed
+SELECT (gpuidx_info('bi2_gi')->>'pending_entries')::int AS pending_after_fold, * FROM bi_counts('bi2_gi');
+CREATE TABLE bi_probe_save AS TABLE bi_probe;
+TRUNCATE bi_probe;
+INSERT INTO bi_probe SELECT i, i * 7 - 8000 FROM generate_series(1, 3000) i;
+SELECT bi_diff('bi2_gi') AS diffs;
+-- pending entries after the fold go into the followed image
+INSERT INTO bi2 SELECT 20000 + i, -i * 11 FROM generate_series(1, 300) i;
+SELECT bi_diff('bi2_gi') AS diffs, * FROM bi_counts('bi2_gi');
+-- folds by gpuidx.pending_limit in the middle of an INSERT (the image had
+-- not seen all the folded entries: it reloads)
+SET gpuidx.pending_limit = 100;
+INSERT INTO bi2 SELECT 30000 + i, i FROM generate_series(1, 250) i;
+SELECT (gpuidx_info('bi2_gi')->>'pending_entries')::int AS pending, bi_diff('bi2_gi') AS diffs;
+RESET gpuidx.pending_limit;
+-- a VACUUM that removes entries: a new generation the image cannot follow
+DELETE FROM bi2 WHERE id % 10 = 0;
+VACUUM bi2;
+SELECT * FROM bi_counts('bi2_gi');
+SELECT bi_diff('bi2_gi') AS diffs, gpuidx_verify('bi2_gi') AS verified;
+
+-- gpuidx.enable_batch_insert = off rebuilds instead; same answers.
+SET gpuidx.enable_batch_insert = off;
+INSERT INTO bi2 SELECT 40000 + i, i * 13 FROM generate_series(1, 200) i;
+SELECT bi_diff('bi2_gi') AS diffs, * FROM bi_counts('bi2_gi');
+RESET gpuidx.enable_batch_insert;
+
+-- A vEB image is rebuilt on change: no insertion counters, same answers.
+TRUNCATE bi_probe;
+INSERT INTO bi_probe TABLE bi_probe_save;
+CREATE TABLE bi3 (id int, k int4);
+INSERT INTO bi3 SELECT i, (i * 7919) % 20011 - 10000 FROM generate_series(1, 5000) i;
+CREATE INDEX bi3_gi ON bi3 USING gpuidx (k) WITH (structure = veb);
+SELECT bi_diff('bi3_gi') AS diffs;
+INSERT INTO bi3 SELECT 10000 + i, i * 3 FROM generate_series(1, 300) i;
+SELECT bi_diff('bi3_gi') AS diffs, * FROM bi_counts('bi3_gi');
+
+-- A scan holding the image while new entries arrive keeps its own version;
+-- the statement after it sees the new entries.
+BEGIN;
+DECLARE c CURSOR FOR SELECT k FROM bi2 WHERE k BETWEEN 0 AND 90 ORDER BY k;
+FETCH 3 FROM c;
+INSERT INTO bi2 VALUES (99999, 1), (99998, 2);
+SELECT count(*) AS in_range FROM gpuidx_range('bi2_gi', ARRAY[0]::bigint[], ARRAY[90]::bigint[]);
+FETCH 3 FROM c;
+COMMIT;
+SELECT bi_diff('bi2_gi') AS diffs;
+
+DROP SCHEMA gi_binsert CASCADE;
