@@ -30,7 +30,7 @@
  * the caller's order.  Probes are int64; those outside the stored type's
  * range are answered by comparison, never wrapped.
  */
-#include "gpu_btree.cuh"
+#include "gpu_btree_int.cuh"
 #include "gpu_veb.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -44,8 +44,6 @@
 
 #define GI_EXPORT extern "C" __attribute__((visibility("default")))
 
-#define NODE_BYTES		128			/* one internal node: a cache line */
-#define MAX_INT_LEVELS	40
 #define STAGE_BYTES		(32u << 20) /* one pinned staging slot */
 #define QCHUNK			(1u << 25)	/* probes per device pass (< 2^30) */
 #define HOST_QCHUNK		(1u << 24)	/* probes per host round trip */
@@ -75,31 +73,6 @@ typedef struct DevState
 
 static DevState g_dev;
 static GiGpuPolicy g_policy = {-1, 0, 2};	/* group 2: fastest measured */
-
-/* Map a CUDA error from `what` to a GiStatus and a message naming it. */
-static GiStatus
-cuda_fail(GiError *err, cudaError_t e, const char *what)
-{
-	GiStatus	st = (e == cudaErrorMemoryAllocation) ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE;
-
-	(void) cudaGetLastError();	/* clear a non-sticky error */
-	return gi_set_error(err, st, "CUDA %s failed: %s (%s)", what,
-						cudaGetErrorString(e), cudaGetErrorName(e));
-}
-
-/* Check a CUDA call; on failure return from the enclosing function. */
-#define CK(call) \
-	do { cudaError_t e_ = (call); \
-		 if (e_ != cudaSuccess) return cuda_fail(err, e_, #call); } while (0)
-
-/* Check the launch just made of kernel `name`. */
-#define CKL(name) \
-	do { cudaError_t e_ = cudaGetLastError(); \
-		 if (e_ != cudaSuccess) return cuda_fail(err, e_, "launch of " name); } while (0)
-
-/* Check a GiStatus-returning call. */
-#define CKS(call) \
-	do { GiStatus s_ = (call); if (s_ != GI_OK) return s_; } while (0)
 
 /* Initialize CUDA lazily and remember what the device offers. */
 static bool
@@ -176,34 +149,6 @@ grid_for(uint64_t n, unsigned block)
 	if (want < 1)
 		want = 1;
 	return (unsigned) (want < cap ? want : cap);
-}
-
-/* Device buffer freed when it goes out of scope unless released. */
-struct DevBuf
-{
-	void	   *p = nullptr;
-	~DevBuf() { if (p) cudaFree(p); }
-	void	   *release() { void *q = p; p = nullptr; return q; }
-};
-
-/* cudaMalloc into a DevBuf (a zero size allocates nothing). */
-static GiStatus
-dev_alloc(DevBuf &b, size_t bytes, const char *what, GiError *err)
-{
-	cudaError_t e;
-
-	if (bytes == 0)
-		return GI_OK;
-	e = cudaMalloc(&b.p, bytes);
-	if (e != cudaSuccess)
-	{
-		b.p = nullptr;
-		(void) cudaGetLastError();
-		return gi_set_error(err, e == cudaErrorMemoryAllocation ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE,
-							"CUDA cudaMalloc of %zu bytes for %s failed: %s",
-							bytes, what, cudaGetErrorString(e));
-	}
-	return GI_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -359,55 +304,13 @@ download_i64(int64_t *dst, const void *src, size_t n, int width,
 /* Tree geometry                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* One level cut per CUBPT formulas 1 and 2: items spread over nodes. */
-typedef struct Cut
-{
-	uint64_t	nodes;
-	uint64_t	ave;
-	uint64_t	h;
-} Cut;
-
-/* The whole tree's shape, root level first. */
-typedef struct Geo
-{
-	uint64_t	n;
-	int			m;				/* keys per node */
-	Cut			leaf;			/* n keys cut into leaves */
-	int			nint;			/* internal levels */
-	Cut			lev[MAX_INT_LEVELS];	/* level l's nodes and its children's
-										 * cut */
-	uint64_t	off[MAX_INT_LEVELS + 1];	/* first global node of a level;
-											 * off[nint] = internal nodes */
-	uint64_t	inodes;
-} Geo;
-
-/* Formulas 1-2: node_num = (K+m-1)/m, ave = (K+node_num-1)/node_num, h. */
-static Cut
-cut_items(uint64_t k, int m)
-{
-	Cut			c;
-
-	c.nodes = (k + m - 1) / m;
-	c.ave = c.nodes ? (k + c.nodes - 1) / c.nodes : 0;
-	c.h = k - c.nodes * (c.ave ? c.ave - 1 : 0);
-	return c;
-}
-
-/* Compute the tree's shape for n keys and node order m. */
+/* Cut the internal levels over `items` leaves into g (root level first). */
 static void
-geo_compute(uint64_t n, int m, Geo *g)
+geo_inner(uint64_t items, int m, Geo *g)
 {
 	Cut			up[MAX_INT_LEVELS];
 	int			L = 0;
-	uint64_t	items;
 
-	memset(g, 0, sizeof(*g));
-	g->n = n;
-	g->m = m;
-	if (n == 0)
-		return;
-	g->leaf = cut_items(n, m);
-	items = g->leaf.nodes;
 	while (items > 1 && L < MAX_INT_LEVELS)
 	{
 		up[L] = cut_items(items, m);	/* children = items, nodes = parents */
@@ -423,23 +326,22 @@ geo_compute(uint64_t n, int m, Geo *g)
 	g->inodes = g->off[L];
 }
 
+/* Compute the tree's shape for n keys and node order m. */
+static void
+geo_compute(uint64_t n, int m, Geo *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->n = n;
+	g->m = m;
+	if (n == 0)
+		return;
+	g->leaf = cut_items(n, m);
+	geo_inner(g->leaf.nodes, m, g);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Device helpers                                                            */
 /* ------------------------------------------------------------------------ */
-
-template <class K> struct KeyLimits;
-template <> struct KeyLimits<int32_t>
-{
-	static constexpr int64_t lo = INT32_MIN;
-	static constexpr int64_t hi = INT32_MAX;
-	typedef uint32_t SKey;		/* sortable probe key */
-};
-template <> struct KeyLimits<int64_t>
-{
-	static constexpr int64_t lo = INT64_MIN;
-	static constexpr int64_t hi = INT64_MAX;
-	typedef uint64_t SKey;
-};
 
 /* min(a, b) on unsigned 32-bit values as a single min.u32 instruction. */
 __device__ __forceinline__ uint32_t
@@ -449,13 +351,6 @@ umin32(uint32_t a, uint32_t b)
 
 	asm("min.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
 	return r;
-}
-
-/* First key of leaf j in a level cut by (ave, h). */
-__host__ __device__ __forceinline__ uint64_t
-cut_start(uint64_t j, uint64_t ave, uint64_t h)
-{
-	return j * (ave - 1) + (j < h ? j : h);
 }
 
 /* What a search kernel needs to know of a tree. */
@@ -471,7 +366,34 @@ template <class K> struct TreeDev
 	uint32_t	nleaves;
 	int			nint;
 	K			kmax;			/* the largest key */
+	/* Insertable form (DYN searches): leaves through the directory. */
+	K *const   *segs;			/* segment list: node id >> seg_shift */
+	const uint32_t *dir_node;	/* leaf ordinal -> node id */
+	const uint64_t *dir_base;	/* leaf ordinal -> rank base; [nleaves] = n */
+	uint32_t	seg_shift;
 };
+
+/* Keys of leaf li of the insertable form: its node in its segment. */
+template <class K>
+__device__ __forceinline__ const K *
+dyn_leaf(const TreeDev<K> &T, uint32_t li)
+{
+	uint32_t	nid = __ldg(T.dir_node + li);
+
+	return T.segs[nid >> T.seg_shift] +
+		(size_t) (nid & ((1u << T.seg_shift) - 1)) * (NODE_BYTES / sizeof(K));
+}
+
+/* Entries of leaf li (static: from the cut; insertable: the directory). */
+template <class K, bool DYN>
+__device__ __forceinline__ uint32_t
+leaf_size(const TreeDev<K> &T, uint32_t li)
+{
+	if constexpr (DYN)
+		return (uint32_t) (__ldg(T.dir_base + li + 1) - __ldg(T.dir_base + li));
+	else
+		return (uint32_t) (li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
+}
 
 /* Load KPT consecutive keys of an aligned node slot (16-byte loads where
  * the slot is 16 bytes or more, else one 8- or 4-byte load). */
@@ -553,7 +475,7 @@ template <class K, int KPT> struct LeafView
  * when LE), so such a child always exists; the min.u32 clamp only keeps the
  * position inside the node.  Child indexes come from the prefix-sum array.
  */
-template <class K, int G, bool LE>
+template <class K, int G, bool LE, bool DYN>
 __device__ __forceinline__ void
 descend(const TreeDev<K> &T, K t, const Group &g,
 		LeafView<K, NODE_BYTES / sizeof(K) / G> &L)
@@ -574,17 +496,31 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 		node = c0 + umin32(pos, M - 1);
 	}
 	L.li = node - T.inodes;
-	L.s = cut_start(L.li, T.leaf_ave, T.leaf_h);
-	L.size = (uint32_t) (L.li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
-	load_slot<K, KPT>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
+	if constexpr (DYN)
+	{
+		uint64_t	b0 = __ldg(T.dir_base + L.li);
+
+		L.s = b0;
+		L.size = (uint32_t) (__ldg(T.dir_base + L.li + 1) - b0);
+		load_slot<K, KPT>(dyn_leaf(T, L.li) + g.r * KPT, L.v);
+	}
+	else
+	{
+		L.s = cut_start(L.li, T.leaf_ave, T.leaf_h);
+		L.size = (uint32_t) (L.li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
+		load_slot<K, KPT>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
+	}
 }
 
 /* Key j of leaf li. */
-template <class K>
+template <class K, bool DYN>
 __device__ __forceinline__ K
 leaf_key(const TreeDev<K> &T, uint32_t li, uint32_t j)
 {
-	return __ldg(T.leaves + (size_t) li * (NODE_BYTES / sizeof(K)) + j);
+	if constexpr (DYN)
+		return __ldg(dyn_leaf(T, li) + j);
+	else
+		return __ldg(T.leaves + (size_t) li * (NODE_BYTES / sizeof(K)) + j);
 }
 
 /* Rank of t among a leaf's keys, clamped to the leaf's size. */
@@ -596,7 +532,7 @@ leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
 }
 
 /* Answer one probe of op: [*f, *l) in the sorted entry order. */
-template <class K, int G>
+template <class K, int G, bool DYN>
 __device__ __forceinline__ void
 answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 	   uint64_t &f, uint64_t &l)
@@ -619,13 +555,13 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 
 		if (t > kmax)			/* nothing >= p */
 			return;
-		descend<K, G, false>(T, t, g, L);
+		descend<K, G, false, DYN>(T, t, g, L);
 		uint32_t	clt = leaf_rank<K, G, KPT, false>(L, t, g);
 		K			k = t;
 
 		f = l = L.s + clt;
 		if (op == GI_OP_SUCC)
-			k = leaf_key(T, L.li, clt);	/* the smallest key >= p */
+			k = leaf_key<K, DYN>(T, L.li, clt);	/* the smallest key >= p */
 		uint32_t	cle = leaf_rank<K, G, KPT, true>(L, k, g);
 
 		if (cle < L.size || L.li == last_li)
@@ -634,7 +570,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			l = T.n;
 		else
 		{						/* the run goes on past this leaf */
-			descend<K, G, true>(T, k, g, L);
+			descend<K, G, true, DYN>(T, k, g, L);
 			l = L.s + leaf_rank<K, G, KPT, true>(L, k, g);
 		}
 	}
@@ -652,15 +588,15 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 		}
 		else
 		{
-			descend<K, G, true>(T, t, g, L);
+			descend<K, G, true, DYN>(T, t, g, L);
 			uint32_t	cle = leaf_rank<K, G, KPT, true>(L, t, g);
 
 			l = L.s + cle;
 			if (l == 0)
 				return;
 			/* the largest key <= p: in this leaf, or the previous one's last */
-			k = cle ? leaf_key(T, L.li, cle - 1) :
-				leaf_key(T, L.li - 1, (uint32_t) (L.li - 1 < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1) - 1);
+			k = cle ? leaf_key<K, DYN>(T, L.li, cle - 1) :
+				leaf_key<K, DYN>(T, L.li - 1, leaf_size<K, DYN>(T, L.li - 1) - 1);
 			uint32_t	clt = leaf_rank<K, G, KPT, false>(L, k, g);
 
 			if (clt > 0 || L.li == 0)
@@ -670,7 +606,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			}
 		}
 		/* the run starts before this leaf */
-		descend<K, G, false>(T, k, g, L);
+		descend<K, G, false, DYN>(T, k, g, L);
 		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
 	}
 	else
@@ -686,7 +622,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			lb = T.n;
 		else
 		{
-			descend<K, G, false>(T, (K) p, g, L);
+			descend<K, G, false, DYN>(T, (K) p, g, L);
 			lb = L.s + leaf_rank<K, G, KPT, false>(L, (K) p, g);
 		}
 		if (ph < KMIN)
@@ -695,7 +631,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			ub = T.n;
 		else
 		{
-			descend<K, G, true>(T, (K) ph, g, L);
+			descend<K, G, true, DYN>(T, (K) ph, g, L);
 			ub = L.s + leaf_rank<K, G, KPT, true>(L, (K) ph, g);
 		}
 		f = lb;
@@ -729,7 +665,7 @@ decode_probe(uint64_t sk, uint32_t &idx)
  * + number of groups, ...  Unsorted: probes[i] -> first/last[i].  Sorted:
  * the i-th sorted probe goes to its caller index (scatter).
  */
-template <class K, int G, bool SORTED>
+template <class K, int G, bool SORTED, bool DYN>
 __global__ void __launch_bounds__(256)
 btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 					const int64_t *probes_hi,
@@ -769,7 +705,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 				ph = probes_hi[i];
 			out = i;
 		}
-		answer<K, G>(T, op, p, ph, g, f, l);
+		answer<K, G, DYN>(T, op, p, ph, g, f, l);
 		if (g.r == 0)
 		{
 			first[out] = f;
@@ -902,7 +838,7 @@ scatter_leaves_kernel(const K *sorted, K *leaves, uint64_t nleaves, Cut cut)
  */
 template <class K>
 __global__ void
-build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves,
+build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves, const K *leaf_max,
 				   uint64_t cnt, uint64_t off, Cut cut, uint64_t child_off,
 				   bool bottom, Cut child_cut, Cut leaf_cut, uint64_t nleaves)
 {
@@ -921,7 +857,9 @@ build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves,
 		{
 			uint64_t	c = cs + j;
 
-			if (bottom)
+			if (bottom && leaf_max)
+				key = leaf_max[c];	/* insertable form: from the directory */
+			else if (bottom)
 				key = leaves[c * M + (c < leaf_cut.h ? leaf_cut.ave : leaf_cut.ave - 1) - 1];
 			else
 			{
@@ -941,22 +879,6 @@ build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves,
 /* ------------------------------------------------------------------------ */
 /* Images                                                                    */
 /* ------------------------------------------------------------------------ */
-
-typedef struct GpuImage
-{
-	GiImage		hdr;			/* must be first */
-	int			kw;				/* device key width: 4 or 8 */
-	Geo			geo;
-	void	   *d_leaves;		/* padded leaf slots */
-	void	   *d_nodes;
-	uint32_t   *d_prefix;
-	cudaStream_t stream;
-	int64_t		kmin,
-				kmax;
-	uint64_t	distinct;
-	uint64_t	device_bytes;
-	char		device_name[64];
-} GpuImage;
 
 struct GiGpuScratch
 {
@@ -990,6 +912,7 @@ image_release(GpuImage *img)
 		cudaFree(img->d_nodes);
 	if (img->d_prefix)
 		cudaFree(img->d_prefix);
+	gi_gpu_int_ins_free(img->ins);
 	if (img->stream)
 		cudaStreamDestroy(img->stream);
 	free(img);
@@ -1042,6 +965,7 @@ image_create(const GiBuildParams *params, size_t n, ImageGuard &guard, GiError *
 	img->hdr.structure = GI_STRUCT_BTREE;
 	img->hdr.key_bytes = params->key_bytes;
 	img->hdr.n = n;
+	img->mem_limit = params->device_memory_limit;
 	snprintf(img->device_name, sizeof(img->device_name), "%s", g_dev.name);
 	CK(cudaStreamCreateWithFlags(&img->stream, cudaStreamNonBlocking));
 	CKS(dev_alloc(k, img->geo.leaf.nodes * NODE_BYTES, "the leaves", err));
@@ -1079,7 +1003,7 @@ build_levels(GpuImage *img, const K *keys, GiError *err)
 		uint64_t	slots = g->lev[l].nodes * (NODE_BYTES / sizeof(K));
 
 		build_level_kernel<K><<<grid_for(slots, 256), 256, 0, st>>>(
-			nodes, img->d_prefix, leaves, g->lev[l].nodes, g->off[l], g->lev[l],
+			nodes, img->d_prefix, leaves, (const K *) NULL, g->lev[l].nodes, g->off[l], g->lev[l],
 			g->off[l + 1], bottom, bottom ? Cut{0, 0, 0} : g->lev[l + 1], g->leaf,
 			g->leaf.nodes);
 		CKL("build_level_kernel");
@@ -1259,7 +1183,7 @@ struct ScratchGuard
 };
 
 /* Blocks per SM for a search kernel instantiation (cached). */
-template <class K, int G, bool SORTED>
+template <class K, int G, bool SORTED, bool DYN>
 static int
 search_grid(void)
 {
@@ -1270,7 +1194,7 @@ search_grid(void)
 		int			per_sm = 0;
 
 		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm,
-														  btree_search_kernel<K, G, SORTED>, 256, 0) != cudaSuccess || per_sm < 1)
+														  btree_search_kernel<K, G, SORTED, DYN>, 256, 0) != cudaSuccess || per_sm < 1)
 		{
 			(void) cudaGetLastError();
 			per_sm = 4;
@@ -1281,30 +1205,30 @@ search_grid(void)
 }
 
 /* Launch the search kernel for one chunk. */
-template <class K, int G, bool SORTED>
+template <class K, int G, bool SORTED, bool DYN>
 static GiStatus
 launch_search(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *probes,
 			  const int64_t *hi, const void *skeys, const uint32_t *sidx,
 			  uint64_t count, uint64_t *first, uint64_t *last, GiError *err)
 {
 	uint64_t	want = (count * G + 255) / 256;
-	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED>());
+	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED, DYN>());
 
-	btree_search_kernel<K, G, SORTED><<<grid, 256, 0, img->stream>>>(
+	btree_search_kernel<K, G, SORTED, DYN><<<grid, 256, 0, img->stream>>>(
 		T, op, probes, hi, (const typename KeyLimits<K>::SKey *) skeys, sidx, count, first, last);
 	CKL("btree_search_kernel");
 	return GI_OK;
 }
 
 /* Dispatch on the group size (int32: 2..32 lanes, int64: 2..16). */
-template <class K, bool SORTED>
+template <class K, bool SORTED, bool DYN>
 static GiStatus
 launch_search_g(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *probes,
 				const int64_t *hi, const void *skeys, const uint32_t *sidx,
 				uint64_t count, uint64_t *first, uint64_t *last, int group, GiError *err)
 {
 #define LAUNCH_G(GG) \
-	return launch_search<K, GG, SORTED>(img, T, op, probes, hi, skeys, sidx, count, first, last, err)
+	return launch_search<K, GG, SORTED, DYN>(img, T, op, probes, hi, skeys, sidx, count, first, last, err)
 	switch (group)
 	{
 		case 8:
@@ -1380,6 +1304,19 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	T.nleaves = (uint32_t) g->leaf.nodes;
 	T.nint = g->nint;
 	T.kmax = (K) img->kmax;
+	T.segs = NULL;
+	T.dir_node = NULL;
+	T.dir_base = NULL;
+	T.seg_shift = 0;
+	if (img->ins)
+	{							/* insertable form: leaves via the directory */
+		T.segs = (K *const *) img->ins->d_kseg;
+		T.dir_node = img->ins->dir.node;
+		T.dir_base = img->ins->dir.base;
+		T.seg_shift = (uint32_t) img->ins->seg_shift;
+		T.nleaves = (uint32_t) img->ins->nleaves;
+		T.leaf_ave = T.leaf_h = 0;
+	}
 
 	if (op != GI_OP_RANGE && g->n > 0 && img->kmin != img->kmax)
 	{
@@ -1387,7 +1324,7 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 			do_sort = true;
 		else if (g_policy.sort_mode < 0)
 		{
-			uint64_t	tree_bytes = image_bytes(g, sizeof(K));
+			uint64_t	tree_bytes = img->ins ? gi_gpu_int_ins_bytes(img->ins) : image_bytes(g, sizeof(K));
 
 			/*
 			 * Measured on an H200 (bench/RESULTS.md): with the upper levels
@@ -1410,8 +1347,12 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	}
 	if (!do_sort)
 	{
-		CKS((launch_search_g<K, false>(img, T, op, probes, hi, NULL, NULL, count, first, last,
-									   g_policy.group, err)));
+		if (img->ins)
+			CKS((launch_search_g<K, false, true>(img, T, op, probes, hi, NULL, NULL, count,
+												 first, last, g_policy.group, err)));
+		else
+			CKS((launch_search_g<K, false, false>(img, T, op, probes, hi, NULL, NULL, count,
+												  first, last, g_policy.group, err)));
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
 		return GI_OK;
@@ -1431,8 +1372,12 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	double		t1 = gi_now_ms();
 
 	*sort_ms += t1 - t0;
-	CKS((launch_search_g<K, true>(img, T, op, NULL, NULL, dk.Current(), dv.Current(), count,
-								  first, last, g_policy.group, err)));
+	if (img->ins)
+		CKS((launch_search_g<K, true, true>(img, T, op, NULL, NULL, dk.Current(), dv.Current(),
+											count, first, last, g_policy.group, err)));
+	else
+		CKS((launch_search_g<K, true, false>(img, T, op, NULL, NULL, dk.Current(), dv.Current(),
+											 count, first, last, g_policy.group, err)));
 	CK(cudaStreamSynchronize(st));
 	*search_ms += gi_now_ms() - t1;
 	return GI_OK;
@@ -1701,6 +1646,15 @@ gi_gpu_info(const GiImage *image, GiImageInfo *info)
 	info->nodes = img->geo.inodes;
 	info->host_bytes = sizeof(GpuImage);
 	info->device_bytes = img->device_bytes;
+	info->leaves = img->ins ? img->ins->nleaves : (img->hdr.n ? img->geo.leaf.nodes : 0);
+	if (img->ins)
+	{
+		info->device_bytes += gi_gpu_int_ins_bytes(img->ins);
+		info->host_bytes += 2 * img->ins->list_cap * sizeof(void *);
+	}
+	info->inserted = img->inserted;
+	info->insert_batches = img->insert_batches;
+	info->last_insert = img->last_insert;
 	info->build = img->hdr.build;
 	info->last_query = img->hdr.last_query;
 	snprintf(info->device_name, sizeof(info->device_name), "%s", img->device_name);
@@ -1893,4 +1847,84 @@ gi_gpu_int_sort_pairs(int kw, size_t n, cudaStream_t stream, const void *keys_in
 	tmp.geo.n = n;
 	tmp.stream = stream;
 	return sort_pairs_kw(&tmp, keys_in, pay_in, pay_out, keys_out, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers shared with gpu_insert.cu (gpu_btree_int.cuh)                      */
+/* ------------------------------------------------------------------------ */
+
+/* Grid for an elementwise kernel over n items. */
+unsigned
+gi_gpu_int_grid(uint64_t n, unsigned block)
+{
+	return grid_for(n, block);
+}
+
+/* sort_pairs on an image's stream for n pairs (not the image's own n). */
+GiStatus
+gi_gpu_int_sort_image_pairs(GpuImage *img, uint64_t n, const void *keys_in,
+							const uint64_t *pay_in, uint64_t *pay_out,
+							void *keys_out, GiError *err)
+{
+	GpuImage	tmp;
+
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.kw = img->kw;
+	tmp.geo.n = n;
+	tmp.stream = img->stream;
+	return sort_pairs_kw(&tmp, keys_in, pay_in, pay_out, keys_out, err);
+}
+
+/* Build the internal levels over leaf max keys (see gpu_btree_int.cuh). */
+template <class K>
+static GiStatus
+build_inner(cudaStream_t st, const K *leaf_max, uint64_t nleaves, Geo *g,
+			void **nodes, uint32_t **prefix, uint64_t *cap, GiError *err)
+{
+	constexpr int M = NODE_BYTES / sizeof(K);
+
+	geo_inner(nleaves, M, g);
+	if (!*nodes || !*prefix || g->inodes + 1 > *cap)
+	{							/* room for a quarter more, so that growth is rare */
+		uint64_t	want = (g->inodes + 1) * 5 / 4 + 16;
+		DevBuf		nd,
+					pf;
+
+		CKS(dev_alloc(nd, want * NODE_BYTES, "the internal nodes", err));
+		CKS(dev_alloc(pf, (want + 1) * sizeof(uint32_t), "the child prefix sums", err));
+		if (*nodes)
+			cudaFree(*nodes);
+		if (*prefix)
+			cudaFree(*prefix);
+		*nodes = nd.release();
+		*prefix = (uint32_t *) pf.release();
+		*cap = want;
+	}
+	for (int l = g->nint - 1; l >= 0; l--)
+	{
+		bool		bottom = l == g->nint - 1;
+		uint64_t	slots = g->lev[l].nodes * M;
+
+		build_level_kernel<K><<<grid_for(slots, 256), 256, 0, st>>>(
+			(K *) *nodes, *prefix, (const K *) NULL, leaf_max, g->lev[l].nodes,
+			g->off[l], g->lev[l], g->off[l + 1], bottom,
+			bottom ? Cut{0, 0, 0} : g->lev[l + 1], Cut{0, 0, 0}, nleaves);
+		CKL("build_level_kernel");
+	}
+	if (g->nint == 0)
+		CK(cudaMemsetAsync(*prefix, 0, sizeof(uint32_t), st));	/* a single leaf */
+	return GI_OK;
+}
+
+/* Key-width dispatch of build_inner. */
+GiStatus
+gi_gpu_int_build_inner(int kw, cudaStream_t st, const void *leaf_max,
+					   uint64_t nleaves, Geo *g, void **nodes, uint32_t **prefix,
+					   uint64_t *cap, GiError *err)
+{
+	if (kw == 4)
+		return build_inner<int32_t>(st, (const int32_t *) leaf_max, nleaves, g, nodes, prefix,
+									cap, err);
+	return build_inner<int64_t>(st, (const int64_t *) leaf_max, nleaves, g, nodes, prefix,
+								cap, err);
 }

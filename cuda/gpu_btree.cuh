@@ -58,6 +58,37 @@ GiStatus	gpuidx_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 							 uint64_t *d_first, uint64_t *d_last,
 							 GiGpuScratch *scratch, GiError *err);
 
+/*
+ * Batch insertion (gi_image_insert) of n entries already on the device:
+ * d_keys as in gpuidx_dev_build (int32 for 2- and 4-byte keys, int64 for 8),
+ * d_payloads given exactly when the image keeps payloads
+ * (hdr.device_payloads).  sorted=true promises the batch is sorted by (key,
+ * payload) and skips the device sort.  The input arrays are left untouched.
+ * Timings land in gi_image_info's last_insert.
+ */
+GiStatus	gpuidx_dev_insert(GiImage *image, const void *d_keys,
+							  const uint64_t *d_payloads, size_t n, bool sorted,
+							  GiError *err);
+
+/*
+ * Turn a bulk-built image into the insertable form now (what the first
+ * insertion does anyway), so that benchmarks can time it apart.  A no-op
+ * for an image already insertable or empty.
+ */
+GiStatus	gpuidx_dev_make_insertable(GiImage *image, GiError *err);
+
+/*
+ * Milliseconds of the last insertion's internal-level re-cut (part of
+ * last_insert.build_ms), of the one-time conversion to the insertable form,
+ * and of the last refresh of the rank-ordered payload copy for select.
+ */
+void		gpuidx_dev_insert_stats(const GiImage *image, double *inner_ms,
+									double *convert_ms, double *refresh_ms);
+
+/* Rebuild the rank-ordered device payload copy now if insertions made it
+ * stale (gi_image_select does this itself when needed). */
+GiStatus	gpuidx_dev_refresh_payloads(GiImage *image, GiError *err);
+
 /* The stream the image's work runs on. */
 cudaStream_t gpuidx_dev_stream(const GiImage *image);
 

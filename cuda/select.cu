@@ -4,7 +4,7 @@
  * mask into the dense list of hit payloads, optionally sorted (CUB) into
  * heap order.  The payloads live on the device beside the image.
  */
-#include "gpu_btree.cuh"
+#include "gpu_btree_int.cuh"
 #include "space.cuh"
 
 #include <cub/cub.cuh>
@@ -75,10 +75,11 @@ gi_gpu_attach_payloads(GiImage *image, const uint64_t *payloads, size_t n,
 	void	   *d = NULL;
 
 	image->device_payloads = NULL;
-	if (n == 0)
-		return GI_OK;
-	SEL_CK(cudaMalloc(&d, n * sizeof(uint64_t)));
-	SEL_CK(cudaMemcpy(d, payloads, n * sizeof(uint64_t), cudaMemcpyHostToDevice));
+	/* an empty image keeps a one-entry copy too: that the image has payloads
+	 * is told by this pointer (gi_image_insert checks it) */
+	SEL_CK(cudaMalloc(&d, (n ? n : 1) * sizeof(uint64_t)));
+	if (n)
+		SEL_CK(cudaMemcpy(d, payloads, n * sizeof(uint64_t), cudaMemcpyHostToDevice));
 	image->device_payloads = d;
 	d = NULL;
 done:
@@ -136,6 +137,10 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 	}
 	if (image->device_payloads == NULL)
 		return gi_set_error(err, GI_ERR_INVALID, "image was built without payloads");
+	/* after insertions: the rank-ordered copy, rebuilt from the leaves */
+	st = gi_gpu_int_refresh_payloads(image, err);
+	if (st != GI_OK)
+		return st;
 
 	SEL_CK(cudaMalloc(&d_probes, nprobes * sizeof(int64_t)));
 	if (probes_hi)

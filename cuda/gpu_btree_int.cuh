@@ -1,0 +1,250 @@
+/*
+ * gpu_btree_int.cuh - what gpu_btree.cu (the static B+ tree and its search)
+ * and gpu_insert.cu (CUBPT batch insertion) share: the image struct, the
+ * level geometry, the insertable leaf level and the error helpers.  Internal
+ * to the GPU engine; nothing here has default visibility.
+ */
+#ifndef GPUIDX_GPU_BTREE_INT_CUH
+#define GPUIDX_GPU_BTREE_INT_CUH
+
+#include "gpu_btree.cuh"
+
+#include <climits>
+#include <cstdio>
+
+#define NODE_BYTES		128			/* one node: a cache line */
+#define MAX_INT_LEVELS	40
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Map a CUDA error from `what` to a GiStatus and a message naming it. */
+static inline GiStatus
+cuda_fail(GiError *err, cudaError_t e, const char *what)
+{
+	GiStatus	st = (e == cudaErrorMemoryAllocation) ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE;
+
+	(void) cudaGetLastError();	/* clear a non-sticky error */
+	return gi_set_error(err, st, "CUDA %s failed: %s (%s)", what,
+						cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* Check a CUDA call; on failure return from the enclosing function. */
+#define CK(call) \
+	do { cudaError_t e_ = (call); \
+		 if (e_ != cudaSuccess) return cuda_fail(err, e_, #call); } while (0)
+
+/* Check the launch just made of kernel `name`. */
+#define CKL(name) \
+	do { cudaError_t e_ = cudaGetLastError(); \
+		 if (e_ != cudaSuccess) return cuda_fail(err, e_, "launch of " name); } while (0)
+
+/* Check a GiStatus-returning call. */
+#define CKS(call) \
+	do { GiStatus s_ = (call); if (s_ != GI_OK) return s_; } while (0)
+
+/* Device buffer freed when it goes out of scope unless released. */
+struct DevBuf
+{
+	void	   *p = nullptr;
+	~DevBuf() { if (p) cudaFree(p); }
+	void	   *release() { void *q = p; p = nullptr; return q; }
+};
+
+/* cudaMalloc into a DevBuf (a zero size allocates nothing). */
+static inline GiStatus
+dev_alloc(DevBuf &b, size_t bytes, const char *what, GiError *err)
+{
+	cudaError_t e;
+
+	if (bytes == 0)
+		return GI_OK;
+	e = cudaMalloc(&b.p, bytes);
+	if (e != cudaSuccess)
+	{
+		b.p = nullptr;
+		(void) cudaGetLastError();
+		return gi_set_error(err, e == cudaErrorMemoryAllocation ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE,
+							"CUDA cudaMalloc of %zu bytes for %s failed: %s",
+							bytes, what, cudaGetErrorString(e));
+	}
+	return GI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Geometry                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* One level cut per CUBPT formulas 1 and 2: items spread over nodes. */
+typedef struct Cut
+{
+	uint64_t	nodes;
+	uint64_t	ave;
+	uint64_t	h;
+} Cut;
+
+/* The whole tree's shape, root level first. */
+typedef struct Geo
+{
+	uint64_t	n;
+	int			m;				/* keys per node */
+	Cut			leaf;			/* n keys cut into leaves (static form) */
+	int			nint;			/* internal levels */
+	Cut			lev[MAX_INT_LEVELS];	/* level l's nodes and its children's
+										 * cut */
+	uint64_t	off[MAX_INT_LEVELS + 1];	/* first global node of a level;
+											 * off[nint] = internal nodes */
+	uint64_t	inodes;
+} Geo;
+
+/* Formulas 1-2: node_num = (K+m-1)/m, ave = (K+node_num-1)/node_num, h. */
+__host__ __device__ static inline Cut
+cut_items(uint64_t k, uint64_t m)
+{
+	Cut			c;
+
+	c.nodes = (k + m - 1) / m;
+	c.ave = c.nodes ? (k + c.nodes - 1) / c.nodes : 0;
+	c.h = k - c.nodes * (c.ave ? c.ave - 1 : 0);
+	return c;
+}
+
+/* First item of node j in a level cut by (ave, h). */
+__host__ __device__ __forceinline__ uint64_t
+cut_start(uint64_t j, uint64_t ave, uint64_t h)
+{
+	return j * (ave - 1) + (j < h ? j : h);
+}
+
+/* Node and slot of item r in a level cut by (ave, h): the inverse of
+ * cut_start (the first h nodes hold ave items, the rest ave - 1). */
+__host__ __device__ __forceinline__ void
+cut_locate(uint64_t r, uint64_t ave, uint64_t h, uint64_t *node, uint32_t *slot)
+{
+	uint64_t	big = h * ave;
+
+	if (r < big)
+	{
+		*node = r / ave;
+		*slot = (uint32_t) (r % ave);
+	}
+	else
+	{
+		*node = h + (r - big) / (ave - 1);
+		*slot = (uint32_t) ((r - big) % (ave - 1));
+	}
+}
+
+template <class K> struct KeyLimits;
+template <> struct KeyLimits<int32_t>
+{
+	static constexpr int64_t lo = INT32_MIN;
+	static constexpr int64_t hi = INT32_MAX;
+	typedef uint32_t SKey;		/* sortable probe key */
+};
+template <> struct KeyLimits<int64_t>
+{
+	static constexpr int64_t lo = INT64_MIN;
+	static constexpr int64_t hi = INT64_MAX;
+	typedef uint64_t SKey;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Images                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The insertable leaf level (gpu_insert.cu), made by the first insertion:
+ * leaves are nodes of M key slots in a node array of fixed-size segments
+ * found through a device list of segment pointers (CUBPT 3.1), payloads in a
+ * parallel segmented array of M uint64 a node, and a directory in key order
+ * (leaf ordinal -> node id, rank base).
+ */
+typedef struct GpuDir
+{
+	uint32_t   *node;			/* leaf ordinal -> node id */
+	uint64_t   *base;			/* rank bases; [nleaves] = n */
+	void	   *max;			/* each leaf's max key (the inner levels' input) */
+	uint64_t	cap;			/* leaves the arrays have room for */
+} GpuDir;
+
+typedef struct GpuIns
+{
+	int			seg_shift;		/* a segment holds 2^seg_shift nodes */
+	uint32_t	nsegs;			/* segments allocated */
+	uint32_t	list_cap;		/* room in the device segment lists */
+	void	  **h_kseg;			/* host copies of the lists */
+	uint64_t  **h_pseg;
+	void	  **d_kseg;			/* device lists: key / payload segments */
+	uint64_t  **d_pseg;			/* entries NULL when the image keeps no
+								 * payloads */
+	uint64_t	nnodes;			/* node ids in use: 0..nnodes-1 */
+	uint64_t	nleaves;
+	GpuDir		dir;			/* the directory in use */
+	GpuDir		spare;			/* the next batch writes its directory here,
+								 * then the two swap (no allocation a batch) */
+	void	   *inner2;			/* spare internal-level arrays, likewise */
+	uint32_t   *prefix2;
+	uint64_t	inner_cap;		/* nodes the arrays in use have room for */
+	uint64_t	inner_cap2;
+	bool		has_pay;
+	bool		payloads_stale; /* hdr.device_payloads needs a refresh */
+	int			kw;
+	uint64_t	seg_bytes;		/* device bytes of the segments */
+} GpuIns;
+
+typedef struct GpuImage
+{
+	GiImage		hdr;			/* must be first */
+	int			kw;				/* device key width: 4 or 8 */
+	Geo			geo;
+	void	   *d_leaves;		/* padded leaf slots (static form) */
+	void	   *d_nodes;
+	uint32_t   *d_prefix;
+	cudaStream_t stream;
+	int64_t		kmin,
+				kmax;
+	uint64_t	distinct;
+	uint64_t	device_bytes;	/* static form: leaves + internal levels */
+	size_t		mem_limit;		/* GiBuildParams.device_memory_limit */
+	char		device_name[64];
+	/* Batch insertion (gpu_insert.cu). */
+	GpuIns	   *ins;			/* NULL while the image is static */
+	bool		broken;			/* an insertion failed: only free it */
+	uint64_t	inserted;
+	uint64_t	insert_batches;
+	GiTimings	last_insert;
+	double		convert_ms;		/* the one-time conversion */
+	double		inner_ms;		/* last insertion: internal level re-cut */
+	double		refresh_ms;		/* last payload refresh for select */
+} GpuImage;
+
+/* Shared helpers of gpu_btree.cu. */
+unsigned	gi_gpu_int_grid(uint64_t n, unsigned block);
+GiStatus	gi_gpu_int_sort_image_pairs(GpuImage *img, uint64_t n, const void *keys_in,
+										const uint64_t *pay_in, uint64_t *pay_out,
+										void *keys_out, GiError *err);
+
+/*
+ * Cut the internal levels over nleaves leaves whose max keys are leaf_max
+ * (device, key width kw) into g (g->n and g->leaf are left alone) and build
+ * them into *nodes / *prefix: arrays with room for *cap nodes (and *cap + 1
+ * prefix sums) that are reused when large enough, else freed and replaced
+ * by larger ones (*cap updated).
+ */
+GiStatus	gi_gpu_int_build_inner(int kw, cudaStream_t st, const void *leaf_max,
+								   uint64_t nleaves, Geo *g, void **nodes,
+								   uint32_t **prefix, uint64_t *cap, GiError *err);
+
+/* gpu_insert.cu: free the insertable state; device bytes it holds. */
+void		gi_gpu_int_ins_free(GpuIns *ins);
+uint64_t	gi_gpu_int_ins_bytes(const GpuIns *ins);
+
+/*
+ * gpu_insert.cu: after insertions, rebuild hdr.device_payloads (rank order)
+ * from the leaves if it is stale; select.cu calls this before using it.
+ */
+GiStatus	gi_gpu_int_refresh_payloads(GiImage *image, GiError *err);
+
+#endif							/* GPUIDX_GPU_BTREE_INT_CUH */
