@@ -1,14 +1,1330 @@
 /*
- * gpu_insert.cu - CUBPT batch insertion for the GPU engine (placeholder until
- * the insertion lands: it answers GI_ERR_UNSUPPORTED so callers rebuild).
+ * gpu_insert.cu - CUBPT batch insertion for the GPU engine (gi_image_insert).
+ *
+ * Storage (CUBPT 3.1).  The first insertion turns a bulk-built image's leaf
+ * level into nodes of M key slots (the static tree's M and key type: 32
+ * int32 or 16 int64 keys, 128 bytes) held in a node array of fixed-size
+ * segments found through a small device list of segment pointers; growth
+ * allocates new segments and rewrites the list, never copying a node.  Keys
+ * past a leaf's count hold the type's max so that the warp-group search of
+ * gpu_btree.cu stays branch-free.  Payloads, when the image keeps them, sit
+ * in a parallel segmented array of M uint64 a node.  The sorted entries are
+ * cut into leaves by formulas 1-2 with m = the fill target F = 3/4 M, so
+ * leaves have room to take entries without splitting.  A directory in key
+ * order maps leaf ordinal j to its node id and its rank base (entries
+ * before it; entry nleaves holds n): a query position is rank base + slot,
+ * still the rank in the (key, payload) order of all entries.
+ *
+ * Batch insertion (CUBPT 3.2.2), one thread per key where the paper has it:
+ *  1. the batch is uploaded and sorted by (key, payload) on the device;
+ *  2. search: one thread per entry descends the internal levels to the
+ *     first leaf whose max key is >= its key; an entry equal to the last key
+ *     of its leaf moves right (binary search over the directory) to the
+ *     first leaf whose last (key, payload) is not below its own, so runs of
+ *     one key spanning several leaves stay in (key, payload) order; entries
+ *     above every key go to the last leaf;
+ *  3. run-length encoding of the leaf ordinals gives the touched leaves and
+ *     their new entry counts;
+ *  4. CountAddNodeNum: a touched leaf of T = old + new entries stays one
+ *     node when T <= M, else becomes ceil(T / F) nodes filled by formula 2;
+ *     one exclusive prefix sum allocates all added nodes contiguously after
+ *     the last node id (segments are added first when needed);
+ *  5. each touched leaf's old entries are copied aside, then every entry
+ *     (one thread each) finds its slot in the merged run - its index in its
+ *     own run plus the entries of the other run before it (binary search;
+ *     an old entry equal to a new one goes first) - and writes itself to its
+ *     node and slot; the leaf's first node reuses its old node id;
+ *  6. the directory is rebuilt: old leaf j moves to ordinal j + (nodes
+ *     added before it), its new nodes follow; rank bases are a scan of the
+ *     counts;
+ *  7. the internal levels are re-cut from the directory's leaf max keys with
+ *     the bulk-build kernel of gpu_btree.cu (a new root appears when
+ *     needed).  This deviates from CUBPT, which inserts the split nodes'
+ *     max keys into the internal layers level by level: the internal levels
+ *     are ~1/M of the leaves, a re-cut is one cheap kernel per level and
+ *     keeps them in the dense Harmonia layout the search needs.  Its time is
+ *     kept apart (gpuidx_dev_insert_stats) so that its share can be seen.
+ *
+ * The rank-ordered payload copy that select.cu reads (hdr.device_payloads)
+ * goes stale on insertion and is rebuilt lazily by one gather kernel when a
+ * selection needs it (gi_gpu_int_refresh_payloads).
+ *
+ * Errors: on any failure after the batch was validated the image is marked
+ * broken and can only be freed; all device memory it holds is owned by the
+ * image or by scope guards at every point, so nothing leaks.
  */
-#include "engine_impl.h"
+#include "gpu_btree_int.cuh"
+#include "gpu_veb.cuh"
 
-/* Batch insertion into a GPU B+ tree image. */
-extern "C" GiStatus
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#define GI_EXPORT extern "C" __attribute__((visibility("default")))
+
+#define BLOCK			256
+#define SEG_SHIFT_MIN	10			/* 2^10 nodes: 128 KiB of keys */
+#define SEG_SHIFT_MAX	18			/* 2^18 nodes: 32 MiB of keys */
+
+/* Keys a node holds, and the fill target of fresh or split leaves. */
+template <class K> struct Node
+{
+	static constexpr int M = NODE_BYTES / sizeof(K);
+	static constexpr int F = M * 3 / 4;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Device helpers                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Keys of node nid through the segment list. */
+template <class K>
+__device__ __forceinline__ K *
+node_keys(K *const *kseg, int shift, uint64_t nid)
+{
+	return kseg[nid >> shift] + (nid & ((1ull << shift) - 1)) * Node<K>::M;
+}
+
+/* Payloads of node nid through the payload segment list. */
+template <class K>
+__device__ __forceinline__ uint64_t *
+node_pays(uint64_t *const *pseg, int shift, uint64_t nid)
+{
+	return pseg[nid >> shift] + (nid & ((1ull << shift) - 1)) * Node<K>::M;
+}
+
+/* (ka, pa) < (kb, pb); without payloads only the keys compare. */
+template <class K>
+__device__ __forceinline__ bool
+pair_less(K ka, uint64_t pa, K kb, uint64_t pb, bool pay)
+{
+	return ka < kb || (pay && ka == kb && pa < pb);
+}
+
+/* Index of the last element <= x in a sorted array of n (x >= a[0]). */
+__device__ __forceinline__ uint64_t
+last_le(const uint64_t *a, uint64_t n, uint64_t x)
+{
+	uint64_t	lo = 0,
+				len = n;
+
+	while (len > 0)
+	{
+		uint64_t	half = len >> 1;
+
+		if (a[lo + half] <= x)
+			lo += half + 1, len -= half + 1;
+		else
+			len = half;
+	}
+	return lo - 1;
+}
+
+/* Same for uint32 arrays. */
+__device__ __forceinline__ uint32_t
+last_le32(const uint32_t *a, uint32_t n, uint32_t x)
+{
+	uint32_t	lo = 0,
+				len = n;
+
+	while (len > 0)
+	{
+		uint32_t	half = len >> 1;
+
+		if (a[lo + half] <= x)
+			lo += half + 1, len -= half + 1;
+		else
+			len = half;
+	}
+	return lo - 1;
+}
+
+/* Where merged entry o of touched leaf t goes: node id and slot.  T entries
+ * stay one node when they fit, else formula 2 spreads them with m = F. */
+template <class K>
+__device__ __forceinline__ void
+place(uint64_t o, uint64_t T, uint32_t old_nid, uint64_t first_new, uint64_t *nid,
+	  uint32_t *slot)
+{
+	uint64_t	g = 0;
+
+	if (T <= (uint64_t) Node<K>::M)
+		*slot = (uint32_t) o;
+	else
+	{
+		Cut			c = cut_items(T, Node<K>::F);
+
+		cut_locate(o, c.ave, c.h, &g, slot);
+	}
+	*nid = g == 0 ? old_nid : first_new + g - 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Lay n sorted entries out as leaves cut with m = F (one thread per slot).
+ * The source is a flat sorted array (src_cut.nodes == 0) or the padded
+ * leaves of the static form cut by src_cut.  Leaf j takes node id j.
+ */
+template <class K>
+__global__ void
+layout_leaves_kernel(const K *src, Cut src_cut, const uint64_t *src_pay, uint64_t n,
+					 Cut cut, K *const *kseg, uint64_t *const *pseg, int shift,
+					 uint32_t *dir_node, uint64_t *dir_base, K *leaf_max)
+{
+	constexpr int M = Node<K>::M;
+
+	for (uint64_t t = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < cut.nodes * M;
+		 t += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint64_t	j = t / M;
+		uint32_t	s = (uint32_t) (t % M);
+		uint64_t	size = j < cut.h ? cut.ave : cut.ave - 1;
+		uint64_t	start = cut_start(j, cut.ave, cut.h);
+		K			key = (K) KeyLimits<K>::hi;
+		uint64_t	pay = 0;
+
+		if (s < size)
+		{
+			uint64_t	r = start + s;
+
+			if (src_cut.nodes == 0)
+				key = src[r];
+			else
+			{
+				uint64_t	li;
+				uint32_t	sl;
+
+				cut_locate(r, src_cut.ave, src_cut.h, &li, &sl);
+				key = src[li * M + sl];
+			}
+			if (src_pay)
+				pay = src_pay[r];
+		}
+		node_keys<K>(kseg, shift, j)[s] = key;
+		if (pseg)
+			node_pays<K>(pseg, shift, j)[s] = pay;
+		if (s + 1 == size)
+			leaf_max[j] = key;
+		if (s == 0)
+		{
+			dir_node[j] = (uint32_t) j;
+			dir_base[j] = start;
+			if (j == cut.nodes - 1)
+				dir_base[j + 1] = n;
+		}
+	}
+}
+
+/*
+ * Stage 2, one thread per batch entry: descend the internal levels to the
+ * first leaf whose max key is >= the key (the last child when none is),
+ * move right past leaves whose last (key, payload) is below the entry's,
+ * and count the batch's keys the tree lacks (first of each run only).
+ */
+template <class K>
+__global__ void
+find_leaves_kernel(const K *bk, const uint64_t *bp, uint64_t b, const K *nodes,
+				   const uint32_t *prefix, int nint, uint32_t inodes,
+				   K *const *kseg, uint64_t *const *pseg, int shift,
+				   const uint32_t *dir_node, const uint64_t *dir_base, uint32_t nleaves,
+				   uint32_t *leaf_of, unsigned long long *fresh)
+{
+	constexpr int M = Node<K>::M;
+	uint32_t	mine = 0;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < b;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		K			k = bk[i];
+		uint64_t	p = bp ? bp[i] : 0;
+		uint32_t	node = 0;
+
+		for (int l = 0; l < nint; l++)
+		{
+			const K    *nd = nodes + (size_t) node * M;
+			uint32_t	c0 = prefix[node],
+						nch = prefix[node + 1] - c0;
+			uint32_t	lo = 0,
+						len = M;
+
+			while (len > 0)		/* first slot whose max key is >= k */
+			{
+				uint32_t	half = len >> 1;
+
+				if (nd[lo + half] < k)
+					lo += half + 1, len -= half + 1;
+				else
+					len = half;
+			}
+			node = c0 + min(lo, nch - 1);
+		}
+		uint32_t	j = nint ? node - inodes : 0;
+		const K    *leaf = node_keys<K>(kseg, shift, dir_node[j]);
+		uint32_t	sz = (uint32_t) (dir_base[j + 1] - dir_base[j]);
+
+		if (i == 0 || bk[i - 1] != k)
+		{						/* the lower bound of k lies in leaf j if anywhere */
+			bool		present = false;
+
+			for (uint32_t s = 0; s < sz; s++)
+				present |= leaf[s] == k;
+			mine += !present;
+		}
+		if (bp && j + 1 < nleaves && leaf[sz - 1] == k &&
+			node_pays<K>(pseg, shift, dir_node[j])[sz - 1] < p)
+		{						/* the run of k goes on: find where (k, p) fits */
+			uint32_t	lo = j + 1,
+						hi = nleaves - 1;
+
+			while (lo < hi)
+			{
+				uint32_t	mid = lo + (hi - lo) / 2;
+				uint32_t	mn = dir_node[mid];
+				uint32_t	ms = (uint32_t) (dir_base[mid + 1] - dir_base[mid]);
+				K			lk = node_keys<K>(kseg, shift, mn)[ms - 1];
+				uint64_t	lp = node_pays<K>(pseg, shift, mn)[ms - 1];
+
+				if (pair_less<K>(lk, lp, k, p, true))
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			j = lo;
+		}
+		leaf_of[i] = j;
+	}
+	mine = __reduce_add_sync(0xffffffffu, mine);
+	if ((threadIdx.x & 31) == 0 && mine)
+		atomicAdd(fresh, (unsigned long long) mine);
+}
+
+/*
+ * Stage 4, CountAddNodeNum, one thread per touched leaf: the nodes its old
+ * plus new entries need (formula 1 with m = F once they overflow M), as the
+ * count of nodes added beside its own.  added[R] = 0 closes the scan.
+ */
+template <class K>
+__global__ void
+count_added_kernel(const uint32_t *U, const uint32_t *C, uint32_t R,
+				   const uint64_t *dir_base, uint32_t *added)
+{
+	for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t <= R; t += gridDim.x * blockDim.x)
+	{
+		if (t == R)
+		{
+			added[t] = 0;
+			continue;
+		}
+		uint64_t	T = dir_base[U[t] + 1] - dir_base[U[t]] + C[t];
+
+		added[t] = T <= (uint64_t) Node<K>::M ? 0 :
+			(uint32_t) ((T + Node<K>::F - 1) / Node<K>::F - 1);
+	}
+}
+
+/* Copy the old entries of every touched leaf aside (M slots a leaf) before
+ * the merge overwrites the leaf's node. */
+template <class K>
+__global__ void
+gather_old_kernel(const uint32_t *U, uint32_t R, K *const *kseg, uint64_t *const *pseg,
+				  int shift, const uint32_t *dir_node, const uint64_t *dir_base,
+				  K *ok, uint64_t *op)
+{
+	constexpr int M = Node<K>::M;
+
+	for (uint64_t x = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; x < (uint64_t) R * M;
+		 x += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint32_t	t = (uint32_t) (x / M),
+					s = (uint32_t) (x % M);
+		uint32_t	u = U[t];
+
+		if (s < dir_base[u + 1] - dir_base[u])
+		{
+			ok[x] = node_keys<K>(kseg, shift, dir_node[u])[s];
+			if (pseg)
+				op[x] = node_pays<K>(pseg, shift, dir_node[u])[s];
+		}
+	}
+}
+
+/*
+ * Stage 5 for new entries, one thread each: merged slot = index in its run
+ * + old entries of the leaf not above it; written to its node and slot.
+ */
+template <class K>
+__global__ void
+merge_new_kernel(const K *bk, const uint64_t *bp, uint64_t b, const uint32_t *run_start,
+				 const uint32_t *C, const uint32_t *U, uint32_t R, const uint64_t *dir_base,
+				 const uint32_t *dir_node, const K *ok, const uint64_t *op,
+				 const uint32_t *add_off, uint64_t first_free, K *const *kseg,
+				 uint64_t *const *pseg, int shift)
+{
+	constexpr int M = Node<K>::M;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < b;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint32_t	t = last_le32(run_start, R, (uint32_t) i);
+		uint32_t	u = U[t];
+		uint32_t	old = (uint32_t) (dir_base[u + 1] - dir_base[u]);
+		K			k = bk[i];
+		uint64_t	p = bp ? bp[i] : 0;
+		uint32_t	c = 0;
+
+		for (uint32_t s = 0; s < old; s++)
+			c += !pair_less<K>(k, p, ok[(uint64_t) t * M + s], op ? op[(uint64_t) t * M + s] : 0,
+							   bp != NULL);
+		uint64_t	nid;
+		uint32_t	slot;
+
+		place<K>(i - run_start[t] + c, (uint64_t) old + C[t], dir_node[u],
+				 first_free + add_off[t], &nid, &slot);
+		node_keys<K>(kseg, shift, nid)[slot] = k;
+		if (bp)
+			node_pays<K>(pseg, shift, nid)[slot] = p;
+	}
+}
+
+/*
+ * Stage 5 for old entries, one thread each: merged slot = its index + new
+ * entries of its run strictly below it (binary search in the sorted batch).
+ */
+template <class K>
+__global__ void
+merge_old_kernel(const K *bk, const uint64_t *bp, const uint32_t *run_start,
+				 const uint32_t *C, const uint32_t *U, uint32_t R, const uint64_t *dir_base,
+				 const uint32_t *dir_node, const K *ok, const uint64_t *op,
+				 const uint32_t *add_off, uint64_t first_free, K *const *kseg,
+				 uint64_t *const *pseg, int shift)
+{
+	constexpr int M = Node<K>::M;
+
+	for (uint64_t x = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; x < (uint64_t) R * M;
+		 x += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint32_t	t = (uint32_t) (x / M),
+					s = (uint32_t) (x % M);
+		uint32_t	u = U[t];
+		uint32_t	old = (uint32_t) (dir_base[u + 1] - dir_base[u]);
+
+		if (s >= old)
+			continue;
+		K			k = ok[x];
+		uint64_t	p = op ? op[x] : 0;
+		uint64_t	lo = run_start[t],
+					len = C[t];
+
+		while (len > 0)			/* first new entry not below (k, p) */
+		{
+			uint64_t	half = len >> 1;
+
+			if (pair_less<K>(bk[lo + half], bp ? bp[lo + half] : 0, k, p, bp != NULL))
+				lo += half + 1, len -= half + 1;
+			else
+				len = half;
+		}
+		uint64_t	nid;
+		uint32_t	slot;
+
+		place<K>(s + (lo - run_start[t]), (uint64_t) old + C[t], dir_node[u],
+				 first_free + add_off[t], &nid, &slot);
+		node_keys<K>(kseg, shift, nid)[slot] = k;
+		if (op)
+			node_pays<K>(pseg, shift, nid)[slot] = p;
+	}
+}
+
+/*
+ * Stages 5-6 for the nodes of touched leaves, one thread per node (R first
+ * nodes, then the A added ones): directory entry, count, and the type's max
+ * in the slots past the count.
+ */
+template <class K>
+__global__ void
+place_nodes_kernel(const uint32_t *U, const uint32_t *C, uint32_t R, uint64_t A,
+				   const uint64_t *dir_base, const uint32_t *dir_node,
+				   const uint32_t *add_off, uint64_t first_free, K *const *kseg, int shift,
+				   uint32_t *new_node, uint64_t *new_cnt, K *new_max)
+{
+	constexpr int M = Node<K>::M;
+
+	for (uint64_t x = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; x < R + A;
+		 x += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint32_t	t;
+		uint64_t	g;
+
+		if (x < R)
+			t = (uint32_t) x, g = 0;
+		else
+		{						/* the group whose added nodes cover x - R */
+			t = last_le32(add_off, R, (uint32_t) (x - R));
+			g = x - R - add_off[t] + 1;
+		}
+		uint32_t	u = U[t];
+		uint64_t	T = dir_base[u + 1] - dir_base[u] + C[t];
+		uint32_t	cnt;
+
+		if (T <= (uint64_t) M)
+			cnt = (uint32_t) T;
+		else
+		{
+			Cut			c = cut_items(T, Node<K>::F);
+
+			cnt = (uint32_t) (g < c.h ? c.ave : c.ave - 1);
+		}
+		uint64_t	nid = g == 0 ? dir_node[u] : first_free + add_off[t] + g - 1;
+		uint64_t	ord = (uint64_t) u + add_off[t] + g;
+		K		   *keys = node_keys<K>(kseg, shift, nid);
+
+		new_node[ord] = (uint32_t) nid;
+		new_cnt[ord] = cnt;
+		new_max[ord] = keys[cnt - 1];	/* written by the merge kernels */
+		for (uint32_t s = cnt; s < M; s++)
+			keys[s] = (K) KeyLimits<K>::hi;
+	}
+}
+
+/* Stage 6 for untouched leaves: old leaf j moves to j + nodes added before
+ * it (add_off of the first touched leaf after it; add_off[R] = A). */
+template <class K>
+__global__ void
+move_untouched_kernel(const uint32_t *U, uint32_t R, const uint32_t *add_off,
+					  const uint32_t *dir_node, const uint64_t *dir_base, const K *dir_max,
+					  uint64_t nleaves, uint32_t *new_node, uint64_t *new_cnt, K *new_max)
+{
+	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < nleaves;
+		 j += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint32_t	lo = 0,
+					len = R;
+
+		while (len > 0)			/* first touched leaf >= j */
+		{
+			uint32_t	half = len >> 1;
+
+			if (U[lo + half] < j)
+				lo += half + 1, len -= half + 1;
+			else
+				len = half;
+		}
+		if (lo < R && U[lo] == j)
+			continue;
+		new_node[j + add_off[lo]] = dir_node[j];
+		new_cnt[j + add_off[lo]] = dir_base[j + 1] - dir_base[j];
+		new_max[j + add_off[lo]] = dir_max[j];
+	}
+}
+
+/* The rank-ordered payload copy from the leaves (one thread per slot). */
+template <class K>
+__global__ void
+gather_payloads_kernel(uint64_t *const *pseg, int shift, const uint32_t *dir_node,
+					   const uint64_t *dir_base, uint64_t nleaves, uint64_t *out)
+{
+	constexpr int M = Node<K>::M;
+
+	for (uint64_t x = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; x < nleaves * M;
+		 x += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint64_t	j = x / M;
+		uint32_t	s = (uint32_t) (x % M);
+		uint64_t	b0 = dir_base[j];
+
+		if (s < dir_base[j + 1] - b0)
+			out[b0 + s] = node_pays<K>(pseg, shift, dir_node[j])[s];
+	}
+}
+
+/* Set *flag if two equal keys of the sorted batch carry payloads out of
+ * order (then the batch is sorted again by payload first). */
+template <class K>
+__global__ void
+ties_unordered_kernel(const K *k, const uint64_t *p, uint64_t n, int *flag)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+		if (k[i - 1] == k[i] && p[i - 1] > p[i])
+		{
+			*flag = 1;
+			return;
+		}
+}
+
+/* Count positions i > 0 whose key differs from key i-1 (distinct keys of a
+ * batch laid out into an empty image). */
+template <class K>
+__global__ void
+count_changes_kernel(const K *k, uint64_t n, unsigned long long *count)
+{
+	uint32_t	mine = 0;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+		mine += k[i - 1] != k[i];
+	mine = __reduce_add_sync(0xffffffffu, mine);
+	if ((threadIdx.x & 31) == 0 && mine)
+		atomicAdd(count, (unsigned long long) mine);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The insertable state                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Grid for an elementwise kernel. */
+static unsigned
+grid(uint64_t n)
+{
+	return gi_gpu_int_grid(n, BLOCK);
+}
+
+/* Free one directory set. */
+static void
+dir_free(GpuDir *d)
+{
+	if (d->node)
+		cudaFree(d->node);
+	if (d->base)
+		cudaFree(d->base);
+	if (d->max)
+		cudaFree(d->max);
+	memset(d, 0, sizeof(*d));
+}
+
+/* Free the insertable state and its segments. */
+void
+gi_gpu_int_ins_free(GpuIns *ins)
+{
+	if (!ins)
+		return;
+	for (uint32_t s = 0; s < ins->nsegs; s++)
+	{
+		if (ins->h_kseg[s])
+			cudaFree(ins->h_kseg[s]);
+		if (ins->h_pseg[s])
+			cudaFree(ins->h_pseg[s]);
+	}
+	if (ins->d_kseg)
+		cudaFree(ins->d_kseg);
+	if (ins->d_pseg)
+		cudaFree(ins->d_pseg);
+	dir_free(&ins->dir);
+	dir_free(&ins->spare);
+	if (ins->inner2)
+		cudaFree(ins->inner2);
+	if (ins->prefix2)
+		cudaFree(ins->prefix2);
+	free(ins->h_kseg);
+	free(ins->h_pseg);
+	free(ins);
+}
+
+/* Device bytes of one directory set. */
+static uint64_t
+dir_bytes(const GpuDir *d, int kw)
+{
+	return d->cap ? d->cap * (sizeof(uint32_t) + kw) + (d->cap + 1) * sizeof(uint64_t) : 0;
+}
+
+/* Device bytes of segments, both directory sets, the spare internal levels
+ * and the segment lists (the internal levels in use are in device_bytes). */
+uint64_t
+gi_gpu_int_ins_bytes(const GpuIns *ins)
+{
+	if (!ins)
+		return 0;
+	return ins->seg_bytes + dir_bytes(&ins->dir, ins->kw) + dir_bytes(&ins->spare, ins->kw) +
+		(ins->inner2 ? ins->inner_cap2 * NODE_BYTES + (ins->inner_cap2 + 1) * sizeof(uint32_t) : 0) +
+		2 * ins->list_cap * sizeof(void *);
+}
+
+/* Device bytes the image holds in all (for the memory limit). */
+static uint64_t
+held_bytes(const GpuImage *img)
+{
+	uint64_t	b = img->device_bytes + gi_gpu_int_ins_bytes(img->ins);
+
+	if (img->hdr.device_payloads)
+		b += img->hdr.n * sizeof(uint64_t);
+	return b;
+}
+
+/* Fail with GI_ERR_DEVICE_OOM if `more` bytes would pass the image's limit. */
+static GiStatus
+check_limit(const GpuImage *img, uint64_t more, const char *what, GiError *err)
+{
+	if (img->mem_limit && held_bytes(img) + more > img->mem_limit)
+		return gi_set_error(err, GI_ERR_DEVICE_OOM,
+							"%s needs %llu more bytes of device memory, over the limit of "
+							"%zu bytes (gpuidx.device_memory_limit)", what,
+							(unsigned long long) more, img->mem_limit);
+	return GI_OK;
+}
+
+/* Give directory set d room for `need` leaves (a quarter more, so that
+ * growth is rare); its contents are not kept. */
+static GiStatus
+dir_reserve(GpuImage *img, GpuDir *d, uint64_t need, GiError *err)
+{
+	uint64_t	cap = need + need / 4 + 64;
+	DevBuf		nb,
+				bb,
+				mb;
+
+	if (d->cap >= need && d->node)
+		return GI_OK;
+	CKS(check_limit(img, cap * (sizeof(uint32_t) + sizeof(uint64_t) + img->kw), "the leaf directory", err));
+	CKS(dev_alloc(nb, cap * sizeof(uint32_t), "the leaf directory", err));
+	CKS(dev_alloc(bb, (cap + 1) * sizeof(uint64_t), "the leaf directory", err));
+	CKS(dev_alloc(mb, cap * img->kw, "the leaf max keys", err));
+	dir_free(d);
+	d->node = (uint32_t *) nb.release();
+	d->base = (uint64_t *) bb.release();
+	d->max = mb.release();
+	d->cap = cap;
+	return GI_OK;
+}
+
+/*
+ * Make room for node ids below need: new segments (keys, and payloads when
+ * kept) are attached to the host lists one by one, so that a failure leaves
+ * every allocation owned by the state, then the device lists are rewritten.
+ */
+static GiStatus
+reserve_nodes(GpuImage *img, uint64_t need, GiError *err)
+{
+	GpuIns	   *ins = img->ins;
+	uint64_t	per = 1ull << ins->seg_shift;
+	uint64_t	want = (need + per - 1) / per;
+	uint64_t	seg_key = per * NODE_BYTES,
+				seg_pay = ins->has_pay ? per * (NODE_BYTES / img->kw) * sizeof(uint64_t) : 0;
+
+	if (want <= ins->nsegs)
+		return GI_OK;
+	if (want >= (1ull << (32 - ins->seg_shift)))
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"%llu leaf nodes are more than the GPU B+ tree indexes (2^32)",
+							(unsigned long long) need);
+	CKS(check_limit(img, (want - ins->nsegs) * (seg_key + seg_pay), "growing the node segments", err));
+	if (want > ins->list_cap)
+	{
+		uint32_t	cap = (uint32_t) std::max<uint64_t>(want, std::max<uint64_t>(2 * ins->list_cap, 16));
+		void	  **hk = (void **) realloc(ins->h_kseg, cap * sizeof(void *));
+
+		if (!hk)
+			return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for the segment list");
+		ins->h_kseg = hk;
+		uint64_t  **hp = (uint64_t **) realloc(ins->h_pseg, cap * sizeof(void *));
+
+		if (!hp)
+			return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for the segment list");
+		ins->h_pseg = hp;
+		for (uint32_t s = ins->list_cap; s < cap; s++)
+			ins->h_kseg[s] = NULL, ins->h_pseg[s] = NULL;
+
+		DevBuf		dk,
+					dp;
+
+		CKS(dev_alloc(dk, cap * sizeof(void *), "the segment list", err));
+		CKS(dev_alloc(dp, cap * sizeof(void *), "the payload segment list", err));
+		if (ins->d_kseg)
+			cudaFree(ins->d_kseg);
+		if (ins->d_pseg)
+			cudaFree(ins->d_pseg);
+		ins->d_kseg = (void **) dk.release();
+		ins->d_pseg = (uint64_t **) dp.release();
+		ins->list_cap = cap;
+	}
+	while (ins->nsegs < want)
+	{
+		DevBuf		k,
+					p;
+		uint32_t	s = ins->nsegs;
+
+		CKS(dev_alloc(k, seg_key, "a node segment", err));
+		ins->h_kseg[s] = k.release();
+		ins->nsegs = s + 1;
+		ins->seg_bytes += seg_key;
+		if (seg_pay)
+		{
+			CKS(dev_alloc(p, seg_pay, "a payload segment", err));
+			ins->h_pseg[s] = (uint64_t *) p.release();
+			ins->seg_bytes += seg_pay;
+		}
+	}
+	CK(cudaMemcpyAsync(ins->d_kseg, ins->h_kseg, ins->nsegs * sizeof(void *),
+					   cudaMemcpyHostToDevice, img->stream));
+	CK(cudaMemcpyAsync(ins->d_pseg, ins->h_pseg, ins->nsegs * sizeof(void *),
+					   cudaMemcpyHostToDevice, img->stream));
+	CK(cudaStreamSynchronize(img->stream));	/* the host lists may change next */
+	return GI_OK;
+}
+
+/* Re-cut the internal levels from the directory's leaf max keys into the
+ * spare arrays and swap them in (stage 7). */
+static GiStatus
+recut_inner(GpuImage *img, GiError *err)
+{
+	GpuIns	   *ins = img->ins;
+	Geo			g = img->geo;
+	uint64_t	cap = ins->inner_cap2;
+	double		t0 = gi_now_ms();
+
+	if (!ins->inner2 || ins->inner_cap2 < ins->nleaves / 16 + 2)
+		CKS(check_limit(img, (ins->nleaves / 16 + 64) * (NODE_BYTES + 4), "the internal levels", err));
+	CKS(gi_gpu_int_build_inner(img->kw, img->stream, ins->dir.max, ins->nleaves, &g,
+							   &ins->inner2, &ins->prefix2, &cap, err));
+	ins->inner_cap2 = cap;
+	if (g.inodes + ins->nleaves >= UINT32_MAX)
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"more nodes than the GPU B+ tree indexes (2^32)");
+	CK(cudaStreamSynchronize(img->stream));
+	std::swap(img->d_nodes, ins->inner2);
+	std::swap(img->d_prefix, ins->prefix2);
+	std::swap(ins->inner_cap, ins->inner_cap2);
+	g.n = img->hdr.n;
+	g.leaf = Cut{ins->nleaves, 0, 0};
+	img->geo = g;
+	img->device_bytes = ins->inner_cap * NODE_BYTES + (ins->inner_cap + 1) * sizeof(uint32_t);
+	img->inner_ms = gi_now_ms() - t0;
+	return GI_OK;
+}
+
+/*
+ * Create the insertable state from n sorted entries: a flat sorted array
+ * (src_cut.nodes == 0: a batch into an empty image) or the static leaves
+ * (the one-time conversion), with payloads in rank order or NULL.  Both
+ * directory sets and both internal-level sets are allocated here, with
+ * slack, so that batches allocate only their own scratch.
+ */
+template <class K>
+static GiStatus
+layout(GpuImage *img, const K *src, Cut src_cut, const uint64_t *src_pay, uint64_t n,
+	   bool has_pay, GiError *err)
+{
+	GpuIns	   *ins;
+	Cut			cut = cut_items(n, Node<K>::F);
+	int			shift = SEG_SHIFT_MIN;
+
+	ins = (GpuIns *) calloc(1, sizeof(GpuIns));
+	if (!ins)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for the insertable form");
+	img->ins = ins;
+	ins->kw = img->kw;
+	/* the static internal levels are rebuilt: their arrays are the spare */
+	ins->inner2 = img->d_nodes;
+	ins->prefix2 = img->d_prefix;
+	ins->inner_cap2 = img->d_nodes && img->d_prefix ? img->geo.inodes : 0;
+	img->d_nodes = NULL;
+	img->d_prefix = NULL;
+	img->device_bytes = 0;
+	while (shift < SEG_SHIFT_MAX && (1ull << shift) < cut.nodes / 8)
+		shift++;				/* about eight segments to start with */
+	ins->seg_shift = shift;
+	ins->has_pay = has_pay;
+	CKS(reserve_nodes(img, cut.nodes, err));
+	CKS(dir_reserve(img, &ins->dir, cut.nodes, err));
+	CKS(dir_reserve(img, &ins->spare, cut.nodes, err));
+	layout_leaves_kernel<K><<<grid(cut.nodes * Node<K>::M), BLOCK, 0, img->stream>>>(
+		src, src_cut, src_pay, n, cut, (K *const *) ins->d_kseg,
+		has_pay ? ins->d_pseg : NULL, shift, ins->dir.node, ins->dir.base, (K *) ins->dir.max);
+	CKL("layout_leaves_kernel");
+	ins->nleaves = cut.nodes;
+	ins->nnodes = cut.nodes;
+	CKS(recut_inner(img, err));
+	if (ins->inner_cap2 < ins->inner_cap)
+	{							/* the static arrays are too small to be the spare */
+		uint64_t	cap = 0;
+		Geo			g = img->geo;
+
+		if (ins->inner2)
+			cudaFree(ins->inner2);
+		if (ins->prefix2)
+			cudaFree(ins->prefix2);
+		ins->inner2 = NULL;
+		ins->prefix2 = NULL;
+		ins->inner_cap2 = 0;
+		CKS(gi_gpu_int_build_inner(img->kw, img->stream, ins->dir.max, ins->nleaves, &g,
+								   &ins->inner2, &ins->prefix2, &cap, err));
+		ins->inner_cap2 = cap;
+	}
+	CK(cudaStreamSynchronize(img->stream));
+	if (img->d_leaves)
+	{							/* the static leaves are no longer read */
+		cudaFree(img->d_leaves);
+		img->d_leaves = NULL;
+	}
+	return GI_OK;
+}
+
+/* Rebuild hdr.device_payloads from the leaves (rank order). */
+template <class K>
+static GiStatus
+refresh_payloads(GpuImage *img, GiError *err)
+{
+	GpuIns	   *ins = img->ins;
+	DevBuf		out;
+	double		t0 = gi_now_ms();
+
+	if (!ins || !ins->has_pay || (!ins->payloads_stale && img->hdr.device_payloads))
+		return GI_OK;
+	/* the stale copy stays until the new one exists: a failure here leaves
+	 * the image as it was */
+	CKS(dev_alloc(out, img->hdr.n * sizeof(uint64_t), "the payloads in rank order", err));
+	gather_payloads_kernel<K><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, img->stream>>>(
+		ins->d_pseg, ins->seg_shift, ins->dir.node, ins->dir.base, ins->nleaves,
+		(uint64_t *) out.p);
+	CKL("gather_payloads_kernel");
+	CK(cudaStreamSynchronize(img->stream));
+	if (img->hdr.device_payloads)
+		cudaFree(img->hdr.device_payloads);
+	img->hdr.device_payloads = out.release();
+	ins->payloads_stale = false;
+	img->refresh_ms = gi_now_ms() - t0;
+	return GI_OK;
+}
+
+/* Bytes of an arena piece (256-byte aligned, as cudaMalloc's). */
+static size_t
+span(size_t bytes)
+{
+	return (bytes + 255) & ~(size_t) 255;
+}
+
+/* One device allocation carved into a batch's scratch arrays, so that a
+ * batch costs two cudaMalloc calls whatever its stages need. */
+struct Arena
+{
+	DevBuf		buf;
+	size_t		used = 0;
+
+	/* The next piece of count Ts. */
+	template <class T> T *take(size_t count)
+	{
+		T		   *p = (T *) ((char *) buf.p + used);
+
+		used += span(count * sizeof(T));
+		return p;
+	}
+};
+
+/*
+ * Sort the batch by (key, payload) into bk / bp.  CUB's radix sort is
+ * stable: one key sort carrying the payloads is enough unless equal keys
+ * came with payloads out of order; then by payload first, then by key.
+ */
+template <class K>
+static GiStatus
+sort_batch(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, K *bk,
+		   uint64_t *bp, void *temp, size_t temp_bytes, int *flag, GiError *err)
+{
+	cudaStream_t st = img->stream;
+	size_t		tb = temp_bytes;
+	int			h = 0;
+	DevBuf		tk,
+				tp;
+
+	if (!pays)
+	{
+		CK(cub::DeviceRadixSort::SortKeys(temp, tb, keys, bk, (int64_t) b, 0, (int) sizeof(K) * 8, st));
+		return GI_OK;
+	}
+	CK(cub::DeviceRadixSort::SortPairs(temp, tb, keys, bk, pays, bp, (int64_t) b, 0,
+									   (int) sizeof(K) * 8, st));
+	CK(cudaMemsetAsync(flag, 0, sizeof(int), st));
+	ties_unordered_kernel<K><<<grid(b), BLOCK, 0, st>>>(bk, bp, b, flag);
+	CKL("ties_unordered_kernel");
+	CK(cudaMemcpyAsync(&h, flag, sizeof(int), cudaMemcpyDeviceToHost, st));
+	CK(cudaStreamSynchronize(st));
+	if (!h)
+		return GI_OK;
+	CKS(dev_alloc(tk, b * sizeof(K), "the batch sort", err));
+	CKS(dev_alloc(tp, b * sizeof(uint64_t), "the batch sort", err));
+	tb = temp_bytes;
+	CK(cub::DeviceRadixSort::SortPairs(temp, tb, pays, (uint64_t *) tp.p, keys, (K *) tk.p,
+									   (int64_t) b, 0, 64, st));
+	tb = temp_bytes;
+	CK(cub::DeviceRadixSort::SortPairs(temp, tb, (const K *) tk.p, bk, (const uint64_t *) tp.p,
+									   bp, (int64_t) b, 0, (int) sizeof(K) * 8, st));
+	CK(cudaStreamSynchronize(st));
+	return GI_OK;
+}
+
+/*
+ * The whole insertion of b entries on the device, for one key type: sort
+ * (unless sorted), convert a static image once, then stages 2-7 of the
+ * header comment.  Timings go to img->last_insert.
+ */
+template <class K>
+static GiStatus
+insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool sorted,
+		   GiError *err)
+{
+	constexpr int M = Node<K>::M;
+	cudaStream_t st = img->stream;
+	Arena		A1,
+				A2;
+	const K    *bk = keys;
+	const uint64_t *bp = pays;
+	size_t		tb_sort = 0,
+				tb_rle = 0,
+				tb1,
+				tb2 = 0,
+				tb3 = 0,
+				tb_tmp;
+	uint32_t	R = 0,
+				A = 0;
+	unsigned long long fresh = 0;
+	K			ends[2];
+	double		t0 = gi_now_ms(),
+				t1,
+				t2;
+
+	img->last_insert.sort_ms = img->last_insert.search_ms = img->last_insert.build_ms = 0;
+	img->inner_ms = 0;
+
+	/* Stage 1 (and the arena for every batch-sized array). */
+	if (!sorted && pays)
+	{
+		CK(cub::DeviceRadixSort::SortPairs(nullptr, tb_tmp, (const K *) NULL, (K *) NULL,
+										   (const uint64_t *) NULL, (uint64_t *) NULL,
+										   (int64_t) b, 0, (int) sizeof(K) * 8, st));
+		tb_sort = tb_tmp;
+		CK(cub::DeviceRadixSort::SortPairs(nullptr, tb_tmp, (const uint64_t *) NULL, (uint64_t *) NULL,
+										   (const K *) NULL, (K *) NULL, (int64_t) b, 0, 64, st));
+		tb_sort = std::max(tb_sort, tb_tmp);
+	}
+	else if (!sorted)
+		CK(cub::DeviceRadixSort::SortKeys(nullptr, tb_sort, (const K *) NULL, (K *) NULL,
+										  (int64_t) b, 0, (int) sizeof(K) * 8, st));
+	CK(cub::DeviceRunLengthEncode::Encode(nullptr, tb_rle, (const uint32_t *) NULL, (uint32_t *) NULL,
+										  (uint32_t *) NULL, (uint32_t *) NULL, (int64_t) b, st));
+	tb1 = std::max(tb_sort, tb_rle);
+	CKS(dev_alloc(A1.buf, (sorted ? 0 : span(b * sizeof(K)) + (pays ? span(b * 8) : 0)) +
+				  3 * span(b * sizeof(uint32_t)) + 3 * span(8) + span(tb1),
+				  "the batch scratch", err));
+	K		   *sk = sorted ? NULL : A1.take<K>(b);
+	uint64_t   *sp = (sorted || !pays) ? NULL : A1.take<uint64_t>(b);
+	uint32_t   *leaf_of = A1.take<uint32_t>(b);
+	uint32_t   *U = A1.take<uint32_t>(b);
+	uint32_t   *C = A1.take<uint32_t>(b);
+	uint32_t   *nruns = A1.take<uint32_t>(1);
+	unsigned long long *d_fresh = A1.take<unsigned long long>(1);
+	int		   *flag = A1.take<int>(1);
+	void	   *temp1 = A1.take<char>(tb1);
+
+	if (!sorted)
+	{
+		CKS(sort_batch<K>(img, keys, pays, b, sk, sp, temp1, tb1, flag, err));
+		bk = sk;
+		bp = sp;
+	}
+	CK(cudaStreamSynchronize(st));
+	t1 = gi_now_ms();
+	img->last_insert.sort_ms = t1 - t0;
+
+	if (!img->ins && img->hdr.n == 0)
+	{							/* an empty image: lay the batch out as leaves */
+		unsigned long long changes = 0;
+
+		CK(cudaMemsetAsync(d_fresh, 0, sizeof(unsigned long long), st));
+		count_changes_kernel<K><<<grid(b), BLOCK, 0, st>>>(bk, b, d_fresh);
+		CKL("count_changes_kernel");
+		CK(cudaMemcpyAsync(&changes, d_fresh, sizeof(changes), cudaMemcpyDeviceToHost, st));
+		CK(cudaMemcpyAsync(&ends[0], bk, sizeof(K), cudaMemcpyDeviceToHost, st));
+		CK(cudaMemcpyAsync(&ends[1], bk + b - 1, sizeof(K), cudaMemcpyDeviceToHost, st));
+		CK(cudaStreamSynchronize(st));
+		img->hdr.n = b;
+		img->geo.n = b;
+		CKS(layout<K>(img, bk, Cut{0, 0, 0}, bp, b, bp != NULL, err));
+		img->distinct = changes + 1;
+		img->kmin = ends[0];
+		img->kmax = ends[1];
+		if (bp)
+		{						/* engine.c tells payload images by this copy */
+			img->ins->payloads_stale = true;
+			CKS(refresh_payloads<K>(img, err));
+		}
+		img->last_insert.build_ms = gi_now_ms() - t1;
+		img->last_insert.total_ms = gi_now_ms() - t0;
+		return GI_OK;
+	}
+	if (!img->ins)
+	{							/* the one-time conversion of a bulk-built image */
+		CKS(layout<K>(img, (const K *) img->d_leaves, img->geo.leaf,
+					  (const uint64_t *) img->hdr.device_payloads, img->hdr.n,
+					  img->hdr.device_payloads != NULL, err));
+		img->convert_ms = gi_now_ms() - t1;
+		t1 = gi_now_ms();
+	}
+
+	GpuIns	   *ins = img->ins;
+	uint64_t	nl = ins->nleaves,
+				nl2;
+
+	/* Stage 2: the leaf of every entry. */
+	CK(cudaMemsetAsync(d_fresh, 0, sizeof(unsigned long long), st));
+	find_leaves_kernel<K><<<grid(b), BLOCK, 0, st>>>(
+		bk, bp, b, (const K *) img->d_nodes, img->d_prefix, img->geo.nint,
+		(uint32_t) img->geo.inodes, (K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL,
+		ins->seg_shift, ins->dir.node, ins->dir.base, (uint32_t) nl, leaf_of, d_fresh);
+	CKL("find_leaves_kernel");
+	CK(cudaStreamSynchronize(st));
+	t2 = gi_now_ms();
+	img->last_insert.search_ms = t2 - t1;
+
+	/* Stage 3: touched leaves and their new entry counts. */
+	tb_tmp = tb1;
+	CK(cub::DeviceRunLengthEncode::Encode(temp1, tb_tmp, (const uint32_t *) leaf_of, U, C, nruns,
+										  (int64_t) b, st));
+	CK(cudaMemcpyAsync(&R, nruns, sizeof(R), cudaMemcpyDeviceToHost, st));
+	CK(cudaMemcpyAsync(&fresh, d_fresh, sizeof(fresh), cudaMemcpyDeviceToHost, st));
+	CK(cudaMemcpyAsync(&ends[0], bk, sizeof(K), cudaMemcpyDeviceToHost, st));
+	CK(cudaMemcpyAsync(&ends[1], bk + b - 1, sizeof(K), cudaMemcpyDeviceToHost, st));
+	CK(cudaStreamSynchronize(st));
+
+	/* Stage 4: CountAddNodeNum and one scan to allocate the added nodes. */
+	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb2, (const uint32_t *) NULL, (uint32_t *) NULL,
+									 (int64_t) R + 1, st));
+	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb3, (uint64_t *) NULL, (int64_t) (nl + b + 1), st));
+	tb2 = std::max(tb2, tb3);
+	CKS(dev_alloc(A2.buf, 3 * span((R + 1) * sizeof(uint32_t)) + span((uint64_t) R * M * sizeof(K)) +
+				  (bp ? span((uint64_t) R * M * 8) : 0) + span(tb2), "the touched leaves' scratch", err));
+	uint32_t   *added = A2.take<uint32_t>(R + 1);
+	uint32_t   *add_off = A2.take<uint32_t>(R + 1);
+	uint32_t   *run_start = A2.take<uint32_t>(R + 1);
+	K		   *ok = A2.take<K>((uint64_t) R * M);
+	uint64_t   *op = bp ? A2.take<uint64_t>((uint64_t) R * M) : NULL;
+	void	   *temp2 = A2.take<char>(tb2);
+
+	count_added_kernel<K><<<grid(R + 1), BLOCK, 0, st>>>(U, C, R, ins->dir.base, added);
+	CKL("count_added_kernel");
+	tb_tmp = tb2;
+	CK(cub::DeviceScan::ExclusiveSum(temp2, tb_tmp, (const uint32_t *) added, add_off,
+									 (int64_t) R + 1, st));
+	tb_tmp = tb2;
+	CK(cub::DeviceScan::ExclusiveSum(temp2, tb_tmp, (const uint32_t *) C, run_start, (int64_t) R, st));
+	CK(cudaMemcpyAsync(&A, add_off + R, sizeof(A), cudaMemcpyDeviceToHost, st));
+	CK(cudaStreamSynchronize(st));
+	nl2 = nl + A;
+	if (ins->nnodes + A >= UINT32_MAX || nl2 >= UINT32_MAX)
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"more leaf nodes than the GPU B+ tree indexes (2^32)");
+	CKS(reserve_nodes(img, ins->nnodes + A, err));
+	CKS(dir_reserve(img, &ins->spare, nl2, err));
+
+	/* Stage 5: set the old entries aside, merge, write every entry. */
+	gather_old_kernel<K><<<grid((uint64_t) R * M), BLOCK, 0, st>>>(
+		U, R, (K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL, ins->seg_shift, ins->dir.node,
+		ins->dir.base, ok, op);
+	CKL("gather_old_kernel");
+	merge_new_kernel<K><<<grid(b), BLOCK, 0, st>>>(
+		bk, bp, b, run_start, C, U, R, ins->dir.base, ins->dir.node, ok, op, add_off,
+		ins->nnodes, (K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL, ins->seg_shift);
+	CKL("merge_new_kernel");
+	merge_old_kernel<K><<<grid((uint64_t) R * M), BLOCK, 0, st>>>(
+		bk, bp, run_start, C, U, R, ins->dir.base, ins->dir.node, ok, op, add_off,
+		ins->nnodes, (K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL, ins->seg_shift);
+	CKL("merge_old_kernel");
+
+	/* Stage 6: the new directory, written into the spare set: counts, then
+	 * one in-place scan turns them into rank bases. */
+	place_nodes_kernel<K><<<grid(R + (uint64_t) A), BLOCK, 0, st>>>(
+		U, C, R, A, ins->dir.base, ins->dir.node, add_off, ins->nnodes,
+		(K *const *) ins->d_kseg, ins->seg_shift, ins->spare.node, ins->spare.base,
+		(K *) ins->spare.max);
+	CKL("place_nodes_kernel");
+	move_untouched_kernel<K><<<grid(nl), BLOCK, 0, st>>>(
+		U, R, add_off, ins->dir.node, ins->dir.base, (const K *) ins->dir.max, nl,
+		ins->spare.node, ins->spare.base, (K *) ins->spare.max);
+	CKL("move_untouched_kernel");
+	CK(cudaMemsetAsync(ins->spare.base + nl2, 0, sizeof(uint64_t), st));
+	tb_tmp = tb2;
+	CK(cub::DeviceScan::ExclusiveSum(temp2, tb_tmp, ins->spare.base, (int64_t) nl2 + 1, st));
+	CK(cudaStreamSynchronize(st));
+	std::swap(ins->dir, ins->spare);
+	ins->nleaves = nl2;
+	ins->nnodes += A;
+	img->hdr.n += b;
+	img->geo.n = img->hdr.n;
+	img->distinct += fresh;
+	img->kmin = std::min<int64_t>(img->kmin, ends[0]);
+	img->kmax = std::max<int64_t>(img->kmax, ends[1]);
+	if (bp)
+		ins->payloads_stale = true;
+
+	/* Stage 7: the internal levels. */
+	CKS(recut_inner(img, err));
+	img->last_insert.build_ms = gi_now_ms() - t2;
+	img->last_insert.total_ms = gi_now_ms() - t0;
+	return GI_OK;
+}
+
+/* Validate, dispatch on the key width, and mark the image broken when an
+ * insertion fails half-way. */
+static GiStatus
+insert_checked(GpuImage *img, const void *d_keys, const uint64_t *d_pays, size_t n,
+			   bool sorted, GiError *err)
+{
+	GiStatus	st;
+	bool		keeps;
+
+	if (img->hdr.structure != GI_STRUCT_BTREE)	/* (before reading past hdr) */
+		return gi_set_error(err, GI_ERR_UNSUPPORTED,
+							"batch insertion into a %s image is not supported; rebuild it",
+							gi_structure_name(img->hdr.structure));
+	if (img->broken)
+		return gi_set_error(err, GI_ERR_INVALID,
+							"the image was left unusable by a failed insertion; free it and rebuild");
+	keeps = img->ins ? img->ins->has_pay : img->hdr.device_payloads != NULL;
+	if ((d_pays != NULL) != keeps)
+		return gi_set_error(err, GI_ERR_INVALID,
+							"insertion payloads must be given exactly when the image keeps payloads");
+	if (n == 0)
+		return GI_OK;
+	if (n >= (1ull << 31))
+		return gi_set_error(err, GI_ERR_UNSUPPORTED, "a batch of %zu entries is too large (2^31)", n);
+	if (img->kw == 4)
+		st = insert_dev<int32_t>(img, (const int32_t *) d_keys, d_pays, n, sorted, err);
+	else
+		st = insert_dev<int64_t>(img, (const int64_t *) d_keys, d_pays, n, sorted, err);
+	if (st != GI_OK)
+		img->broken = true;
+	else
+	{
+		img->inserted += n;
+		img->insert_batches++;
+	}
+	return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry points                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Batch insertion into a GPU B+ tree image from host arrays. */
+GI_EXPORT GiStatus
 gi_gpu_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 			  size_t n, GiError *err)
 {
-	(void) image, (void) keys, (void) payloads, (void) n;
-	return gi_set_error(err, GI_ERR_UNSUPPORTED, "batch insertion is not implemented yet");
+	GpuImage   *img = (GpuImage *) image;
+	DevBuf		dk,
+				dp;
+	bool		bad = false;
+	double		t0 = gi_now_ms(),
+				xfer;
+	GiStatus	st;
+
+	CKS(gi_gpu_int_need_device(err));
+	if (image->structure != GI_STRUCT_BTREE || img->broken || n == 0)
+		return insert_checked(img, NULL, payloads, n, false, err);
+	CKS(dev_alloc(dk, n * img->kw, "the batch keys", err));
+	if (payloads)
+		CKS(dev_alloc(dp, n * sizeof(uint64_t), "the batch payloads", err));
+	CKS(gi_gpu_int_upload(dk.p, keys, n, img->kw, img->stream, &bad, err));
+	if (payloads)
+		CKS(gi_gpu_int_upload(dp.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
+	CK(cudaStreamSynchronize(img->stream));
+	if (bad)					/* nothing changed yet: the image stays usable */
+		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes",
+							img->hdr.key_bytes);
+	xfer = gi_now_ms() - t0;
+	st = insert_checked(img, dk.p, (const uint64_t *) dp.p, n, false, err);
+	if (st != GI_OK)
+		return st;
+	img->last_insert.transfer_ms = xfer;
+	img->last_insert.total_ms += xfer;
+	return GI_OK;
+}
+
+/* Batch insertion from device-resident arrays (gpu_btree.cuh). */
+GiStatus
+gpuidx_dev_insert(GiImage *image, const void *d_keys, const uint64_t *d_payloads,
+				  size_t n, bool sorted, GiError *err)
+{
+	GiStatus	st;
+
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+	CKS(gi_gpu_int_need_device(err));
+	st = insert_checked((GpuImage *) image, d_keys, d_payloads, n, sorted, err);
+	if (st == GI_OK)
+		((GpuImage *) image)->last_insert.transfer_ms = 0;
+	return st;
+}
+
+/* Convert a bulk-built image to the insertable form (gpu_btree.cuh). */
+GiStatus
+gpuidx_dev_make_insertable(GiImage *image, GiError *err)
+{
+	GpuImage   *img = (GpuImage *) image;
+	GiStatus	st;
+	double		t0 = gi_now_ms();
+
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+	CKS(gi_gpu_int_need_device(err));
+	if (image->structure != GI_STRUCT_BTREE)
+		return gi_set_error(err, GI_ERR_UNSUPPORTED, "only B+ tree images become insertable");
+	if (img->broken)
+		return gi_set_error(err, GI_ERR_INVALID,
+							"the image was left unusable by a failed insertion; free it and rebuild");
+	if (img->ins || img->hdr.n == 0)
+		return GI_OK;
+	if (img->kw == 4)
+		st = layout<int32_t>(img, (const int32_t *) img->d_leaves, img->geo.leaf,
+							 (const uint64_t *) img->hdr.device_payloads, img->hdr.n,
+							 img->hdr.device_payloads != NULL, err);
+	else
+		st = layout<int64_t>(img, (const int64_t *) img->d_leaves, img->geo.leaf,
+							 (const uint64_t *) img->hdr.device_payloads, img->hdr.n,
+							 img->hdr.device_payloads != NULL, err);
+	if (st != GI_OK)
+		img->broken = true;
+	else
+		img->convert_ms = gi_now_ms() - t0;
+	return st;
+}
+
+/* Timings of the last insertion's parts (gpu_btree.cuh). */
+void
+gpuidx_dev_insert_stats(const GiImage *image, double *inner_ms, double *convert_ms,
+						double *refresh_ms)
+{
+	const GpuImage *img = (const GpuImage *) image;
+
+	*inner_ms = img->inner_ms;
+	*convert_ms = img->convert_ms;
+	*refresh_ms = img->refresh_ms;
+}
+
+/* Refresh the rank-ordered payload copy when insertions made it stale. */
+GiStatus
+gi_gpu_int_refresh_payloads(GiImage *image, GiError *err)
+{
+	GpuImage   *img = (GpuImage *) image;
+
+	if (image->structure != GI_STRUCT_BTREE || !img->ins)
+		return GI_OK;
+	if (img->broken)
+		return gi_set_error(err, GI_ERR_INVALID,
+							"the image was left unusable by a failed insertion; free it and rebuild");
+	if (img->kw == 4)
+		return refresh_payloads<int32_t>(img, err);
+	return refresh_payloads<int64_t>(img, err);
+}
+
+/* gpuidx_dev_refresh_payloads: the same, for benchmarks. */
+GiStatus
+gpuidx_dev_refresh_payloads(GiImage *image, GiError *err)
+{
+	return gi_gpu_int_refresh_payloads(image, err);
 }
