@@ -35,8 +35,8 @@
  *     an old entry equal to a new one goes first) - and writes itself to its
  *     node and slot; the leaf's first node reuses its old node id;
  *  6. the directory is rebuilt: old leaf j moves to ordinal j + (nodes
- *     added before it), its new nodes follow; rank bases are a scan of the
- *     counts;
+ *     added before it: a scan over all leaves), its new nodes follow; rank
+ *     bases are a scan of the counts;
  *  7. the internal levels are re-cut from the directory's leaf max keys with
  *     the bulk-build kernel of gpu_btree.cu (a new root appears when
  *     needed).  This deviates from CUBPT, which inserts the split nodes'
@@ -377,11 +377,20 @@ merge_new_kernel(const K *bk, const uint64_t *bp, uint64_t b, const uint32_t *ru
 		uint32_t	old = (uint32_t) (dir_base[u + 1] - dir_base[u]);
 		K			k = bk[i];
 		uint64_t	p = bp ? bp[i] : 0;
-		uint32_t	c = 0;
+		const K    *rk = ok + (uint64_t) t * M;
+		const uint64_t *rp = op ? op + (uint64_t) t * M : NULL;
+		uint32_t	c = 0,
+					len = old;
 
-		for (uint32_t s = 0; s < old; s++)
-			c += !pair_less<K>(k, p, ok[(uint64_t) t * M + s], op ? op[(uint64_t) t * M + s] : 0,
-							   bp != NULL);
+		while (len > 0)			/* old entries not above (k, p) come first */
+		{
+			uint32_t	half = len >> 1;
+
+			if (!pair_less<K>(k, p, rk[c + half], rp ? rp[c + half] : 0, bp != NULL))
+				c += half + 1, len -= half + 1;
+			else
+				len = half;
+		}
 		uint64_t	nid;
 		uint32_t	slot;
 
@@ -493,34 +502,31 @@ place_nodes_kernel(const uint32_t *U, const uint32_t *C, uint32_t R, uint64_t A,
 	}
 }
 
-/* Stage 6 for untouched leaves: old leaf j moves to j + nodes added before
- * it (add_off of the first touched leaf after it; add_off[R] = A). */
+/* Stage 6: each touched leaf's added node count at its old ordinal; an
+ * exclusive scan then gives every old leaf its shift. */
+__global__ void
+scatter_added_kernel(const uint32_t *U, const uint32_t *added, uint32_t R, uint32_t *shift)
+{
+	for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < R; t += gridDim.x * blockDim.x)
+		shift[U[t]] = added[t];
+}
+
+/* Stage 6: old leaf j moves to j + shift[j] (nodes added before it).
+ * Touched leaves are rewritten after this by place_nodes_kernel. */
 template <class K>
 __global__ void
-move_untouched_kernel(const uint32_t *U, uint32_t R, const uint32_t *add_off,
-					  const uint32_t *dir_node, const uint64_t *dir_base, const K *dir_max,
-					  uint64_t nleaves, uint32_t *new_node, uint64_t *new_cnt, K *new_max)
+move_leaves_kernel(const uint32_t *shift, const uint32_t *dir_node, const uint64_t *dir_base,
+				   const K *dir_max, uint64_t nleaves, uint32_t *new_node, uint64_t *new_cnt,
+				   K *new_max)
 {
 	for (uint64_t j = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; j < nleaves;
 		 j += (uint64_t) gridDim.x * blockDim.x)
 	{
-		uint32_t	lo = 0,
-					len = R;
+		uint64_t	nj = j + shift[j];
 
-		while (len > 0)			/* first touched leaf >= j */
-		{
-			uint32_t	half = len >> 1;
-
-			if (U[lo + half] < j)
-				lo += half + 1, len -= half + 1;
-			else
-				len = half;
-		}
-		if (lo < R && U[lo] == j)
-			continue;
-		new_node[j + add_off[lo]] = dir_node[j];
-		new_cnt[j + add_off[lo]] = dir_base[j + 1] - dir_base[j];
-		new_max[j + add_off[lo]] = dir_max[j];
+		new_node[nj] = dir_node[j];
+		new_cnt[nj] = dir_base[j + 1] - dir_base[j];
+		new_max[nj] = dir_max[j];
 	}
 }
 
@@ -1096,13 +1102,17 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 									 (int64_t) R + 1, st));
 	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb3, (uint64_t *) NULL, (int64_t) (nl + b + 1), st));
 	tb2 = std::max(tb2, tb3);
+	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb3, (uint32_t *) NULL, (int64_t) (nl + 1), st));
+	tb2 = std::max(tb2, tb3);
 	CKS(dev_alloc(A2.buf, 3 * span((R + 1) * sizeof(uint32_t)) + span((uint64_t) R * M * sizeof(K)) +
-				  (bp ? span((uint64_t) R * M * 8) : 0) + span(tb2), "the touched leaves' scratch", err));
+				  (bp ? span((uint64_t) R * M * 8) : 0) + span((nl + 1) * sizeof(uint32_t)) +
+				  span(tb2), "the touched leaves' scratch", err));
 	uint32_t   *added = A2.take<uint32_t>(R + 1);
 	uint32_t   *add_off = A2.take<uint32_t>(R + 1);
 	uint32_t   *run_start = A2.take<uint32_t>(R + 1);
 	K		   *ok = A2.take<K>((uint64_t) R * M);
 	uint64_t   *op = bp ? A2.take<uint64_t>((uint64_t) R * M) : NULL;
+	uint32_t   *shift = A2.take<uint32_t>(nl + 1);
 	void	   *temp2 = A2.take<char>(tb2);
 
 	count_added_kernel<K><<<grid(R + 1), BLOCK, 0, st>>>(U, C, R, ins->dir.base, added);
@@ -1135,17 +1145,23 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 		ins->nnodes, (K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL, ins->seg_shift);
 	CKL("merge_old_kernel");
 
-	/* Stage 6: the new directory, written into the spare set: counts, then
-	 * one in-place scan turns them into rank bases. */
+	/* Stage 6: the new directory, written into the spare set: every old leaf
+	 * moved by its shift, the touched leaves' nodes over them, counts that
+	 * one in-place scan turns into rank bases. */
+	CK(cudaMemsetAsync(shift, 0, (nl + 1) * sizeof(uint32_t), st));
+	scatter_added_kernel<<<grid(R), BLOCK, 0, st>>>(U, added, R, shift);
+	CKL("scatter_added_kernel");
+	tb_tmp = tb2;
+	CK(cub::DeviceScan::ExclusiveSum(temp2, tb_tmp, shift, (int64_t) nl + 1, st));
+	move_leaves_kernel<K><<<grid(nl), BLOCK, 0, st>>>(
+		shift, ins->dir.node, ins->dir.base, (const K *) ins->dir.max, nl, ins->spare.node,
+		ins->spare.base, (K *) ins->spare.max);
+	CKL("move_leaves_kernel");
 	place_nodes_kernel<K><<<grid(R + (uint64_t) A), BLOCK, 0, st>>>(
 		U, C, R, A, ins->dir.base, ins->dir.node, add_off, ins->nnodes,
 		(K *const *) ins->d_kseg, ins->seg_shift, ins->spare.node, ins->spare.base,
 		(K *) ins->spare.max);
 	CKL("place_nodes_kernel");
-	move_untouched_kernel<K><<<grid(nl), BLOCK, 0, st>>>(
-		U, R, add_off, ins->dir.node, ins->dir.base, (const K *) ins->dir.max, nl,
-		ins->spare.node, ins->spare.base, (K *) ins->spare.max);
-	CKL("move_untouched_kernel");
 	CK(cudaMemsetAsync(ins->spare.base + nl2, 0, sizeof(uint64_t), st));
 	tb_tmp = tb2;
 	CK(cub::DeviceScan::ExclusiveSum(temp2, tb_tmp, ins->spare.base, (int64_t) nl2 + 1, st));

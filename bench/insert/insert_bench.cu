@@ -13,8 +13,11 @@
  *  - vEB: a device build of the vEB structure at the same tree size (vEB
  *    images are rebuilt on change).
  *
- * Batches are uniform over int32 or skewed (80 % of the keys equal to one
- * existing key, random payloads so that they interleave with its run).
+ * Payloads are heap TIDs packed as src/ does: the tree's rows first, the
+ * batch's rows after them in heap order.  Batches are uniform over int32,
+ * skewed (80 % of the keys equal to one existing key), or skewed with
+ * random TIDs (equal keys then arrive out of payload order and interleave
+ * with the key's old entries: the batch sort's slow path).
  * After each configuration the inserted tree must answer point, pred,
  * succ and range probes exactly as the rebuilt one, and its rank-ordered
  * payloads must equal the merged array (printed OK / FAIL).  Last, the
@@ -48,6 +51,7 @@
 		fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, er_.message); exit(2); } } while (0)
 
 static std::vector<std::string> t_ins, t_parts, t_veb, t_query;
+static const char *dist_name[] = {"uniform", "skewed", "skewed, random TIDs"};
 static int	g_sms;
 static int	g_fail;
 
@@ -104,11 +108,24 @@ timed(F f)
 	return gi_now_ms() - t0;
 }
 
-/* Entries: uniform int32 keys, random 64-bit payloads; skewed (skew != 0):
- * 80 % of the keys are skew_key. */
+/* A heap TID packed as src/ does (block << 16 | offset) for row r, 291
+ * rows a page. */
+__host__ __device__ static inline uint64_t
+tid_of(uint64_t r)
+{
+	return ((r / 291) << 16) | (r % 291 + 1);
+}
+
+/*
+ * Entries of rows row0 + i: uniform int32 keys; with skew, 80 % of the keys
+ * are skew_key.  Payloads are the rows' TIDs (rows arrive in heap order, so
+ * equal keys come with ascending TIDs), or with shuffle a random TID among
+ * the first `rows` (equal keys then carry payloads in any order and
+ * interleave with the tree's own).
+ */
 __global__ void
 gen_entries_kernel(int32_t *k, uint64_t *p, uint64_t n, uint64_t seed, int skew,
-				   int32_t skew_key)
+				   int32_t skew_key, uint64_t row0, int shuffle, uint64_t rows)
 {
 	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
 		 i += (uint64_t) gridDim.x * blockDim.x)
@@ -116,7 +133,7 @@ gen_entries_kernel(int32_t *k, uint64_t *p, uint64_t n, uint64_t seed, int skew,
 		uint64_t	r = mix64(seed ^ (i * 0x2545f4914f6cdd1dull));
 
 		k[i] = (skew && r % 5 != 0) ? skew_key : (int32_t) (r >> 32);
-		p[i] = mix64(r);
+		p[i] = shuffle ? tid_of(mix64(r) % rows) : tid_of(row0 + i);
 	}
 }
 
@@ -402,7 +419,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 	CUDA_OK(cudaMalloc(&up, n * 8));
 	CUDA_OK(cudaMalloc(&ok, n * 4));
 	CUDA_OK(cudaMalloc(&opay, n * 8));
-	gen_entries_kernel<<<grid(n), 256>>>(uk, up, n, 1234 + n, 0, 0);
+	gen_entries_kernel<<<grid(n), 256>>>(uk, up, n, 1234 + n, 0, 0, 0, 0, n);
 	sort_pairs(uk, up, ok, opay, n);
 	CUDA_OK(cudaFree(uk));
 	CUDA_OK(cudaFree(up));
@@ -427,7 +444,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 		t_veb.push_back(fmt("| %.0e | %.2f |", (double) n, median(tv)));
 	}
 
-	for (int skew = 0; skew < 2; skew++)
+	for (int dist = 0; dist < 3; dist++)
 		for (uint64_t b : batches)
 		{
 			int32_t    *bk;
@@ -443,10 +460,14 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 			double		cms = -2;
 			int			agree = -1;
 
-			fprintf(stderr, "   batch %" PRIu64 " %s\n", b, skew ? "skewed" : "uniform");
+			int			skew = dist > 0;
+			const char *dname = dist_name[dist];
+
+			fprintf(stderr, "   batch %" PRIu64 " %s\n", b, dname);
 			CUDA_OK(cudaMalloc(&bk, b * 4));
 			CUDA_OK(cudaMalloc(&bp, b * 8));
-			gen_entries_kernel<<<grid(b), 256>>>(bk, bp, b, 777 + b + skew, skew, skew_key);
+			gen_entries_kernel<<<grid(b), 256>>>(bk, bp, b, 777 + b + dist, skew, skew_key, n,
+												 dist == 2, n + b);
 			CUDA_OK(cudaGetLastError());
 
 			GiImage    *reb = NULL;
@@ -499,7 +520,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 					bad = check(im, reb, mk, mp, n + b, skew_key, 1 << 20);
 					gpuidx_dev_insert_stats(im, &inner, &cv, &rf);	/* the refresh */
 					t_parts.push_back(fmt("| %.0e | %.0e | %s | %" PRIu64 " -> %" PRIu64 " | %.1f | %.2f |",
-										  (double) n, (double) b, skew ? "skewed" : "uniform",
+										  (double) n, (double) b, dname,
 										  before.leaves, info.leaves,
 										  (double) info.device_bytes / (n + b), rf));
 				}
@@ -507,7 +528,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 			}
 			if (cpu)
 			{
-				if (n <= 10000000ull || skew == 0)
+				if (n <= 10000000ull || dist == 0)
 					{
 					static double slowest = 0;
 
@@ -526,7 +547,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 						mr = median(tr);
 
 			t_ins.push_back(fmt("| %.0e | %.0e | %s | %.2f (%.2f / %.2f / %.2f; inner %.2f) | %.3g | %.2f | **%.2fx** | %s | %s | %.2f | %s |",
-								(double) n, (double) b, skew ? "skewed" : "uniform",
+								(double) n, (double) b, dname,
 								mi, median(ts), median(tse), median(tb), median(tin),
 								b / (mi / 1000.0), mr, mr / mi,
 								cms >= 0 ? fmt("%.1f", cms).c_str() : (cms == -1 ? "unsupported" : "not run"),
@@ -569,7 +590,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 		}
 		CUDA_OK(cudaMalloc(&bk, b * 4));
 		CUDA_OK(cudaMalloc(&bp, b * 8));
-		gen_entries_kernel<<<grid(b), 256>>>(bk, bp, b, 4242, 0, 0);
+		gen_entries_kernel<<<grid(b), 256>>>(bk, bp, b, 4242, 0, 0, n, 0, n + b);
 		CUDA_OK(cudaDeviceSynchronize());
 		GI_OK_OR_DIE(gpuidx_dev_insert(im, bk, bp, b, false, &er_));
 		for (int r = 0; r <= reps; r++)
@@ -636,7 +657,7 @@ main(int argc, char **argv)
 	for (size_t t = 0; t < trees.size(); t++)
 		bench_tree(trees[t], batches, reps, cpu, t + 1 == trees.size());
 
-	printf("## bench/insert on %s (%d SMs), int32 keys, 64-bit payloads, median of %d\n\n",
+	printf("## bench/insert on %s (%d SMs), int32 keys, 64-bit payloads (heap TIDs), median of %d\n\n",
 		   prop.name, g_sms, reps);
 	printf("### Batch insertion vs a device rebuild and the CPU engine (ms a batch)\n\n");
 	printf("GPU insert: gpuidx_dev_insert of an unsorted device batch into a fresh copy already made\n"
