@@ -417,7 +417,8 @@ sp_probe(const int64_t *keys, size_t n, int64_t tmin, int64_t tmax)
 
 		return (int64_t) ((uint64_t) tmin + (width ? sp_below(width) : sp_rnd()));
 	}
-	return keys[sp_below(n)] + (int64_t) sp_below(5) - 2;
+	/* a neighbour of a stored key; wraps at the int64 extremes on purpose */
+	return (int64_t) ((uint64_t) keys[sp_below(n)] + sp_below(5) - 2);
 }
 
 /* gi_image_select on one engine against brute force, one image. */
