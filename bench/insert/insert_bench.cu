@@ -24,7 +24,7 @@
  * static point-query throughput on the largest tree (the check that the
  * static search did not slow down) and on the tree after an insertion.
  *
- *   insert_bench [--small] [--reps R] [--no-cpu] [--cpu-big]
+ *   insert_bench [--small] [--reps R] [--no-cpu] [--cpu-big] [--rows N:B,...]
  */
 #include "gpu_btree.cuh"
 #include "gpu_veb.cuh"
@@ -402,6 +402,21 @@ cpu_insert(const std::vector<int64_t> &ok, const std::vector<uint64_t> &op,
 	return ms;
 }
 
+/* --rows: the (tree, batch) pairs to run (empty: all); vEB and the point
+ * queries are skipped when it is given. */
+static std::vector<std::pair<uint64_t, uint64_t>> g_rows;
+
+static bool
+row_wanted(uint64_t n, uint64_t b)
+{
+	if (g_rows.empty())
+		return true;
+	for (auto &r : g_rows)
+		if (r.first == n && r.second == b)
+			return true;
+	return false;
+}
+
 /* One tree size: every batch size and distribution. */
 static void
 bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu, bool last)
@@ -428,6 +443,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 		to_host(ok, opay, n, hk, hp);
 
 	/* vEB: what a change costs a vEB image (a device build at this size) */
+	if (g_rows.empty())
 	{
 		GiBuildParams vp = {GI_ENGINE_GPU, GI_STRUCT_VEB, 4, 0};
 		std::vector<double> tv;
@@ -447,6 +463,8 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 	for (int dist = 0; dist < 3; dist++)
 		for (uint64_t b : batches)
 		{
+			if (!row_wanted(n, b))
+				continue;
 			int32_t    *bk;
 			uint64_t   *bp;
 			std::vector<double> ti,
@@ -562,7 +580,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 			CUDA_OK(cudaFree(bp));
 		}
 
-	if (last)
+	if (last && g_rows.empty())
 	{							/* static point queries, then after an insertion */
 		uint64_t	q = n;
 		int64_t    *pr;
@@ -635,9 +653,26 @@ main(int argc, char **argv)
 			cpu = false;
 		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--rows") && i + 1 < argc)
+		{						/* e.g. 1e7:1e6,1e8:1e7 */
+			char	   *q = argv[++i];
+
+			while (*q)
+			{
+				char	   *e;
+				double		tn = strtod(q, &e),
+							tb;
+
+				if (*e != ':')
+					break;
+				tb = strtod(e + 1, &e);
+				g_rows.push_back({(uint64_t) tn, (uint64_t) tb});
+				q = *e == ',' ? e + 1 : e;
+			}
+		}
 		else
 		{
-			fprintf(stderr, "usage: insert_bench [--small] [--reps R] [--no-cpu]\n");
+			fprintf(stderr, "usage: insert_bench [--small] [--reps R] [--no-cpu] [--rows N:B,...]\n");
 			return 2;
 		}
 	}
@@ -653,6 +688,19 @@ main(int argc, char **argv)
 		trees = {100000ull, 1000000ull};
 		batches = {1000ull, 10000ull, 100000ull};
 		reps = 1;
+	}
+	if (!g_rows.empty())
+	{							/* only the trees the rows name */
+		std::vector<uint64_t> keep;
+
+		for (uint64_t n : trees)
+			for (auto &r : g_rows)
+				if (r.first == n)
+				{
+					keep.push_back(n);
+					break;
+				}
+		trees = keep;
 	}
 	for (size_t t = 0; t < trees.size(); t++)
 		bench_tree(trees[t], batches, reps, cpu, t + 1 == trees.size());
