@@ -29,6 +29,11 @@ gib_load() {
     for n in "$@"; do
         pgc_psql -c "SELECT gibench.make_probes($n, $rows)" >/dev/null
     done
+    gib_load_report
+}
+
+# Print what the load recorded (times) and the relation sizes.
+gib_load_report() {
     pgc_psql -At -F': ' -c "SELECT what, value FROM gibench.info" | sed 's/^/  /'
     pgc_psql -At -c "SELECT '  table sizes: t_bt ' || pg_size_pretty(pg_relation_size('t_bt'))
         || ', btree ' || pg_size_pretty(pg_relation_size('t_bt_k'))
@@ -79,10 +84,7 @@ gib_load_parallel() {
     for j in "$@"; do
         pgc_psql -c "SELECT gibench.make_probes($j, $rows)" >/dev/null
     done
-    pgc_psql -At -F': ' -c "SELECT what, value FROM gibench.info" | sed 's/^/  /'
-    pgc_psql -At -c "SELECT '  table sizes: t_bt ' || pg_size_pretty(pg_relation_size('t_bt'))
-        || ', btree ' || pg_size_pretty(pg_relation_size('t_bt_k'))
-        || ', gpuidx ' || pg_size_pretty(pg_relation_size('t_gi_k'))"
+    gib_load_report
 }
 
 # Print the engines to measure: $BENCH_ENGINES, else cpu plus gpu when it answers.

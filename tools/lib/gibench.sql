@@ -115,6 +115,14 @@ CREATE FUNCTION gibench.query(workload text, method text) RETURNS text LANGUAGE 
     END
 $$;
 
+-- Leave GpuIndexScan the only path for the rest of the transaction.
+CREATE FUNCTION gibench.force_gpuscan() RETURNS void LANGUAGE sql AS $$
+    -- count() so that every row is evaluated (a SQL function stops at the first)
+    SELECT count(set_config(g, 'off', true))
+      FROM unnest(ARRAY['enable_bitmapscan', 'enable_indexscan', 'enable_indexonlyscan',
+                        'enable_seqscan']) g
+$$;
+
 -- Time one workload at one batch size through one method and engine; store and return it.
 CREATE FUNCTION gibench.measure(workload text, batch int, method text, engine text, reps int,
                                 OUT ms float8, OUT nrows bigint)
@@ -129,11 +137,7 @@ BEGIN
         PERFORM set_config('gpuidx.engine', engine, false);
     END IF;
     IF workload = 'anyscan' THEN
-        -- GpuIndexScan forced: the other paths off for this call only
-        PERFORM set_config('enable_bitmapscan', 'off', true);
-        PERFORM set_config('enable_indexscan', 'off', true);
-        PERFORM set_config('enable_indexonlyscan', 'off', true);
-        PERFORM set_config('enable_seqscan', 'off', true);
+        PERFORM gibench.force_gpuscan();
     END IF;
     SELECT t.ms, t.nrows INTO ms, nrows FROM gibench.time_query(q, a, b, reps) t;
     INSERT INTO gibench.results VALUES (workload, batch, method, engine, ms, nrows, DEFAULT,
@@ -178,10 +182,7 @@ BEGIN
         PERFORM set_config('gpuidx.engine', engine, true);
     END IF;
     IF method = 'gpuscan' THEN
-        PERFORM set_config('enable_bitmapscan', 'off', true);
-        PERFORM set_config('enable_indexscan', 'off', true);
-        PERFORM set_config('enable_indexonlyscan', 'off', true);
-        PERFORM set_config('enable_seqscan', 'off', true);
+        PERFORM gibench.force_gpuscan();
     END IF;
     SELECT t.ms, t.nrows INTO ms, nrows_out FROM gibench.time_query(q, NULL, NULL, reps) t;
     INSERT INTO gibench.results VALUES ('or' || sel_pct || '%x' || nranges, nranges, method, engine,
