@@ -27,16 +27,23 @@
  *     their new entry counts;
  *  4. CountAddNodeNum: a touched leaf of T = old + new entries stays one
  *     node when T <= M, else becomes ceil(T / F) nodes filled by formula 2;
- *     one exclusive prefix sum allocates all added nodes contiguously after
- *     the last node id (segments are added first when needed);
- *  5. each touched leaf's old entries are copied aside, then every entry
- *     (one thread each) finds its slot in the merged run - its index in its
- *     own run plus the entries of the other run before it (binary search;
- *     an old entry equal to a new one goes first) - and writes itself to its
- *     node and slot; the leaf's first node reuses its old node id;
- *  6. the directory is rebuilt: old leaf j moves to ordinal j + (nodes
- *     added before it: a scan over all leaves), its new nodes follow; rank
- *     bases are a scan of the counts;
+ *     one exclusive prefix sum (of the added count packed with a split
+ *     flag) allocates all added nodes contiguously after the last node id
+ *     (segments are added first when needed) and numbers the split leaves;
+ *  5. the merge writes every touched leaf's node(s) directly, no copy of
+ *     the untouched leaves and no gather of the touched ones: a leaf that
+ *     stays one node is one warp that holds its old entries and its new
+ *     run (at most M each) one a lane in registers, finds each entry's
+ *     merged slot by a warp-wide branch-free search of the other run (an
+ *     old entry equal to a new one goes first) and rewrites the node in
+ *     place; a split leaf's old entries (at most M) are set aside first,
+ *     then one warp per resulting node finds each of its slots' entry by
+ *     a merge-path search of the two runs; the first node reuses the old
+ *     node id;
+ *  6. the directory is rebuilt into the spare set: old leaf j moves to
+ *     ordinal j + (nodes added before it: one scan over all leaves), the
+ *     merge warps write their nodes' entries over the touched ones; rank
+ *     bases are one in-place scan of the counts;
  *  7. the internal levels are re-cut from the directory's leaf max keys with
  *     the bulk-build kernel of gpu_btree.cu (a new root appears when
  *     needed).  This deviates from CUBPT, which inserts the split nodes'
@@ -105,62 +112,30 @@ pair_less(K ka, uint64_t pa, K kb, uint64_t pb, bool pay)
 	return ka < kb || (pay && ka == kb && pa < pb);
 }
 
-/* Index of the last element <= x in a sorted array of n (x >= a[0]). */
-__device__ __forceinline__ uint64_t
-last_le(const uint64_t *a, uint64_t n, uint64_t x)
-{
-	uint64_t	lo = 0,
-				len = n;
-
-	while (len > 0)
-	{
-		uint64_t	half = len >> 1;
-
-		if (a[lo + half] <= x)
-			lo += half + 1, len -= half + 1;
-		else
-			len = half;
-	}
-	return lo - 1;
-}
-
-/* Same for uint32 arrays. */
-__device__ __forceinline__ uint32_t
-last_le32(const uint32_t *a, uint32_t n, uint32_t x)
-{
-	uint32_t	lo = 0,
-				len = n;
-
-	while (len > 0)
-	{
-		uint32_t	half = len >> 1;
-
-		if (a[lo + half] <= x)
-			lo += half + 1, len -= half + 1;
-		else
-			len = half;
-	}
-	return lo - 1;
-}
-
-/* Where merged entry o of touched leaf t goes: node id and slot.  T entries
- * stay one node when they fit, else formula 2 spreads them with m = F. */
+/*
+ * Warp-wide count of the first n entries held one a lane (lane s: (hk, hp),
+ * sorted by (key, payload), n <= 32) that go before (xk, xp): strictly below
+ * it (strict), or not above it.  A branch-free binary search over the lanes;
+ * every lane of the warp must call it.
+ */
 template <class K>
-__device__ __forceinline__ void
-place(uint64_t o, uint64_t T, uint32_t old_nid, uint64_t first_new, uint64_t *nid,
-	  uint32_t *slot)
+__device__ __forceinline__ uint32_t
+warp_rank(K hk, uint64_t hp, uint32_t n, K xk, uint64_t xp, bool strict, bool pay)
 {
-	uint64_t	g = 0;
+	uint32_t	pos = 0;
 
-	if (T <= (uint64_t) Node<K>::M)
-		*slot = (uint32_t) o;
-	else
+	for (uint32_t step = 32; step > 0; step >>= 1)
 	{
-		Cut			c = cut_items(T, Node<K>::F);
+		uint32_t	probe = pos + step - 1;
+		K			vk = __shfl_sync(0xffffffffu, hk, (int) (probe & 31));
+		uint64_t	vp = __shfl_sync(0xffffffffu, hp, (int) (probe & 31));
+		bool		before = strict ? pair_less<K>(vk, vp, xk, xp, pay) :
+			!pair_less<K>(xk, xp, vk, vp, pay);
 
-		cut_locate(o, c.ave, c.h, &g, slot);
+		if (probe < n && before)
+			pos += step;
 	}
-	*nid = g == 0 ? old_nid : first_new + g - 1;
+	return pos;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -270,12 +245,14 @@ find_leaves_kernel(const K *bk, const uint64_t *bp, uint64_t b, const K *nodes,
 		uint32_t	sz = (uint32_t) (dir_base[j + 1] - dir_base[j]);
 
 		if (i == 0 || bk[i - 1] != k)
-		{						/* the lower bound of k lies in leaf j if anywhere */
-			bool		present = false;
+		{						/* the lower bound of k lies in leaf j if anywhere:
+								 * a branch-free search (slots past sz hold the max) */
+			uint32_t	pos = 0;
 
-			for (uint32_t s = 0; s < sz; s++)
-				present |= leaf[s] == k;
-			mine += !present;
+			for (uint32_t step = M; step > 0; step >>= 1)
+				if (pos + step <= (uint32_t) M && leaf[pos + step - 1] < k)
+					pos += step;
+			mine += !(pos < sz && leaf[pos] == k);
 		}
 		if (bp && j + 1 < nleaves && leaf[sz - 1] == k &&
 			node_pays<K>(pseg, shift, dir_node[j])[sz - 1] < p)
@@ -308,211 +285,263 @@ find_leaves_kernel(const K *bk, const uint64_t *bp, uint64_t b, const K *nodes,
 /*
  * Stage 4, CountAddNodeNum, one thread per touched leaf: the nodes its old
  * plus new entries need (formula 1 with m = F once they overflow M), as the
- * count of nodes added beside its own.  added[R] = 0 closes the scan.
+ * count of nodes added beside its own, packed with a split flag: (added <<
+ * 32) | (added > 0), so that one exclusive scan gives both every leaf's
+ * first added node and every split leaf's ordinal among the split ones.
+ * cnt[R] = 0 closes the scan.
  */
 template <class K>
 __global__ void
 count_added_kernel(const uint32_t *U, const uint32_t *C, uint32_t R,
-				   const uint64_t *dir_base, uint32_t *added)
+				   const uint64_t *dir_base, uint64_t *cnt)
 {
 	for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t <= R; t += gridDim.x * blockDim.x)
 	{
 		if (t == R)
 		{
-			added[t] = 0;
+			cnt[t] = 0;
 			continue;
 		}
 		uint64_t	T = dir_base[U[t] + 1] - dir_base[U[t]] + C[t];
+		uint64_t	added = T <= (uint64_t) Node<K>::M ? 0 : (T + Node<K>::F - 1) / Node<K>::F - 1;
 
-		added[t] = T <= (uint64_t) Node<K>::M ? 0 :
-			(uint32_t) ((T + Node<K>::F - 1) / Node<K>::F - 1);
+		cnt[t] = (added << 32) | (added > 0);
 	}
 }
 
-/* Copy the old entries of every touched leaf aside (M slots a leaf) before
- * the merge overwrites the leaf's node. */
+/* Added nodes of touched leaf t, and its first added node's offset, from
+ * the scanned counts of count_added_kernel. */
+__device__ __forceinline__ uint32_t
+added_of(const uint64_t *offs, uint32_t t)
+{
+	return (uint32_t) ((offs[t + 1] >> 32) - (offs[t] >> 32));
+}
+
+/*
+ * Stage 6 (first part), one thread per touched leaf: its added node count
+ * at its old ordinal (an exclusive scan then gives every old leaf its
+ * shift), and the list of split leaves in key order.
+ */
+__global__ void
+scatter_added_kernel(const uint32_t *U, const uint64_t *offs, uint32_t R, uint32_t *shift,
+					 uint32_t *split)
+{
+	for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < R; t += gridDim.x * blockDim.x)
+	{
+		uint32_t	a = added_of(offs, t);
+
+		if (a)
+		{
+			shift[U[t]] = a;
+			split[(uint32_t) offs[t]] = t;
+		}
+	}
+}
+
+/* Copy the old entries of the split leaves aside (M slots each): their
+ * nodes are written by several warps of merge_split_kernel. */
 template <class K>
 __global__ void
-gather_old_kernel(const uint32_t *U, uint32_t R, K *const *kseg, uint64_t *const *pseg,
-				  int shift, const uint32_t *dir_node, const uint64_t *dir_base,
-				  K *ok, uint64_t *op)
+aside_split_kernel(const uint32_t *split, uint32_t S, const uint32_t *U, K *const *kseg,
+				   uint64_t *const *pseg, int shift, const uint32_t *dir_node,
+				   const uint64_t *dir_base, K *ak, uint64_t *ap)
 {
 	constexpr int M = Node<K>::M;
 
-	for (uint64_t x = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; x < (uint64_t) R * M;
+	for (uint64_t x = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; x < (uint64_t) S * M;
 		 x += (uint64_t) gridDim.x * blockDim.x)
 	{
-		uint32_t	t = (uint32_t) (x / M),
+		uint32_t	q = (uint32_t) (x / M),
 					s = (uint32_t) (x % M);
-		uint32_t	u = U[t];
+		uint32_t	u = U[split[q]];
 
 		if (s < dir_base[u + 1] - dir_base[u])
 		{
-			ok[x] = node_keys<K>(kseg, shift, dir_node[u])[s];
+			ak[x] = node_keys<K>(kseg, shift, dir_node[u])[s];
 			if (pseg)
-				op[x] = node_pays<K>(pseg, shift, dir_node[u])[s];
+				ap[x] = node_pays<K>(pseg, shift, dir_node[u])[s];
 		}
 	}
 }
 
 /*
- * Stage 5 for new entries, one thread each: merged slot = index in its run
- * + old entries of the leaf not above it; written to its node and slot.
+ * Stages 5-6 for touched leaves that stay one node, one warp each: lane s
+ * holds old entry s and new entry s in registers, each finds its merged
+ * slot by a warp-wide search of the other run (an old entry equal to a new
+ * one goes first), then the warp writes the node in place (slots past the
+ * count get the type's max) and its directory entry.
  */
 template <class K>
 __global__ void
-merge_new_kernel(const K *bk, const uint64_t *bp, uint64_t b, const uint32_t *run_start,
-				 const uint32_t *C, const uint32_t *U, uint32_t R, const uint64_t *dir_base,
-				 const uint32_t *dir_node, const K *ok, const uint64_t *op,
-				 const uint32_t *add_off, uint64_t first_free, K *const *kseg,
-				 uint64_t *const *pseg, int shift)
+merge_small_kernel(const K *bk, const uint64_t *bp, const uint32_t *U, const uint32_t *C,
+				   const uint32_t *run_start, const uint64_t *offs, uint32_t R,
+				   const uint32_t *dir_node, const uint64_t *dir_base, K *const *kseg,
+				   uint64_t *const *pseg, int shift, uint32_t *new_node, uint64_t *new_cnt,
+				   K *new_max)
 {
 	constexpr int M = Node<K>::M;
+	const uint32_t lane = threadIdx.x & 31;
+	const bool	pay = bp != NULL;
 
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < b;
-		 i += (uint64_t) gridDim.x * blockDim.x)
+	for (uint64_t t = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < R;
+		 t += ((uint64_t) gridDim.x * blockDim.x) >> 5)
 	{
-		uint32_t	t = last_le32(run_start, R, (uint32_t) i);
 		uint32_t	u = U[t];
 		uint32_t	old = (uint32_t) (dir_base[u + 1] - dir_base[u]);
-		K			k = bk[i];
-		uint64_t	p = bp ? bp[i] : 0;
-		const K    *rk = ok + (uint64_t) t * M;
-		const uint64_t *rp = op ? op + (uint64_t) t * M : NULL;
-		uint32_t	c = 0,
-					len = old;
+		uint32_t	c = C[t];
+		uint32_t	T = old + c;
 
-		while (len > 0)			/* old entries not above (k, p) come first */
+		if (T > (uint32_t) M)	/* (warp-uniform) a split leaf */
+			continue;
+		uint32_t	nid = dir_node[u];
+		K		   *keys = node_keys<K>(kseg, shift, nid);
+		uint64_t   *pays = pay ? node_pays<K>(pseg, shift, nid) : NULL;
+		K			ok = (K) KeyLimits<K>::hi,
+					nk = (K) KeyLimits<K>::hi;
+		uint64_t	op = 0,
+					np = 0;
+
+		if (lane < old)
+		{
+			ok = keys[lane];
+			if (pay)
+				op = pays[lane];
+		}
+		if (lane < c)
+		{
+			nk = bk[run_start[t] + lane];
+			if (pay)
+				np = bp[run_start[t] + lane];
+		}
+		uint32_t	po = lane + warp_rank<K>(nk, np, c, ok, op, true, pay);
+		uint32_t	pn = lane + warp_rank<K>(ok, op, old, nk, np, false, pay);
+
+		__syncwarp();
+		uint64_t	ord = u + (offs[t] >> 32);
+
+		if (lane < old)
+		{
+			keys[po] = ok;
+			if (pay)
+				pays[po] = op;
+			if (po == T - 1)
+				new_max[ord] = ok;
+		}
+		if (lane < c)
+		{
+			keys[pn] = nk;
+			if (pay)
+				pays[pn] = np;
+			if (pn == T - 1)
+				new_max[ord] = nk;
+		}
+		if (lane >= T && lane < (uint32_t) M)
+			keys[lane] = (K) KeyLimits<K>::hi;
+		if (lane == 0)
+		{
+			new_node[ord] = nid;
+			new_cnt[ord] = T;
+		}
+	}
+}
+
+/*
+ * Stages 5-6 for the nodes of split leaves, one warp per node (S first
+ * nodes reusing the old node ids, A added ones): the leaf's T entries are
+ * spread by formula 2 with m = F; lane s finds merged entry start + s by a
+ * merge-path search of the old entries (set aside) and the new run, writes
+ * it to its slot, and the warp writes the node's directory entry.
+ */
+template <class K>
+__global__ void
+merge_split_kernel(const K *bk, const uint64_t *bp, const uint32_t *U, const uint32_t *C,
+				   const uint32_t *run_start, const uint64_t *offs, const uint32_t *split,
+				   uint32_t S, uint64_t items, const K *ak, const uint64_t *ap,
+				   const uint32_t *dir_node, const uint64_t *dir_base, uint64_t first_free,
+				   K *const *kseg, uint64_t *const *pseg, int shift, uint32_t *new_node,
+				   uint64_t *new_cnt, K *new_max)
+{
+	constexpr int M = Node<K>::M;
+	const uint32_t lane = threadIdx.x & 31;
+	const bool	pay = bp != NULL;
+
+	for (uint64_t x = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5; x < items;
+		 x += ((uint64_t) gridDim.x * blockDim.x) >> 5)
+	{
+		uint32_t	lo = 0,
+					len = S;
+
+		while (len > 0)			/* the last split leaf q whose first node <= x */
 		{
 			uint32_t	half = len >> 1;
+			uint32_t	m = lo + half;
 
-			if (!pair_less<K>(k, p, rk[c + half], rp ? rp[c + half] : 0, bp != NULL))
-				c += half + 1, len -= half + 1;
+			if (m + (offs[split[m]] >> 32) <= x)
+				lo = m + 1, len -= half + 1;
 			else
 				len = half;
 		}
-		uint64_t	nid;
-		uint32_t	slot;
-
-		place<K>(i - run_start[t] + c, (uint64_t) old + C[t], dir_node[u],
-				 first_free + add_off[t], &nid, &slot);
-		node_keys<K>(kseg, shift, nid)[slot] = k;
-		if (bp)
-			node_pays<K>(pseg, shift, nid)[slot] = p;
-	}
-}
-
-/*
- * Stage 5 for old entries, one thread each: merged slot = its index + new
- * entries of its run strictly below it (binary search in the sorted batch).
- */
-template <class K>
-__global__ void
-merge_old_kernel(const K *bk, const uint64_t *bp, const uint32_t *run_start,
-				 const uint32_t *C, const uint32_t *U, uint32_t R, const uint64_t *dir_base,
-				 const uint32_t *dir_node, const K *ok, const uint64_t *op,
-				 const uint32_t *add_off, uint64_t first_free, K *const *kseg,
-				 uint64_t *const *pseg, int shift)
-{
-	constexpr int M = Node<K>::M;
-
-	for (uint64_t x = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; x < (uint64_t) R * M;
-		 x += (uint64_t) gridDim.x * blockDim.x)
-	{
-		uint32_t	t = (uint32_t) (x / M),
-					s = (uint32_t) (x % M);
+		uint32_t	q = lo - 1;
+		uint32_t	t = split[q];
+		uint64_t	aoff = offs[t] >> 32;
+		uint64_t	g = x - q - aoff;
 		uint32_t	u = U[t];
-		uint32_t	old = (uint32_t) (dir_base[u + 1] - dir_base[u]);
+		uint64_t	old = dir_base[u + 1] - dir_base[u];
+		uint64_t	c = C[t];
+		Cut			cc = cut_items(old + c, Node<K>::F);
+		uint64_t	start = cut_start(g, cc.ave, cc.h);
+		uint32_t	size = (uint32_t) (g < cc.h ? cc.ave : cc.ave - 1);
+		uint64_t	nid = g == 0 ? dir_node[u] : first_free + aoff + g - 1;
+		uint64_t	ord = u + aoff + g;
+		const K    *ok = ak + (uint64_t) q * M;
+		const uint64_t *op = pay ? ap + (uint64_t) q * M : NULL;
+		const K    *nk = bk + run_start[t];
+		const uint64_t *np = pay ? bp + run_start[t] : NULL;
+		K			vk = (K) KeyLimits<K>::hi;
+		uint64_t	vp = 0;
 
-		if (s >= old)
-			continue;
-		K			k = ok[x];
-		uint64_t	p = op ? op[x] : 0;
-		uint64_t	lo = run_start[t],
-					len = C[t];
-
-		while (len > 0)			/* first new entry not below (k, p) */
+		if (lane < size)
 		{
-			uint64_t	half = len >> 1;
+			uint64_t	d = start + lane;
+			uint64_t	ilo = d > c ? d - c : 0,
+						ihi = d < old ? d : old;
 
-			if (pair_less<K>(bk[lo + half], bp ? bp[lo + half] : 0, k, p, bp != NULL))
-				lo += half + 1, len -= half + 1;
+			while (ilo < ihi)	/* the most old entries among the first d */
+			{
+				uint64_t	mid = (ilo + ihi + 1) >> 1;
+
+				if (!pair_less<K>(nk[d - mid], pay ? np[d - mid] : 0, ok[mid - 1],
+								  pay ? op[mid - 1] : 0, pay))
+					ilo = mid;
+				else
+					ihi = mid - 1;
+			}
+			uint64_t	j = d - ilo;
+
+			if (ilo < old && (j >= c || !pair_less<K>(nk[j], pay ? np[j] : 0, ok[ilo],
+													   pay ? op[ilo] : 0, pay)))
+				vk = ok[ilo], vp = pay ? op[ilo] : 0;
 			else
-				len = half;
+				vk = nk[j], vp = pay ? np[j] : 0;
 		}
-		uint64_t	nid;
-		uint32_t	slot;
-
-		place<K>(s + (lo - run_start[t]), (uint64_t) old + C[t], dir_node[u],
-				 first_free + add_off[t], &nid, &slot);
-		node_keys<K>(kseg, shift, nid)[slot] = k;
-		if (op)
-			node_pays<K>(pseg, shift, nid)[slot] = p;
-	}
-}
-
-/*
- * Stages 5-6 for the nodes of touched leaves, one thread per node (R first
- * nodes, then the A added ones): directory entry, count, and the type's max
- * in the slots past the count.
- */
-template <class K>
-__global__ void
-place_nodes_kernel(const uint32_t *U, const uint32_t *C, uint32_t R, uint64_t A,
-				   const uint64_t *dir_base, const uint32_t *dir_node,
-				   const uint32_t *add_off, uint64_t first_free, K *const *kseg, int shift,
-				   uint32_t *new_node, uint64_t *new_cnt, K *new_max)
-{
-	constexpr int M = Node<K>::M;
-
-	for (uint64_t x = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; x < R + A;
-		 x += (uint64_t) gridDim.x * blockDim.x)
-	{
-		uint32_t	t;
-		uint64_t	g;
-
-		if (x < R)
-			t = (uint32_t) x, g = 0;
-		else
-		{						/* the group whose added nodes cover x - R */
-			t = last_le32(add_off, R, (uint32_t) (x - R));
-			g = x - R - add_off[t] + 1;
-		}
-		uint32_t	u = U[t];
-		uint64_t	T = dir_base[u + 1] - dir_base[u] + C[t];
-		uint32_t	cnt;
-
-		if (T <= (uint64_t) M)
-			cnt = (uint32_t) T;
-		else
-		{
-			Cut			c = cut_items(T, Node<K>::F);
-
-			cnt = (uint32_t) (g < c.h ? c.ave : c.ave - 1);
-		}
-		uint64_t	nid = g == 0 ? dir_node[u] : first_free + add_off[t] + g - 1;
-		uint64_t	ord = (uint64_t) u + add_off[t] + g;
 		K		   *keys = node_keys<K>(kseg, shift, nid);
 
-		new_node[ord] = (uint32_t) nid;
-		new_cnt[ord] = cnt;
-		new_max[ord] = keys[cnt - 1];	/* written by the merge kernels */
-		for (uint32_t s = cnt; s < M; s++)
-			keys[s] = (K) KeyLimits<K>::hi;
+		if (lane < (uint32_t) M)
+			keys[lane] = vk;
+		if (pay && lane < size)
+			node_pays<K>(pseg, shift, nid)[lane] = vp;
+		if (lane + 1 == size)
+			new_max[ord] = vk;
+		if (lane == 0)
+		{
+			new_node[ord] = (uint32_t) nid;
+			new_cnt[ord] = size;
+		}
 	}
-}
-
-/* Stage 6: each touched leaf's added node count at its old ordinal; an
- * exclusive scan then gives every old leaf its shift. */
-__global__ void
-scatter_added_kernel(const uint32_t *U, const uint32_t *added, uint32_t R, uint32_t *shift)
-{
-	for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < R; t += gridDim.x * blockDim.x)
-		shift[U[t]] = added[t];
 }
 
 /* Stage 6: old leaf j moves to j + shift[j] (nodes added before it).
- * Touched leaves are rewritten after this by place_nodes_kernel. */
+ * Touched leaves are rewritten after this by the merge kernels. */
 template <class K>
 __global__ void
 move_leaves_kernel(const uint32_t *shift, const uint32_t *dir_node, const uint64_t *dir_base,
@@ -550,19 +579,33 @@ gather_payloads_kernel(uint64_t *const *pseg, int shift, const uint32_t *dir_nod
 	}
 }
 
-/* Set *flag if two equal keys of the sorted batch carry payloads out of
- * order (then the batch is sorted again by payload first). */
+/* flag[0] = 1 if two equal keys of the sorted batch carry payloads out of
+ * order (then the batch is sorted again by payload first); flag[1] = the OR
+ * of all payloads (the payload sort then covers only the bits in use). */
 template <class K>
 __global__ void
-ties_unordered_kernel(const K *k, const uint64_t *p, uint64_t n, int *flag)
+ties_unordered_kernel(const K *k, const uint64_t *p, uint64_t n, unsigned long long *flag)
 {
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
+	unsigned long long bits = 0;
+	unsigned	bad = 0;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
 		 i += (uint64_t) gridDim.x * blockDim.x)
-		if (k[i - 1] == k[i] && p[i - 1] > p[i])
-		{
-			*flag = 1;
-			return;
-		}
+	{
+		bits |= p[i];
+		bad |= i > 0 && k[i - 1] == k[i] && p[i - 1] > p[i];
+	}
+	bad = __reduce_or_sync(0xffffffffu, bad);
+	unsigned	lo = __reduce_or_sync(0xffffffffu, (unsigned) bits),
+				hi = __reduce_or_sync(0xffffffffu, (unsigned) (bits >> 32));
+
+	if ((threadIdx.x & 31) == 0)
+	{
+		if (bad)
+			flag[0] = 1;
+		if (lo | hi)
+			atomicOr(&flag[1], ((unsigned long long) hi << 32) | lo);
+	}
 }
 
 /* Count positions i > 0 whose key differs from key i-1 (distinct keys of a
@@ -930,11 +973,11 @@ struct Arena
 template <class K>
 static GiStatus
 sort_batch(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, K *bk,
-		   uint64_t *bp, void *temp, size_t temp_bytes, int *flag, GiError *err)
+		   uint64_t *bp, void *temp, size_t temp_bytes, unsigned long long *flag, GiError *err)
 {
 	cudaStream_t st = img->stream;
 	size_t		tb = temp_bytes;
-	int			h = 0;
+	unsigned long long h[2] = {0, 0};
 	DevBuf		tk,
 				tp;
 
@@ -945,18 +988,18 @@ sort_batch(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, K *bk
 	}
 	CK(cub::DeviceRadixSort::SortPairs(temp, tb, keys, bk, pays, bp, (int64_t) b, 0,
 									   (int) sizeof(K) * 8, st));
-	CK(cudaMemsetAsync(flag, 0, sizeof(int), st));
+	CK(cudaMemsetAsync(flag, 0, 2 * sizeof(unsigned long long), st));
 	ties_unordered_kernel<K><<<grid(b), BLOCK, 0, st>>>(bk, bp, b, flag);
 	CKL("ties_unordered_kernel");
-	CK(cudaMemcpyAsync(&h, flag, sizeof(int), cudaMemcpyDeviceToHost, st));
+	CK(cudaMemcpyAsync(h, flag, sizeof(h), cudaMemcpyDeviceToHost, st));
 	CK(cudaStreamSynchronize(st));
-	if (!h)
+	if (!h[0])
 		return GI_OK;
 	CKS(dev_alloc(tk, b * sizeof(K), "the batch sort", err));
 	CKS(dev_alloc(tp, b * sizeof(uint64_t), "the batch sort", err));
 	tb = temp_bytes;
 	CK(cub::DeviceRadixSort::SortPairs(temp, tb, pays, (uint64_t *) tp.p, keys, (K *) tk.p,
-									   (int64_t) b, 0, 64, st));
+									   (int64_t) b, 0, h[1] ? 64 - __builtin_clzll(h[1]) : 1, st));
 	tb = temp_bytes;
 	CK(cub::DeviceRadixSort::SortPairs(temp, tb, (const K *) tk.p, bk, (const uint64_t *) tp.p,
 									   bp, (int64_t) b, 0, (int) sizeof(K) * 8, st));
@@ -977,7 +1020,8 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 	constexpr int M = Node<K>::M;
 	cudaStream_t st = img->stream;
 	Arena		A1,
-				A2;
+				A2,
+				A3;
 	const K    *bk = keys;
 	const uint64_t *bp = pays;
 	size_t		tb_sort = 0,
@@ -1024,7 +1068,7 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 	uint32_t   *C = A1.take<uint32_t>(b);
 	uint32_t   *nruns = A1.take<uint32_t>(1);
 	unsigned long long *d_fresh = A1.take<unsigned long long>(1);
-	int		   *flag = A1.take<int>(1);
+	unsigned long long *flag = A1.take<unsigned long long>(2);
 	void	   *temp1 = A1.take<char>(tb1);
 
 	if (!sorted)
@@ -1097,33 +1141,39 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 	CK(cudaMemcpyAsync(&ends[1], bk + b - 1, sizeof(K), cudaMemcpyDeviceToHost, st));
 	CK(cudaStreamSynchronize(st));
 
-	/* Stage 4: CountAddNodeNum and one scan to allocate the added nodes. */
-	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb2, (const uint32_t *) NULL, (uint32_t *) NULL,
+	/* Stage 4: CountAddNodeNum and one scan to allocate the added nodes
+	 * (and number the split leaves). */
+	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb2, (const uint64_t *) NULL, (uint64_t *) NULL,
 									 (int64_t) R + 1, st));
 	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb3, (uint64_t *) NULL, (int64_t) (nl + b + 1), st));
 	tb2 = std::max(tb2, tb3);
 	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb3, (uint32_t *) NULL, (int64_t) (nl + 1), st));
 	tb2 = std::max(tb2, tb3);
-	CKS(dev_alloc(A2.buf, 3 * span((R + 1) * sizeof(uint32_t)) + span((uint64_t) R * M * sizeof(K)) +
-				  (bp ? span((uint64_t) R * M * 8) : 0) + span((nl + 1) * sizeof(uint32_t)) +
-				  span(tb2), "the touched leaves' scratch", err));
-	uint32_t   *added = A2.take<uint32_t>(R + 1);
-	uint32_t   *add_off = A2.take<uint32_t>(R + 1);
+	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb3, (const uint32_t *) NULL, (uint32_t *) NULL,
+									 (int64_t) R, st));
+	tb2 = std::max(tb2, tb3);
+	CKS(dev_alloc(A2.buf, 2 * span((R + 1) * sizeof(uint64_t)) + 2 * span((R + 1) * sizeof(uint32_t)) +
+				  span((nl + 1) * sizeof(uint32_t)) + span(tb2), "the touched leaves' scratch", err));
+	uint64_t   *cnt = A2.take<uint64_t>(R + 1);
+	uint64_t   *offs = A2.take<uint64_t>(R + 1);
 	uint32_t   *run_start = A2.take<uint32_t>(R + 1);
-	K		   *ok = A2.take<K>((uint64_t) R * M);
-	uint64_t   *op = bp ? A2.take<uint64_t>((uint64_t) R * M) : NULL;
+	uint32_t   *split = A2.take<uint32_t>(R + 1);
 	uint32_t   *shift = A2.take<uint32_t>(nl + 1);
 	void	   *temp2 = A2.take<char>(tb2);
+	uint64_t	tot = 0;
+	uint32_t	S;
 
-	count_added_kernel<K><<<grid(R + 1), BLOCK, 0, st>>>(U, C, R, ins->dir.base, added);
+	count_added_kernel<K><<<grid(R + 1), BLOCK, 0, st>>>(U, C, R, ins->dir.base, cnt);
 	CKL("count_added_kernel");
 	tb_tmp = tb2;
-	CK(cub::DeviceScan::ExclusiveSum(temp2, tb_tmp, (const uint32_t *) added, add_off,
+	CK(cub::DeviceScan::ExclusiveSum(temp2, tb_tmp, (const uint64_t *) cnt, offs,
 									 (int64_t) R + 1, st));
 	tb_tmp = tb2;
 	CK(cub::DeviceScan::ExclusiveSum(temp2, tb_tmp, (const uint32_t *) C, run_start, (int64_t) R, st));
-	CK(cudaMemcpyAsync(&A, add_off + R, sizeof(A), cudaMemcpyDeviceToHost, st));
+	CK(cudaMemcpyAsync(&tot, offs + R, sizeof(tot), cudaMemcpyDeviceToHost, st));
 	CK(cudaStreamSynchronize(st));
+	A = (uint32_t) (tot >> 32);
+	S = (uint32_t) tot;
 	nl2 = nl + A;
 	if (ins->nnodes + A >= UINT32_MAX || nl2 >= UINT32_MAX)
 		return gi_set_error(err, GI_ERR_UNSUPPORTED,
@@ -1131,25 +1181,10 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 	CKS(reserve_nodes(img, ins->nnodes + A, err));
 	CKS(dir_reserve(img, &ins->spare, nl2, err));
 
-	/* Stage 5: set the old entries aside, merge, write every entry. */
-	gather_old_kernel<K><<<grid((uint64_t) R * M), BLOCK, 0, st>>>(
-		U, R, (K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL, ins->seg_shift, ins->dir.node,
-		ins->dir.base, ok, op);
-	CKL("gather_old_kernel");
-	merge_new_kernel<K><<<grid(b), BLOCK, 0, st>>>(
-		bk, bp, b, run_start, C, U, R, ins->dir.base, ins->dir.node, ok, op, add_off,
-		ins->nnodes, (K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL, ins->seg_shift);
-	CKL("merge_new_kernel");
-	merge_old_kernel<K><<<grid((uint64_t) R * M), BLOCK, 0, st>>>(
-		bk, bp, run_start, C, U, R, ins->dir.base, ins->dir.node, ok, op, add_off,
-		ins->nnodes, (K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL, ins->seg_shift);
-	CKL("merge_old_kernel");
-
-	/* Stage 6: the new directory, written into the spare set: every old leaf
-	 * moved by its shift, the touched leaves' nodes over them, counts that
-	 * one in-place scan turns into rank bases. */
+	/* Stage 6 first: every old leaf's directory entry moved by its shift
+	 * into the spare set (the merge overwrites the touched leaves' ones). */
 	CK(cudaMemsetAsync(shift, 0, (nl + 1) * sizeof(uint32_t), st));
-	scatter_added_kernel<<<grid(R), BLOCK, 0, st>>>(U, added, R, shift);
+	scatter_added_kernel<<<grid(R), BLOCK, 0, st>>>(U, offs, R, shift, split);
 	CKL("scatter_added_kernel");
 	tb_tmp = tb2;
 	CK(cub::DeviceScan::ExclusiveSum(temp2, tb_tmp, shift, (int64_t) nl + 1, st));
@@ -1157,11 +1192,36 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 		shift, ins->dir.node, ins->dir.base, (const K *) ins->dir.max, nl, ins->spare.node,
 		ins->spare.base, (K *) ins->spare.max);
 	CKL("move_leaves_kernel");
-	place_nodes_kernel<K><<<grid(R + (uint64_t) A), BLOCK, 0, st>>>(
-		U, C, R, A, ins->dir.base, ins->dir.node, add_off, ins->nnodes,
-		(K *const *) ins->d_kseg, ins->seg_shift, ins->spare.node, ins->spare.base,
-		(K *) ins->spare.max);
-	CKL("place_nodes_kernel");
+
+	/* Stage 5: split leaves' old entries aside, then the merge: a warp per
+	 * leaf that stays one node, a warp per node of the split ones. */
+	if (S)
+	{
+		CKS(dev_alloc(A3.buf, span((uint64_t) S * M * sizeof(K)) + (bp ? span((uint64_t) S * M * 8) : 0),
+					  "the split leaves' old entries", err));
+		K		   *ak = A3.take<K>((uint64_t) S * M);
+		uint64_t   *ap = bp ? A3.take<uint64_t>((uint64_t) S * M) : NULL;
+
+		aside_split_kernel<K><<<grid((uint64_t) S * M), BLOCK, 0, st>>>(
+			split, S, U, (K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL, ins->seg_shift,
+			ins->dir.node, ins->dir.base, ak, ap);
+		CKL("aside_split_kernel");
+		merge_split_kernel<K><<<grid(((uint64_t) S + A) * 32), BLOCK, 0, st>>>(
+			bk, bp, U, C, run_start, offs, split, S, (uint64_t) S + A, ak, ap, ins->dir.node,
+			ins->dir.base, ins->nnodes, (K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL,
+			ins->seg_shift, ins->spare.node, ins->spare.base, (K *) ins->spare.max);
+		CKL("merge_split_kernel");
+	}
+	if (S < R)
+	{
+		merge_small_kernel<K><<<grid((uint64_t) R * 32), BLOCK, 0, st>>>(
+			bk, bp, U, C, run_start, offs, R, ins->dir.node, ins->dir.base,
+			(K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL, ins->seg_shift, ins->spare.node,
+			ins->spare.base, (K *) ins->spare.max);
+		CKL("merge_small_kernel");
+	}
+
+	/* Stage 6 last: counts to rank bases by one in-place scan. */
 	CK(cudaMemsetAsync(ins->spare.base + nl2, 0, sizeof(uint64_t), st));
 	tb_tmp = tb2;
 	CK(cub::DeviceScan::ExclusiveSum(temp2, tb_tmp, ins->spare.base, (int64_t) nl2 + 1, st));
