@@ -369,7 +369,10 @@ aside_split_kernel(const uint32_t *split, uint32_t S, const uint32_t *U, K *cons
  * holds old entry s and new entry s in registers, each finds its merged
  * slot by a warp-wide search of the other run (an old entry equal to a new
  * one goes first), then the warp writes the node in place (slots past the
- * count get the type's max) and its directory entry.
+ * count get the type's max) and its directory entry.  A warp takes 32
+ * leaves at a time: their directory entries are loaded at once (lane i:
+ * leaf i), and the next leaf's entries are loaded before the current one
+ * is merged, so that a leaf costs about one memory round trip, not four.
  */
 template <class K>
 __global__ void
@@ -380,67 +383,119 @@ merge_small_kernel(const K *bk, const uint64_t *bp, const uint32_t *U, const uin
 				   K *new_max)
 {
 	constexpr int M = Node<K>::M;
+	constexpr unsigned ALL = 0xffffffffu;
 	const uint32_t lane = threadIdx.x & 31;
 	const bool	pay = bp != NULL;
 
-	for (uint64_t t = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < R;
-		 t += ((uint64_t) gridDim.x * blockDim.x) >> 5)
+	for (uint64_t base = (((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 32; base < R;
+		 base += (((uint64_t) gridDim.x * blockDim.x) >> 5) * 32)
 	{
-		uint32_t	u = U[t];
-		uint32_t	old = (uint32_t) (dir_base[u + 1] - dir_base[u]);
-		uint32_t	c = C[t];
-		uint32_t	T = old + c;
+		uint64_t	mt = base + lane;
+		uint32_t	mold = M + 1,	/* (past R: taken for a split leaf) */
+					mc = 0,
+					mnid = 0,
+					mrs = 0;
+		uint64_t	mord = 0;
 
-		if (T > (uint32_t) M)	/* (warp-uniform) a split leaf */
-			continue;
-		uint32_t	nid = dir_node[u];
-		K		   *keys = node_keys<K>(kseg, shift, nid);
-		uint64_t   *pays = pay ? node_pays<K>(pseg, shift, nid) : NULL;
+		if (mt < R)
+		{
+			uint32_t	u = U[mt];
+
+			mold = (uint32_t) (dir_base[u + 1] - dir_base[u]);
+			mc = C[mt];
+			mnid = dir_node[u];
+			mrs = run_start[mt];
+			mord = u + (offs[mt] >> 32);
+		}
+		uint32_t	n = (uint32_t) min((uint64_t) 32, R - base);
+		uint32_t	old = __shfl_sync(ALL, mold, 0),
+					c = __shfl_sync(ALL, mc, 0),
+					nid = __shfl_sync(ALL, mnid, 0),
+					rs = __shfl_sync(ALL, mrs, 0);
+		uint64_t	ord = __shfl_sync(ALL, mord, 0);
 		K			ok = (K) KeyLimits<K>::hi,
 					nk = (K) KeyLimits<K>::hi;
 		uint64_t	op = 0,
 					np = 0;
 
-		if (lane < old)
+		if (old + c <= (uint32_t) M)
 		{
-			ok = keys[lane];
-			if (pay)
-				op = pays[lane];
+			if (lane < old)
+			{
+				ok = node_keys<K>(kseg, shift, nid)[lane];
+				if (pay)
+					op = node_pays<K>(pseg, shift, nid)[lane];
+			}
+			if (lane < c)
+			{
+				nk = bk[rs + lane];
+				if (pay)
+					np = bp[rs + lane];
+			}
 		}
-		if (lane < c)
+		for (uint32_t k = 0; k < n; k++)
 		{
-			nk = bk[run_start[t] + lane];
-			if (pay)
-				np = bp[run_start[t] + lane];
-		}
-		uint32_t	po = lane + warp_rank<K>(nk, np, c, ok, op, true, pay);
-		uint32_t	pn = lane + warp_rank<K>(ok, op, old, nk, np, false, pay);
+			uint32_t	src = (k + 1) & 31;
+			uint32_t	old2 = __shfl_sync(ALL, mold, src),
+						c2 = __shfl_sync(ALL, mc, src),
+						nid2 = __shfl_sync(ALL, mnid, src),
+						rs2 = __shfl_sync(ALL, mrs, src);
+			uint64_t	ord2 = __shfl_sync(ALL, mord, src);
+			K			ok2 = (K) KeyLimits<K>::hi,
+						nk2 = (K) KeyLimits<K>::hi;
+			uint64_t	op2 = 0,
+						np2 = 0;
 
-		__syncwarp();
-		uint64_t	ord = u + (offs[t] >> 32);
+			if (k + 1 < n && old2 + c2 <= (uint32_t) M)
+			{					/* the next leaf's entries, loaded ahead */
+				if (lane < old2)
+				{
+					ok2 = node_keys<K>(kseg, shift, nid2)[lane];
+					if (pay)
+						op2 = node_pays<K>(pseg, shift, nid2)[lane];
+				}
+				if (lane < c2)
+				{
+					nk2 = bk[rs2 + lane];
+					if (pay)
+						np2 = bp[rs2 + lane];
+				}
+			}
+			uint32_t	T = old + c;
 
-		if (lane < old)
-		{
-			keys[po] = ok;
-			if (pay)
-				pays[po] = op;
-			if (po == T - 1)
-				new_max[ord] = ok;
-		}
-		if (lane < c)
-		{
-			keys[pn] = nk;
-			if (pay)
-				pays[pn] = np;
-			if (pn == T - 1)
-				new_max[ord] = nk;
-		}
-		if (lane >= T && lane < (uint32_t) M)
-			keys[lane] = (K) KeyLimits<K>::hi;
-		if (lane == 0)
-		{
-			new_node[ord] = nid;
-			new_cnt[ord] = T;
+			if (T <= (uint32_t) M)	/* (warp-uniform) else a split leaf */
+			{
+				K		   *keys = node_keys<K>(kseg, shift, nid);
+				uint64_t   *pays = pay ? node_pays<K>(pseg, shift, nid) : NULL;
+				uint32_t	po = lane + warp_rank<K>(nk, np, c, ok, op, true, pay);
+				uint32_t	pn = lane + warp_rank<K>(ok, op, old, nk, np, false, pay);
+
+				if (lane < old)
+				{
+					keys[po] = ok;
+					if (pay)
+						pays[po] = op;
+					if (po == T - 1)
+						new_max[ord] = ok;
+				}
+				if (lane < c)
+				{
+					keys[pn] = nk;
+					if (pay)
+						pays[pn] = np;
+					if (pn == T - 1)
+						new_max[ord] = nk;
+				}
+				if (lane >= T && lane < (uint32_t) M)
+					keys[lane] = (K) KeyLimits<K>::hi;
+				if (lane == 0)
+				{
+					new_node[ord] = nid;
+					new_cnt[ord] = T;
+				}
+			}
+			old = old2, c = c2, nid = nid2, rs = rs2, ord = ord2;
+			ok = ok2, op = op2, nk = nk2, np = np2;
 		}
 	}
 }
@@ -1214,7 +1269,7 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 	}
 	if (S < R)
 	{
-		merge_small_kernel<K><<<grid((uint64_t) R * 32), BLOCK, 0, st>>>(
+		merge_small_kernel<K><<<grid((uint64_t) R), BLOCK, 0, st>>>(
 			bk, bp, U, C, run_start, offs, R, ins->dir.node, ins->dir.base,
 			(K *const *) ins->d_kseg, bp ? ins->d_pseg : NULL, ins->seg_shift, ins->spare.node,
 			ins->spare.base, (K *) ins->spare.max);
