@@ -757,6 +757,15 @@ gpuidx_info(PG_FUNCTION_ARGS)
 	appendStringInfo(&s, ", \"entries\": " INT64_FORMAT ", \"base_entries\": " UINT64_FORMAT
 					 ", \"pending_entries\": " UINT64_FORMAT ", \"null_entries\": " INT64_FORMAT ", \"generation\": " UINT64_FORMAT,
 					 img->n, img->base_count, img->pending_count, img->nnull, img->generation);
+	{
+		int			lane,
+					used = 0;
+
+		for (lane = 0; lane < GPUIDX_LANES; lane++)
+			if (img->lane_count[lane] > 0)
+				used++;
+		appendStringInfo(&s, ", \"pending_lanes\": %d", used);
+	}
 	appendStringInfo(&s, ", \"distinct_keys\": " UINT64_FORMAT ", \"levels\": %d"
 					 ", \"node_order\": %d, \"internal_nodes\": " UINT64_FORMAT,
 					 (uint64) info.distinct_keys, info.levels, info.node_order,

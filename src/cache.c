@@ -4,7 +4,10 @@
  * An image is the engine structure built from an index's pages.  Each
  * backend keeps the newest image of every index it used, keyed by index OID
  * and checked against the relfilenode and the metapage (generation, base and
- * pending counts) on every use.  New pending entries are merged into a new
+ * pending counts) on every use.  Pending entries are counted per lane: an
+ * image remembers how many of each lane it holds, and a refresh reads only
+ * the entries past those (lanes only grow within a generation, so equal
+ * sums mean the image is current).  New pending entries are merged into a new
  * version: the sorted host arrays are merged, and a B+ tree image takes the
  * new entries by batch insertion (gi_image_insert) when no scan holds the old
  * version, instead of being rebuilt.  A new generation made by a rewrite
@@ -286,10 +289,12 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 				old;
 	GpuidxImageData *img;
 	GpuidxMetaPageData meta;
+	GpuidxPendingCounts pending;
 	int64	   *keys;
 	uint64	   *tids;
 	int64		n;
 	bool		incremental;
+	int			lane;
 	GiBuildParams params;
 	GiError		err;
 	instr_time	t0,
@@ -305,20 +310,31 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	img->indexoid = RelationGetRelid(index);
 
 	incremental = prev != NULL;
-	gpuidx_read_entries(index, &meta,
-						incremental ? (int64) prev->pending_count : -1,
-						&keys, &tids, &n, &img->null_tids);
-	if (incremental && (meta.generation != prev->generation ||
-						meta.base_count != prev->base_count ||
-						meta.pending_count < prev->pending_count))
+	if (incremental)
 	{
-		/* Rewritten since prev: read everything. */
-		pfree(keys);
-		pfree(tids);
-		pfree(img->null_tids);
-		incremental = false;
-		gpuidx_read_entries(index, &meta, -1, &keys, &tids, &n, &img->null_tids);
+		GpuidxPendingCounts from;
+
+		memcpy(from.lane, prev->lane_count, sizeof(from.lane));
+		from.total = prev->pending_count;
+		gpuidx_read_entries(index, &meta, &pending, &from, &keys, &tids, &n,
+							&img->null_tids);
+		if (meta.generation != prev->generation ||
+			meta.base_count != prev->base_count)
+			incremental = false;
+		for (lane = 0; lane < GPUIDX_LANES; lane++)
+			if (pending.lane[lane] < prev->lane_count[lane])
+				incremental = false;
+		if (!incremental)
+		{
+			/* Rewritten since prev: read everything. */
+			pfree(keys);
+			pfree(tids);
+			pfree(img->null_tids);
+		}
 	}
+	if (!incremental)
+		gpuidx_read_entries(index, &meta, &pending, NULL, &keys, &tids, &n,
+							&img->null_tids);
 
 	if (incremental)
 	{
@@ -361,7 +377,8 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	img->structure = (GiStructure) meta.structure;
 	img->generation = meta.generation;
 	img->base_count = meta.base_count;
-	img->pending_count = meta.pending_count;
+	img->pending_count = pending.total;
+	memcpy(img->lane_count, pending.lane, sizeof(img->lane_count));
 	img->nnull = meta.null_count;
 	img->engine = engine;
 	img->wanted_engine = engine;
@@ -455,6 +472,7 @@ gpuidx_image_acquire(Relation index)
 {
 	Oid			indexoid = RelationGetRelid(index);
 	GpuidxMetaPageData meta;
+	GpuidxPendingCounts pending;
 	CacheEntry *entry;
 	bool		found;
 	GpuidxImageData *cur;
@@ -464,7 +482,7 @@ gpuidx_image_acquire(Relation index)
 	if ((use_tick & 63) == 63)
 		sweep_dropped();
 	engine = gpuidx_choose_engine();
-	gpuidx_read_meta(index, &meta);
+	gpuidx_read_meta(index, &meta, &pending);
 
 	entry = hash_search(image_cache, &indexoid, HASH_ENTER, &found);
 	if (!found)
@@ -484,16 +502,17 @@ gpuidx_image_acquire(Relation index)
 		/*
 		 * A fold moved exactly the entries cur holds into the new base run:
 		 * same entries, same sorted arrays, same image.  Follow it; the new
-		 * pending list (if any) is read below.
+		 * pending lanes (if any) are read below.
 		 */
 		cur->generation = meta.generation;
 		cur->base_count = meta.base_count;
 		cur->pending_count = 0;
+		memset(cur->lane_count, 0, sizeof(cur->lane_count));
 	}
 	if (cur && (!RelFileNodeEquals(entry->node, index->rd_node) ||
 				cur->generation != meta.generation ||
 				cur->base_count != meta.base_count ||
-				cur->pending_count > meta.pending_count ||
+				cur->pending_count > pending.total ||
 				cur->nnull > (int64) meta.null_count ||
 				cur->wanted_engine != engine || cur->image == NULL))
 	{
@@ -503,7 +522,7 @@ gpuidx_image_acquire(Relation index)
 			free_version(cur);
 		entry->current = cur = NULL;
 	}
-	if (cur == NULL || cur->pending_count < meta.pending_count ||
+	if (cur == NULL || cur->pending_count < pending.total ||
 		cur->nnull < (int64) meta.null_count)
 	{
 		GpuidxImageData *img = load_version(index, cur, engine);

@@ -23,7 +23,7 @@
 /* ---------- on-disk format ---------- */
 
 #define GPUIDX_MAGIC			0x47504958	/* "GPIX" */
-#define GPUIDX_VERSION			1
+#define GPUIDX_VERSION			2	/* 2: pending lanes */
 #define GPUIDX_METAPAGE_BLKNO	0
 #define GPUIDX_PAGE_ID			0xFF87
 
@@ -53,6 +53,25 @@ typedef struct GpuidxEntry
 	uint16		unused;
 } GpuidxEntry;
 
+/*
+ * Pending entries go to one of GPUIDX_LANES lists ("lanes"), chosen by the
+ * inserting backend's process number, so that concurrent inserters append to
+ * different pages under a shared metapage lock instead of queueing on it.
+ */
+#define GPUIDX_LANES			8
+
+/*
+ * One pending lane in the metapage.  Only the entries before the tail page
+ * are counted here: the tail page takes appends without the metapage being
+ * written, so its own entry count (pd_lower) is the rest of the lane.
+ */
+typedef struct GpuidxLaneData
+{
+	BlockNumber head;			/* first page, InvalidBlockNumber if empty */
+	BlockNumber tail;			/* last page, the one that takes appends */
+	uint64		full_count;		/* entries in the pages before tail */
+} GpuidxLaneData;
+
 /* Contents of the metapage. */
 typedef struct GpuidxMetaPageData
 {
@@ -62,13 +81,10 @@ typedef struct GpuidxMetaPageData
 	int32		structure;		/* GiStructure */
 	uint64		generation;		/* bumped whenever the base run is rewritten */
 	BlockNumber base_head;		/* first page of the sorted base run */
-	BlockNumber pending_head;	/* first page of the pending list */
-	BlockNumber pending_tail;	/* last page of the pending list */
-	uint32		unused;
-	uint64		base_count;		/* entries in the base run */
-	uint64		pending_count;	/* entries in the pending list */
 	BlockNumber null_head;		/* TIDs of rows whose key is NULL */
 	BlockNumber null_tail;
+	uint32		unused;
+	uint64		base_count;		/* entries in the base run */
 	uint64		null_count;
 
 	/*
@@ -76,12 +92,24 @@ typedef struct GpuidxMetaPageData
 	 * no dead entry): this generation holds exactly the entries generation
 	 * folded_from held, folded_entries of them (base + pending then), so an
 	 * image of that generation that had them all follows without a reload.
-	 * Zero otherwise (and in metapages written before these fields, which
-	 * PageInit zeroed).
+	 * Zero otherwise.
 	 */
 	uint64		folded_from;
 	uint64		folded_entries;
+	GpuidxLaneData lanes[GPUIDX_LANES];	/* the pending entries */
 } GpuidxMetaPageData;
+
+/*
+ * How many pending entries each lane holds, as counted under one metapage
+ * lock (the metapage's full_count plus the tail page's entries), and their
+ * sum.  Within a generation a lane only grows, so equal sums mean equal
+ * lanes.
+ */
+typedef struct GpuidxPendingCounts
+{
+	uint64		total;
+	uint64		lane[GPUIDX_LANES];
+} GpuidxPendingCounts;
 
 #define GpuidxPageGetOpaque(page) ((GpuidxPageOpaque) PageGetSpecialPointer(page))
 #define GpuidxPageGetMeta(page) ((GpuidxMetaPageData *) PageGetContents(page))
@@ -142,7 +170,11 @@ extern void gpuidx_init_page(Page page, uint16 flags);
 extern void gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure);
 extern void gpuidx_write_empty_metapage(Relation index, ForkNumber fork,
 										int key_bytes, GiStructure structure);
-extern void gpuidx_read_meta(Relation index, GpuidxMetaPageData *meta);
+extern void gpuidx_copy_meta(Relation index, Page page, GpuidxMetaPageData *meta);
+extern void gpuidx_count_pending(Relation index, const GpuidxMetaPageData *meta,
+								 GpuidxPendingCounts *pending);
+extern void gpuidx_read_meta(Relation index, GpuidxMetaPageData *meta,
+							 GpuidxPendingCounts *pending);
 extern BlockNumber gpuidx_write_chain(Relation index, const int64 *keys,
 									  const uint64 *tids, int64 n, uint16 flags,
 									  BlockNumber *tail);
@@ -150,10 +182,13 @@ extern bool gpuidx_read_chain(Relation index, BlockNumber head, uint16 flags,
 							  int64 skip, int64 count, int64 *keys,
 							  uint64 *tids);
 extern void gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
-								int64 pending_from, int64 **keys,
-								uint64 **tids, int64 *n, uint64 **null_tids);
+								GpuidxPendingCounts *pending,
+								const GpuidxPendingCounts *pending_from,
+								int64 **keys, uint64 **tids, int64 *n,
+								uint64 **null_tids);
 extern void gpuidx_append(Relation index, uint16 list, int64 key,
-						  ItemPointer tid, uint64 *count);
+						  ItemPointer tid, uint64 count_exact_from,
+						  uint64 *count);
 extern void gpuidx_sort_pairs(int64 *keys, uint64 *tids, int64 n);
 extern void *gpuidx_alloc_huge(Size size);
 extern int64 *gpuidx_array_keys(Datum arraydatum, int64 *count);
@@ -186,7 +221,8 @@ typedef struct GpuidxImageData
 	GiStructure structure;
 	uint64		generation;
 	uint64		base_count;
-	uint64		pending_count;
+	uint64		pending_count;	/* sum of lane_count */
+	uint64		lane_count[GPUIDX_LANES];	/* pending entries held, per lane */
 	int64		nnull;			/* TIDs of rows with a NULL key */
 	uint64	   *null_tids;
 	double		load_ms;		/* reading pages */

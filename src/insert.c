@@ -1,7 +1,8 @@
 /*
- * insert.c - aminsert: append to the pending list; fold it into the base run
- * once it passes gpuidx.pending_limit.  Rows with a NULL key go to their own
- * list.
+ * insert.c - aminsert: append to this backend's pending lane; fold all lanes
+ * into the base run once their sum passes gpuidx.pending_limit (the sum, not
+ * one lane's count times the lanes, so the limit means what it says however
+ * the inserts spread).  Rows with a NULL key go to their own list.
  */
 #include "gpuidx.h"
 
@@ -18,11 +19,12 @@ gpuidx_insert(Relation index, Datum *values, bool *isnull,
 	if (isnull[0])
 	{
 		/* Kept apart: only full scans and IS NULL return these. */
-		gpuidx_append(index, GPUIDX_PAGE_NULL, 0, heap_tid, &pending);
+		gpuidx_append(index, GPUIDX_PAGE_NULL, 0, heap_tid, 0, &pending);
 		return false;
 	}
 	gpuidx_append(index, GPUIDX_PAGE_PENDING,
-				  gpuidx_datum_to_key(values[0], keytype), heap_tid, &pending);
+				  gpuidx_datum_to_key(values[0], keytype), heap_tid,
+				  (uint64) gpuidx_pending_limit, &pending);
 	if (pending >= (uint64) gpuidx_pending_limit)
 		gpuidx_fold_pending(index, gpuidx_pending_limit);
 	return false;

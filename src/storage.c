@@ -1,5 +1,5 @@
 /*
- * storage.c - the on-disk format: metapage, sorted base run, pending list.
+ * storage.c - the on-disk format: metapage, sorted base run, pending lanes.
  *
  * Every change is WAL-logged with GenericXLog, as contrib/bloom does, so the
  * index survives crashes and replays on standbys.  Chains of pages are
@@ -7,6 +7,13 @@
  * metapage lock while reading chains: they check the generation before and
  * after (a seqlock), because a fold or VACUUM writes a new base run and frees
  * the old pages.
+ *
+ * Pending entries go to GPUIDX_LANES lanes, one chosen per backend.  An
+ * append into a lane's tail page holds the metapage lock shared (which keeps
+ * rewrites out, as they lock it exclusively) and locks and WAL-logs only the
+ * tail page; only an append that needs a new page locks the metapage
+ * exclusively, to link the page and move the lane's tail.  Lock order is
+ * always the metapage first, then one chain page at a time.
  */
 #include "gpuidx.h"
 
@@ -15,6 +22,7 @@
 #include "miscadmin.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -37,6 +45,7 @@ void
 gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure)
 {
 	GpuidxMetaPageData *meta;
+	int			lane;
 
 	gpuidx_init_page(page, GPUIDX_PAGE_META);
 	meta = GpuidxPageGetMeta(page);
@@ -47,8 +56,12 @@ gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure)
 	meta->structure = (int32) structure;
 	meta->generation = 1;
 	meta->base_head = InvalidBlockNumber;
-	meta->pending_head = InvalidBlockNumber;
-	meta->pending_tail = InvalidBlockNumber;
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+	{
+		meta->lanes[lane].head = InvalidBlockNumber;
+		meta->lanes[lane].tail = InvalidBlockNumber;
+		meta->lanes[lane].full_count = 0;
+	}
 	meta->null_head = InvalidBlockNumber;
 	meta->null_tail = InvalidBlockNumber;
 	((PageHeader) page)->pd_lower =
@@ -80,8 +93,8 @@ gpuidx_write_empty_metapage(Relation index, ForkNumber fork, int key_bytes,
 }
 
 /* Check that a page is a valid gpuidx metapage and copy its contents. */
-static void
-copy_meta(Relation index, Page page, GpuidxMetaPageData *meta)
+void
+gpuidx_copy_meta(Relation index, Page page, GpuidxMetaPageData *meta)
 {
 	GpuidxMetaPageData *m = GpuidxPageGetMeta(page);
 
@@ -99,14 +112,57 @@ copy_meta(Relation index, Page page, GpuidxMetaPageData *meta)
 	memcpy(meta, m, sizeof(GpuidxMetaPageData));
 }
 
-/* Read a consistent copy of the metapage. */
+/* Entries on one page of a chain (its pd_lower says how many). */
+static int
+page_entries(Relation index, BlockNumber blkno)
+{
+	Buffer		buf = ReadBuffer(index, blkno);
+	int			count;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	count = GpuidxPageCount(BufferGetPage(buf));
+	UnlockReleaseBuffer(buf);
+	return count;
+}
+
+/*
+ * Count each lane's pending entries: its full_count plus its tail page's
+ * entries.  The caller holds the metapage lock (shared or exclusive) under
+ * which meta was copied, so no lane's tail can move meanwhile; an append
+ * into a tail page either is counted whole or not at all (page lock).
+ */
 void
-gpuidx_read_meta(Relation index, GpuidxMetaPageData *meta)
+gpuidx_count_pending(Relation index, const GpuidxMetaPageData *meta,
+					 GpuidxPendingCounts *pending)
+{
+	int			lane;
+
+	pending->total = 0;
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+	{
+		const GpuidxLaneData *l = &meta->lanes[lane];
+
+		pending->lane[lane] = l->full_count;
+		if (l->tail != InvalidBlockNumber)
+			pending->lane[lane] += page_entries(index, l->tail);
+		pending->total += pending->lane[lane];
+	}
+}
+
+/*
+ * Read a consistent copy of the metapage and, when pending is not NULL, the
+ * pending entries of every lane as of that copy.
+ */
+void
+gpuidx_read_meta(Relation index, GpuidxMetaPageData *meta,
+				 GpuidxPendingCounts *pending)
 {
 	Buffer		buf = ReadBuffer(index, GPUIDX_METAPAGE_BLKNO);
 
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	copy_meta(index, BufferGetPage(buf), meta);
+	gpuidx_copy_meta(index, BufferGetPage(buf), meta);
+	if (pending)
+		gpuidx_count_pending(index, meta, pending);
 	UnlockReleaseBuffer(buf);
 }
 
@@ -274,15 +330,19 @@ gpuidx_alloc_huge(Size size)
 }
 
 /*
- * Read the entries of the index: the whole base run (unless pending_from is
- * >= 0, in which case only pending entries from that position on) followed by
- * the pending entries; and all TIDs of NULL-key rows.  *meta receives the metapage the read agrees with.
- * Arrays are allocated in CurrentMemoryContext.
+ * Read the entries of the index: the whole base run followed by every
+ * lane's pending entries, or, when pending_from is not NULL, only each
+ * lane's entries past the number pending_from gives for it; and all TIDs of
+ * NULL-key rows.  *meta and *pending receive the metapage and lane counts
+ * the read agrees with (a lane that pending_from says is longer than it now
+ * is yields nothing: the caller sees the rewrite by the generation).  Arrays
+ * are allocated in CurrentMemoryContext.
  */
 void
 gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
-					int64 pending_from, int64 **keys, uint64 **tids, int64 *n,
-					uint64 **null_tids)
+					GpuidxPendingCounts *pending,
+					const GpuidxPendingCounts *pending_from, int64 **keys,
+					uint64 **tids, int64 *n, uint64 **null_tids)
 {
 	int			attempt;
 
@@ -290,31 +350,58 @@ gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 	{
 		GpuidxMetaPageData after;
 		int64		nbase;
-		int64		npending;
+		int64		npending = 0;
+		int64		wanted[GPUIDX_LANES];
+		int64		done;
 		int64	   *k;
 		uint64	   *t;
 		int64	   *nk;
 		uint64	   *nt;
 		bool		ok;
+		int			lane;
 
-		gpuidx_read_meta(index, meta);
-		nbase = pending_from >= 0 ? 0 : (int64) meta->base_count;
-		npending = (int64) meta->pending_count - Max(pending_from, 0);
-		if (npending < 0)
-			npending = 0;
+		gpuidx_read_meta(index, meta, pending);
+		nbase = pending_from ? 0 : (int64) meta->base_count;
+		for (lane = 0; lane < GPUIDX_LANES; lane++)
+		{
+			int64		from = pending_from ? (int64) pending_from->lane[lane] : 0;
+
+			wanted[lane] = Max((int64) pending->lane[lane] - from, 0);
+			npending += wanted[lane];
+		}
 		k = gpuidx_alloc_huge(sizeof(int64) * (nbase + npending));
 		t = gpuidx_alloc_huge(sizeof(uint64) * (nbase + npending));
 		nk = gpuidx_alloc_huge(sizeof(int64) * meta->null_count);
 		nt = gpuidx_alloc_huge(sizeof(uint64) * meta->null_count);
 
 		ok = gpuidx_read_chain(index, meta->base_head, GPUIDX_PAGE_BASE, 0,
-							   nbase, k, t) &&
-			gpuidx_read_chain(index, meta->pending_head, GPUIDX_PAGE_PENDING,
-							  Max(pending_from, 0), npending, k + nbase,
-							  t + nbase) &&
-			gpuidx_read_chain(index, meta->null_head, GPUIDX_PAGE_NULL, 0,
-							  meta->null_count, nk, nt);
-		gpuidx_read_meta(index, &after);
+							   nbase, k, t);
+		done = nbase;
+		for (lane = 0; ok && lane < GPUIDX_LANES; lane++)
+		{
+			const GpuidxLaneData *l = &meta->lanes[lane];
+			BlockNumber start = l->head;
+			int64		skip = pending_from ? (int64) pending_from->lane[lane] : 0;
+
+			if (wanted[lane] == 0)
+				continue;
+
+			/*
+			 * Entries past full_count are all on the tail page (as of this
+			 * metapage copy): start there instead of walking the lane.
+			 */
+			if (skip >= (int64) l->full_count && l->tail != InvalidBlockNumber)
+			{
+				start = l->tail;
+				skip -= (int64) l->full_count;
+			}
+			ok = gpuidx_read_chain(index, start, GPUIDX_PAGE_PENDING, skip,
+								   wanted[lane], k + done, t + done);
+			done += wanted[lane];
+		}
+		ok = ok && gpuidx_read_chain(index, meta->null_head, GPUIDX_PAGE_NULL,
+									 0, meta->null_count, nk, nt);
+		gpuidx_read_meta(index, &after, NULL);
 		if (ok && after.generation == meta->generation)
 		{
 			*keys = k;
@@ -336,52 +423,82 @@ gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 			 errdetail("The index was rewritten by concurrent maintenance 1000 times in a row.")));
 }
 
-/*
- * Append one entry to the pending list (list = GPUIDX_PAGE_PENDING) or the
- * list of NULL-key TIDs (GPUIDX_PAGE_NULL); *count receives the new length
- * of that list.  Holds the metapage lock for the append only.
- */
-void
-gpuidx_append(Relation index, uint16 list, int64 key, ItemPointer tid,
-			  uint64 *count)
+/* Write one entry after the last one on a page. */
+static void
+put_entry(Page page, int64 key, ItemPointer tid)
 {
+	int			count = GpuidxPageCount(page);
+	GpuidxEntry *e = GpuidxPageGetEntries(page) + count;
+
+	e->key = key;
+	e->block = ItemPointerGetBlockNumber(tid);
+	e->offset = ItemPointerGetOffsetNumber(tid);
+	e->unused = 0;
+	((PageHeader) page)->pd_lower = ((char *) (e + 1)) - (char *) page;
+}
+
+/* The lane this backend appends to. */
+static int
+my_lane(void)
+{
+	return MyProc ? MyProc->pgprocno % GPUIDX_LANES : 0;
+}
+
+/*
+ * The pending entries after an append into lane own, which now holds
+ * own_count.  Counting the other lanes' tail pages costs a page lock each,
+ * so unless the total may reach exact_from, return the lower bound that
+ * leaves their tail pages out.  meta was copied under the metapage lock the
+ * caller still holds.
+ */
+static uint64
+pending_after_append(Relation index, const GpuidxMetaPageData *meta, int own,
+					 uint64 own_count, uint64 exact_from)
+{
+	uint64		lower = own_count;
+	uint64		unseen_max = 0;
+	int			lane;
+
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+	{
+		if (lane == own)
+			continue;
+		lower += meta->lanes[lane].full_count;
+		if (meta->lanes[lane].tail != InvalidBlockNumber)
+			unseen_max += GPUIDX_ENTRIES_PER_PAGE;
+	}
+	if (lower + unseen_max < exact_from)
+		return lower;
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+		if (lane != own && meta->lanes[lane].tail != InvalidBlockNumber)
+			lower += page_entries(index, meta->lanes[lane].tail);
+	return lower;
+}
+
+/*
+ * Append one entry to a list with the metapage locked exclusively in
+ * metabuf: the NULL-key list (lane < 0) or a pending lane.  Links a new page
+ * when the tail is full, in one WAL record with the metapage and the old
+ * tail.  Returns the entries now on the page that took it.
+ */
+static int
+append_exclusive(Relation index, Buffer metabuf, int lane, int64 key,
+				 ItemPointer tid)
+{
+	uint16		list = lane < 0 ? GPUIDX_PAGE_NULL : GPUIDX_PAGE_PENDING;
+	GenericXLogState *state;
+	GpuidxMetaPageData *meta;
 	BlockNumber *headp,
 			   *tailp;
-	uint64	   *countp;
-	Buffer		metabuf;
 	Buffer		tailbuf = InvalidBuffer;
 	Buffer		newbuf = InvalidBuffer;
-	GenericXLogState *state;
-	Page		metapage;
-	GpuidxMetaPageData *meta;
-	Page		target = NULL;
-	int64		k1 = key;
-	uint64		t1 = gpuidx_tid_pack(ItemPointerGetBlockNumber(tid),
-									 ItemPointerGetOffsetNumber(tid));
-
-	metabuf = ReadBuffer(index, GPUIDX_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	{
-		GpuidxMetaPageData check;
-
-		copy_meta(index, BufferGetPage(metabuf), &check);
-	}
+	Page		target;
+	int			count;
 
 	state = GenericXLogStart(index);
-	metapage = GenericXLogRegisterBuffer(state, metabuf, 0);
-	meta = GpuidxPageGetMeta(metapage);
-	if (list == GPUIDX_PAGE_NULL)
-	{
-		headp = &meta->null_head;
-		tailp = &meta->null_tail;
-		countp = &meta->null_count;
-	}
-	else
-	{
-		headp = &meta->pending_head;
-		tailp = &meta->pending_tail;
-		countp = &meta->pending_count;
-	}
+	meta = GpuidxPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	headp = lane < 0 ? &meta->null_head : &meta->lanes[lane].head;
+	tailp = lane < 0 ? &meta->null_tail : &meta->lanes[lane].tail;
 
 	if (*tailp != InvalidBlockNumber)
 	{
@@ -399,6 +516,8 @@ gpuidx_append(Relation index, uint16 list, int64 key, ItemPointer tid,
 			gpuidx_init_page(target, list);
 			GpuidxPageGetOpaque(tailpage)->next = BufferGetBlockNumber(newbuf);
 			*tailp = BufferGetBlockNumber(newbuf);
+			if (lane >= 0)
+				meta->lanes[lane].full_count += GpuidxPageCount(tailpage);
 		}
 	}
 	else
@@ -409,24 +528,89 @@ gpuidx_append(Relation index, uint16 list, int64 key, ItemPointer tid,
 		*headp = *tailp = BufferGetBlockNumber(newbuf);
 	}
 
-	{
-		int			count = GpuidxPageCount(target);
-		GpuidxEntry *e = GpuidxPageGetEntries(target) + count;
-
-		e->key = k1;
-		e->block = (uint32) (t1 >> 16);
-		e->offset = (uint16) (t1 & 0xFFFF);
-		e->unused = 0;
-		((PageHeader) target)->pd_lower = ((char *) (e + 1)) - (char *) target;
-	}
-	(*countp)++;
-	*count = *countp;
+	put_entry(target, key, tid);
+	count = GpuidxPageCount(target);
+	if (lane < 0)
+		meta->null_count++;
 	GenericXLogFinish(state);
 
 	if (BufferIsValid(newbuf))
 		UnlockReleaseBuffer(newbuf);
 	if (BufferIsValid(tailbuf))
 		UnlockReleaseBuffer(tailbuf);
+	return count;
+}
+
+/*
+ * Append one entry to this backend's pending lane (list =
+ * GPUIDX_PAGE_PENDING) or to the list of NULL-key TIDs (GPUIDX_PAGE_NULL).
+ * *count receives the new length of the NULL-key list, or the pending
+ * entries of all lanes: exact when they may be count_exact_from or more,
+ * otherwise possibly less than exact but still below count_exact_from.
+ */
+void
+gpuidx_append(Relation index, uint16 list, int64 key, ItemPointer tid,
+			  uint64 count_exact_from, uint64 *count)
+{
+	Buffer		metabuf;
+	GpuidxMetaPageData meta;
+	int			lane = my_lane();
+	int			on_page;
+
+	metabuf = ReadBuffer(index, GPUIDX_METAPAGE_BLKNO);
+	if (list == GPUIDX_PAGE_PENDING)
+	{
+		BlockNumber tail;
+
+		/*
+		 * The common case: room on the lane's tail page.  The shared
+		 * metapage lock keeps the tail where it is and rewrites out; the
+		 * page lock orders appenders that share the lane.
+		 */
+		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+		gpuidx_copy_meta(index, BufferGetPage(metabuf), &meta);
+		tail = meta.lanes[lane].tail;
+		if (tail != InvalidBlockNumber)
+		{
+			Buffer		tailbuf = ReadBuffer(index, tail);
+
+			LockBuffer(tailbuf, BUFFER_LOCK_EXCLUSIVE);
+			if (GpuidxPageCount(BufferGetPage(tailbuf)) < GPUIDX_ENTRIES_PER_PAGE)
+			{
+				GenericXLogState *state = GenericXLogStart(index);
+				Page		page = GenericXLogRegisterBuffer(state, tailbuf, 0);
+
+				put_entry(page, key, tid);
+				on_page = GpuidxPageCount(page);
+				GenericXLogFinish(state);
+				UnlockReleaseBuffer(tailbuf);
+				*count = pending_after_append(index, &meta, lane,
+											  meta.lanes[lane].full_count + on_page,
+											  count_exact_from);
+				UnlockReleaseBuffer(metabuf);
+				return;
+			}
+			UnlockReleaseBuffer(tailbuf);
+		}
+		LockBuffer(metabuf, BUFFER_LOCK_UNLOCK);
+	}
+
+	/* A new page to link, or the NULL-key list: the metapage changes. */
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	gpuidx_copy_meta(index, BufferGetPage(metabuf), &meta);
+	if (list == GPUIDX_PAGE_NULL)
+	{
+		append_exclusive(index, metabuf, -1, key, tid);
+		*count = meta.null_count + 1;
+	}
+	else
+	{
+		on_page = append_exclusive(index, metabuf, lane, key, tid);
+		gpuidx_copy_meta(index, BufferGetPage(metabuf), &meta);
+		*count = pending_after_append(index, &meta, lane,
+									  meta.lanes[lane].full_count + on_page,
+									  count_exact_from);
+	}
 	UnlockReleaseBuffer(metabuf);
 }
 

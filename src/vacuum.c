@@ -2,9 +2,10 @@
  * vacuum.c - rewriting the base run: VACUUM's bulk delete, folding the
  * pending list, and the cleanup that returns free pages to the FSM.
  *
- * A rewrite writes a complete new base run into free or new pages, then
- * switches the metapage to it in one WAL record and bumps the generation;
- * only then are the old pages marked free.  A crash before the switch leaves
+ * A rewrite writes a complete new base run (old base plus every pending
+ * lane) into free or new pages, then switches the metapage to it and empties
+ * all lanes in one WAL record and bumps the generation; only then are the
+ * old pages marked free.  A crash before the switch leaves
  * the old run intact.  The metapage is locked exclusively for the whole
  * rewrite, so inserts wait for it (documented in README).
  */
@@ -47,9 +48,9 @@ entry_less(int64 ka, uint64 ta, int64 kb, uint64 tb)
 
 /*
  * Rewrite the index: keep the entries for which keep() says so (all when
- * keep is NULL), merge the pending list in, and switch to the new run.
+ * keep is NULL), merge every pending lane in, and switch to the new run.
  * Does nothing when keep is NULL and fewer than min_pending entries are
- * pending.  *kept and *removed (may be NULL) receive the counts.
+ * pending (in all lanes together).  *kept and *removed (may be NULL) receive the counts.
  */
 void
 gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
@@ -75,33 +76,39 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 				null_kept;
 	GenericXLogState *xstate;
 	GpuidxMetaPageData *m;
+	GpuidxPendingCounts pending;
+	bool		chains_ok;
+	int			lane;
 
 	metabuf = ReadBuffer(index, GPUIDX_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	memcpy(&meta, GpuidxPageGetMeta(BufferGetPage(metabuf)), sizeof(meta));
-	if (meta.magic != GPUIDX_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" is not a valid gpuidx index",
-						RelationGetRelationName(index))));
-	if (keep == NULL && (int64) meta.pending_count < Max(min_pending, 1))
+	gpuidx_copy_meta(index, BufferGetPage(metabuf), &meta);
+	gpuidx_count_pending(index, &meta, &pending);
+	if (keep == NULL && (int64) pending.total < Max(min_pending, 1))
 	{
 		UnlockReleaseBuffer(metabuf);
 		if (kept)
-			*kept = meta.base_count + meta.pending_count + meta.null_count;
+			*kept = meta.base_count + pending.total + meta.null_count;
 		if (removed)
 			*removed = 0;
 		return;
 	}
 
+	/* The exclusive lock keeps appenders out: every lane is read whole. */
 	nbase = meta.base_count;
-	npending = meta.pending_count;
+	npending = pending.total;
 	keys = gpuidx_alloc_huge(sizeof(int64) * (nbase + npending));
 	tids = gpuidx_alloc_huge(sizeof(uint64) * (nbase + npending));
-	if (!gpuidx_read_chain(index, meta.base_head, GPUIDX_PAGE_BASE, 0, nbase,
-						   keys, tids) ||
-		!gpuidx_read_chain(index, meta.pending_head, GPUIDX_PAGE_PENDING, 0,
-						   npending, keys + nbase, tids + nbase))
+	chains_ok = gpuidx_read_chain(index, meta.base_head, GPUIDX_PAGE_BASE, 0,
+								  nbase, keys, tids);
+	for (lane = 0, i = nbase; chains_ok && lane < GPUIDX_LANES; lane++)
+	{
+		chains_ok = gpuidx_read_chain(index, meta.lanes[lane].head,
+									  GPUIDX_PAGE_PENDING, 0, pending.lane[lane],
+									  keys + i, tids + i);
+		i += pending.lane[lane];
+	}
+	if (!chains_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" has a broken page chain",
@@ -198,9 +205,12 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 	m = GpuidxPageGetMeta(GenericXLogRegisterBuffer(xstate, metabuf, 0));
 	m->base_head = head;
 	m->base_count = nb + np;
-	m->pending_head = InvalidBlockNumber;
-	m->pending_tail = InvalidBlockNumber;
-	m->pending_count = 0;
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+	{
+		m->lanes[lane].head = InvalidBlockNumber;
+		m->lanes[lane].tail = InvalidBlockNumber;
+		m->lanes[lane].full_count = 0;
+	}
 	m->null_head = null_head;
 	m->null_tail = null_tail;
 	m->null_count = null_kept;
@@ -219,7 +229,8 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 	GenericXLogFinish(xstate);
 
 	free_chain(index, meta.base_head);
-	free_chain(index, meta.pending_head);
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+		free_chain(index, meta.lanes[lane].head);
 	if (null_kept < nnull)
 		free_chain(index, meta.null_head);
 	UnlockReleaseBuffer(metabuf);
@@ -232,7 +243,7 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 		*removed = (nbase + npending) - (nb + np) + (nnull - null_kept);
 }
 
-/* Fold the pending list into the base run if at least min_pending wait. */
+/* Fold the pending lanes into the base run if at least min_pending wait. */
 void
 gpuidx_fold_pending(Relation index, int64 min_pending)
 {
@@ -303,14 +314,16 @@ reclaim_orphans(Relation index, BufferAccessStrategy strategy)
 	BlockNumber npages,
 				blkno;
 	bool	   *reachable;
+	int			lane;
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	memcpy(&meta, GpuidxPageGetMeta(BufferGetPage(metabuf)), sizeof(meta));
+	gpuidx_copy_meta(index, BufferGetPage(metabuf), &meta);
 	npages = RelationGetNumberOfBlocks(index);
 	reachable = palloc0(sizeof(bool) * Max(npages, 1));
 	reachable[GPUIDX_METAPAGE_BLKNO] = true;
 	mark_chain(index, meta.base_head, reachable, npages);
-	mark_chain(index, meta.pending_head, reachable, npages);
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+		mark_chain(index, meta.lanes[lane].head, reachable, npages);
 	mark_chain(index, meta.null_head, reachable, npages);
 	for (blkno = GPUIDX_METAPAGE_BLKNO + 1; blkno < npages; blkno++)
 	{
@@ -345,6 +358,7 @@ gpuidx_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	BlockNumber npages,
 				blkno;
 	GpuidxMetaPageData meta;
+	GpuidxPendingCounts pending;
 
 	if (info->analyze_only)
 		return stats;
@@ -376,9 +390,9 @@ gpuidx_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	}
 	IndexFreeSpaceMapVacuum(index);
 
-	gpuidx_read_meta(index, &meta);
+	gpuidx_read_meta(index, &meta, &pending);
 	stats->num_pages = npages;
-	stats->num_index_tuples = meta.base_count + meta.pending_count + meta.null_count;
+	stats->num_index_tuples = meta.base_count + pending.total + meta.null_count;
 	stats->estimated_count = false;
 	return stats;
 }

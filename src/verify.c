@@ -24,22 +24,87 @@ fail(Relation index, const char *what)
 					RelationGetRelationName(index), what)));
 }
 
+/*
+ * Walk every pending lane under a shared metapage lock (appends go on, pages
+ * are not linked or freed meanwhile): each page is a pending page, the chain
+ * reaches the lane's tail, and the pages before the tail hold full_count
+ * entries.
+ */
+static void
+verify_lanes(Relation index)
+{
+	Buffer		metabuf = ReadBuffer(index, GPUIDX_METAPAGE_BLKNO);
+	GpuidxMetaPageData meta;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	int			lane;
+
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	gpuidx_copy_meta(index, BufferGetPage(metabuf), &meta);
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+	{
+		const GpuidxLaneData *l = &meta.lanes[lane];
+		BlockNumber blkno = l->head;
+		BlockNumber steps = 0;
+		uint64		before_tail = 0;
+
+		if ((l->head == InvalidBlockNumber) != (l->tail == InvalidBlockNumber) ||
+			(l->head == InvalidBlockNumber && l->full_count != 0))
+			fail(index, psprintf("pending lane %d has a bad head, tail or count", lane));
+		while (blkno != InvalidBlockNumber)
+		{
+			Buffer		buf;
+			Page		page;
+			GpuidxPageOpaque opaque;
+
+			CHECK_FOR_INTERRUPTS();
+			if (blkno >= nblocks || ++steps > nblocks)
+				fail(index, psprintf("pending lane %d leaves the index", lane));
+			buf = ReadBuffer(index, blkno);
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			page = BufferGetPage(buf);
+			opaque = GpuidxPageGetOpaque(page);
+			if (PageIsNew(page) || opaque->page_id != GPUIDX_PAGE_ID ||
+				!(opaque->flags & GPUIDX_PAGE_PENDING))
+			{
+				UnlockReleaseBuffer(buf);
+				fail(index, psprintf("pending lane %d reaches a page that is not pending", lane));
+			}
+			if (blkno == l->tail)
+			{
+				UnlockReleaseBuffer(buf);
+				break;
+			}
+			before_tail += GpuidxPageCount(page);
+			blkno = opaque->next;
+			UnlockReleaseBuffer(buf);
+		}
+		if (blkno != l->tail)
+			fail(index, psprintf("pending lane %d does not reach its tail page", lane));
+		if (before_tail != l->full_count)
+			fail(index, psprintf("pending lane %d holds " UINT64_FORMAT " entries before its tail page, the metapage says " UINT64_FORMAT,
+								 lane, before_tail, l->full_count));
+	}
+	UnlockReleaseBuffer(metabuf);
+}
+
 /* Check every chain's pages and counts against the metapage. */
 static void
-verify_disk(Relation index, GpuidxMetaPageData *meta, int64 **keys,
-			uint64 **tids, int64 *n, uint64 **null_tids)
+verify_disk(Relation index, GpuidxMetaPageData *meta,
+			GpuidxPendingCounts *pending, int64 **keys, uint64 **tids,
+			int64 *n, uint64 **null_tids)
 {
 	int64		i;
 	int64		nbase;
 
-	gpuidx_read_entries(index, meta, -1, keys, tids, n, null_tids);
+	verify_lanes(index);
+	gpuidx_read_entries(index, meta, pending, NULL, keys, tids, n, null_tids);
 	if (meta->key_bytes != 2 && meta->key_bytes != 4 && meta->key_bytes != 8)
 		fail(index, psprintf("metapage key width %d", meta->key_bytes));
 	if (meta->key_bytes != gpuidx_key_bytes_for_type(
 													 TupleDescAttr(RelationGetDescr(index), 0)->atttypid))
 		fail(index, "metapage key width does not match the column type");
 	nbase = (int64) meta->base_count;
-	if (*n != nbase + (int64) meta->pending_count)
+	if (*n != nbase + (int64) pending->total)
 		fail(index, "entry count does not match the metapage");
 	for (i = 1; i < nbase; i++)
 	{
@@ -68,6 +133,7 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 	Relation	heap,
 				index;
 	GpuidxMetaPageData meta;
+	GpuidxPendingCounts pending;
 	int64	   *keys;
 	uint64	   *tids;
 	uint64	   *null_tids;
@@ -81,13 +147,13 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 
 	index = gpuidx_open_checked(indexoid, &heap);
 
-	verify_disk(index, &meta, &keys, &tids, &n, &null_tids);
+	verify_disk(index, &meta, &pending, &keys, &tids, &n, &null_tids);
 	gpuidx_sort_pairs(keys + meta.base_count, tids + meta.base_count,
-					  (int64) meta.pending_count);
+					  (int64) pending.total);
 
 	/* The image must hold exactly the disk's entries, in order. */
 	img = gpuidx_image_acquire(index);
-	if (img->generation == meta.generation && img->pending_count == meta.pending_count)
+	if (img->generation == meta.generation && img->pending_count == pending.total)
 	{
 		int64	   *mk = palloc(sizeof(int64) * Max(n, 1));
 		uint64	   *mt = palloc(sizeof(uint64) * Max(n, 1));
@@ -112,6 +178,8 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 		}
 		if (img->n != n)
 			fail(index, "image entry count differs from the disk");
+		if (memcmp(img->lane_count, pending.lane, sizeof(pending.lane)) != 0)
+			fail(index, "image pending lane counts differ from the disk");
 		for (i = 0; i < n; i++)
 			if (img->keys[i] != mk[i] || img->tids[i] != mt[i])
 				fail(index, psprintf("image entry " INT64_FORMAT " differs from the disk", i));
