@@ -29,6 +29,7 @@
  * before any mapping, never wrapped.
  */
 #include "gpu_veb.cuh"
+#include "cuda_check.cuh"
 
 #include <cub/device/device_scan.cuh>
 
@@ -123,60 +124,6 @@ typedef struct VebImage
 /* ------------------------------------------------------------------------ */
 /* Errors and device buffers                                                 */
 /* ------------------------------------------------------------------------ */
-
-/* Map a CUDA error from `what` to a GiStatus and a message naming it. */
-static GiStatus
-veb_fail(GiError *err, cudaError_t e, const char *what)
-{
-	GiStatus	st = (e == cudaErrorMemoryAllocation) ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE;
-
-	(void) cudaGetLastError();
-	return gi_set_error(err, st, "CUDA %s failed: %s (%s)", what,
-						cudaGetErrorString(e), cudaGetErrorName(e));
-}
-
-/* Check a CUDA call; on failure return from the enclosing function. */
-#define VCK(call) \
-	do { cudaError_t e_ = (call); \
-		 if (e_ != cudaSuccess) return veb_fail(err, e_, #call); } while (0)
-
-/* Check the launch just made of kernel `name`. */
-#define VCKL(name) \
-	do { cudaError_t e_ = cudaGetLastError(); \
-		 if (e_ != cudaSuccess) return veb_fail(err, e_, "launch of " name); } while (0)
-
-/* Check a GiStatus-returning call. */
-#define VCKS(call) \
-	do { GiStatus s_ = (call); if (s_ != GI_OK) return s_; } while (0)
-
-/* Device buffer freed when it goes out of scope unless released. */
-struct VebBuf
-{
-	void	   *p = nullptr;
-	~VebBuf() { if (p) cudaFree(p); }
-	void	   *release() { void *q = p; p = nullptr; return q; }
-	void		drop() { if (p) cudaFree(p); p = nullptr; }
-};
-
-/* cudaMalloc into a VebBuf (a zero size allocates nothing). */
-static GiStatus
-veb_alloc(VebBuf &b, size_t bytes, const char *what, GiError *err)
-{
-	cudaError_t e;
-
-	if (bytes == 0)
-		return GI_OK;
-	e = cudaMalloc(&b.p, bytes);
-	if (e != cudaSuccess)
-	{
-		b.p = nullptr;
-		(void) cudaGetLastError();
-		return gi_set_error(err, e == cudaErrorMemoryAllocation ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE,
-							"CUDA cudaMalloc of %zu bytes for %s failed: %s",
-							bytes, what, cudaGetErrorString(e));
-	}
-	return GI_OK;
-}
 
 /* Grid for a grid-stride kernel over n items: at most what fits at once. */
 static unsigned
@@ -1129,7 +1076,7 @@ veb_create(const GiBuildParams *params, size_t n, VebGuard &guard, GiError *err)
 {
 	VebImage   *img;
 
-	VCKS(gi_gpu_int_need_device(err));
+	CKS(gi_gpu_int_need_device(err));
 	if (params->key_bytes != 2 && params->key_bytes != 4 && params->key_bytes != 8)
 		return gi_set_error(err, GI_ERR_INVALID, "key width %d is not 2, 4 or 8", params->key_bytes);
 	if (n >= NONE32)
@@ -1146,7 +1093,7 @@ veb_create(const GiBuildParams *params, size_t n, VebGuard &guard, GiError *err)
 	img->universe = params->key_bytes == 8 ? 64 : 32;
 	img->leaf_level = img->universe == 64 ? 4 : 3;
 	snprintf(img->device_name, sizeof(img->device_name), "%s", gi_gpu_int_device_name());
-	VCK(cudaStreamCreateWithFlags(&img->stream, cudaStreamNonBlocking));
+	CK(cudaStreamCreateWithFlags(&img->stream, cudaStreamNonBlocking));
 	return GI_OK;
 }
 
@@ -1175,7 +1122,7 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	uint64_t	n = img->hdr.n;
 	int			W = img->universe;
 	int			leaf = img->leaf_level;
-	VebBuf		flag,
+	DevBuf		flag,
 				pos,
 				rs,
 				x,
@@ -1201,13 +1148,13 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	{
 		int			h[2] = {0, 0};
 
-		VCKS(veb_alloc(flag, 2 * sizeof(int), "a flag", err));
-		VCK(cudaMemsetAsync(flag.p, 0, 2 * sizeof(int), st));
+		CKS(dev_alloc(flag, 2 * sizeof(int), "a flag", err));
+		CK(cudaMemsetAsync(flag.p, 0, 2 * sizeof(int), st));
 		check_keys_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(
 			keys, n, img->hdr.key_bytes == 2, (int *) flag.p);
-		VCKL("check_keys_kernel");
-		VCK(cudaMemcpyAsync(h, flag.p, sizeof(h), cudaMemcpyDeviceToHost, st));
-		VCK(cudaStreamSynchronize(st));
+		CKL("check_keys_kernel");
+		CK(cudaMemcpyAsync(h, flag.p, sizeof(h), cudaMemcpyDeviceToHost, st));
+		CK(cudaStreamSynchronize(st));
 		if (h[0])
 			return gi_set_error(err, GI_ERR_INVALID, "keys given to build are not sorted ascending");
 		if (h[1])
@@ -1215,30 +1162,30 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	}
 
 	/* 1. De-duplicate: head flags, inclusive scan, scatter. */
-	VCKS(veb_alloc(pos, n * sizeof(uint32_t), "the distinct positions", err));
+	CKS(dev_alloc(pos, n * sizeof(uint32_t), "the distinct positions", err));
 	head_flags_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(keys, n, (uint32_t *) pos.p);
-	VCKL("head_flags_kernel");
-	VCK(cub::DeviceScan::InclusiveSum(nullptr, tb, (uint32_t *) pos.p, (int64_t) n, st));
-	VCKS(veb_alloc(temp, tb, "scan scratch", err));
-	VCK(cub::DeviceScan::InclusiveSum(temp.p, tb, (uint32_t *) pos.p, (int64_t) n, st));
+	CKL("head_flags_kernel");
+	CK(cub::DeviceScan::InclusiveSum(nullptr, tb, (uint32_t *) pos.p, (int64_t) n, st));
+	CKS(dev_alloc(temp, tb, "scan scratch", err));
+	CK(cub::DeviceScan::InclusiveSum(temp.p, tb, (uint32_t *) pos.p, (int64_t) n, st));
 	temp.drop();
-	VCK(cudaMemcpyAsync(&nd32, (uint32_t *) pos.p + n - 1, sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
-	VCK(cudaMemcpyAsync(&ends[0], keys, sizeof(K), cudaMemcpyDeviceToHost, st));
-	VCK(cudaMemcpyAsync(&ends[1], keys + n - 1, sizeof(K), cudaMemcpyDeviceToHost, st));
-	VCK(cudaStreamSynchronize(st));
+	CK(cudaMemcpyAsync(&nd32, (uint32_t *) pos.p + n - 1, sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
+	CK(cudaMemcpyAsync(&ends[0], keys, sizeof(K), cudaMemcpyDeviceToHost, st));
+	CK(cudaMemcpyAsync(&ends[1], keys + n - 1, sizeof(K), cudaMemcpyDeviceToHost, st));
+	CK(cudaStreamSynchronize(st));
 	nd = nd32;
 	img->nd = nd;
 	img->kmin = (int64_t) ends[0];
 	img->kmax = (int64_t) ends[1];
 	img->umin = map_key(img->kmin, W);
 	img->umax = map_key(img->kmax, W);
-	VCKS(veb_limit(limit, (nd + 1) * 8, n, err));
-	VCKS(veb_alloc(rs, (nd + 1) * sizeof(uint64_t), "the run starts", err));
-	VCKS(veb_alloc(x, nd * sizeof(uint64_t), "the distinct keys", err));
+	CKS(veb_limit(limit, (nd + 1) * 8, n, err));
+	CKS(dev_alloc(rs, (nd + 1) * sizeof(uint64_t), "the run starts", err));
+	CKS(dev_alloc(x, nd * sizeof(uint64_t), "the distinct keys", err));
 	scatter_distinct_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(
 		keys, n, (const uint32_t *) pos.p, nd, (uint64_t *) rs.p, (uint64_t *) x.p, W);
-	VCKL("scatter_distinct_kernel");
-	VCK(cudaStreamSynchronize(st));
+	CKL("scatter_distinct_kernel");
+	CK(cudaStreamSynchronize(st));
 	pos.drop();
 
 	seed = 0x5EEDF00DULL ^ nd;
@@ -1255,49 +1202,49 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	}
 
 	/* 2. First-element bit fields, level by level from the top. */
-	VCKS(veb_alloc(fe, nd * sizeof(uint32_t), "the first-element bits", err));
-	VCK(cudaMemsetAsync(fe.p, 0, nd * sizeof(uint32_t), st));
+	CKS(dev_alloc(fe, nd * sizeof(uint32_t), "the first-element bits", err));
+	CK(cudaMemsetAsync(fe.p, 0, nd * sizeof(uint32_t), st));
 	mark_root_kernel<<<1, 1, 0, st>>>((uint32_t *) fe.p);
-	VCKL("mark_root_kernel");
+	CKL("mark_root_kernel");
 	for (int L = 0; L <= leaf; L++)
 	{
 		if (L > 0)
 		{
 			mark_level_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
 				(const uint64_t *) x.p, (uint32_t *) fe.p, nd, L, W, anc);
-			VCKL("mark_level_kernel");
+			CKL("mark_level_kernel");
 		}
 		if (L < leaf)
 		{
 			propagate_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
 				(const uint64_t *) x.p, (uint32_t *) fe.p, nd, L, W);
-			VCKL("propagate_kernel");
+			CKL("propagate_kernel");
 		}
 	}
 
 	/* 3. Number the clusters (popcount, scan), size and place the tables. */
-	VCKS(veb_alloc(base, nd * sizeof(uint32_t), "the cluster numbers", err));
-	VCKS(veb_alloc(counts, 2 * sizeof(unsigned long long), "the cluster counts", err));
-	VCK(cudaMemsetAsync(counts.p, 0, 2 * sizeof(unsigned long long), st));
+	CKS(dev_alloc(base, nd * sizeof(uint32_t), "the cluster numbers", err));
+	CKS(dev_alloc(counts, 2 * sizeof(unsigned long long), "the cluster counts", err));
+	CK(cudaMemsetAsync(counts.p, 0, 2 * sizeof(unsigned long long), st));
 	count_clusters_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
 		(const uint32_t *) fe.p, nd, level_bits(leaf) - 1, level_bits(leaf),
 		(uint32_t *) base.p, (unsigned long long *) counts.p);
-	VCKL("count_clusters_kernel");
-	VCK(cudaMemcpyAsync(cnt, counts.p, sizeof(cnt), cudaMemcpyDeviceToHost, st));
-	VCK(cudaStreamSynchronize(st));
+	CKL("count_clusters_kernel");
+	CK(cudaMemcpyAsync(cnt, counts.p, sizeof(cnt), cudaMemcpyDeviceToHost, st));
+	CK(cudaStreamSynchronize(st));
 	if (cnt[0] >= NONE32)
 		return gi_set_error(err, GI_ERR_UNSUPPORTED,
 							"the veb structure of %llu distinct keys needs 2^32 clusters or more",
 							(unsigned long long) nd);
 	img->nclusters = cnt[0];
 	img->nbitmaps = cnt[1];
-	VCKS(veb_limit(limit, (nd + 1) * 8 + cnt[0] * sizeof(GVebCluster), n, err));
+	CKS(veb_limit(limit, (nd + 1) * 8 + cnt[0] * sizeof(GVebCluster), n, err));
 	tb = 0;
-	VCK(cub::DeviceScan::ExclusiveSum(nullptr, tb, (uint32_t *) base.p, (int64_t) nd, st));
-	VCKS(veb_alloc(temp, tb, "scan scratch", err));
-	VCK(cub::DeviceScan::ExclusiveSum(temp.p, tb, (uint32_t *) base.p, (int64_t) nd, st));
+	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb, (uint32_t *) base.p, (int64_t) nd, st));
+	CKS(dev_alloc(temp, tb, "scan scratch", err));
+	CK(cub::DeviceScan::ExclusiveSum(temp.p, tb, (uint32_t *) base.p, (int64_t) nd, st));
 	temp.drop();
-	VCKS(veb_alloc(cl, cnt[0] * sizeof(GVebCluster), "the clusters", err));
+	CKS(dev_alloc(cl, cnt[0] * sizeof(GVebCluster), "the clusters", err));
 	b.cl = (GVebCluster *) cl.p;
 	b.tab = NULL;
 	b.x = (const uint64_t *) x.p;
@@ -1307,42 +1254,42 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	b.hash_a = img->hash_a;
 	b.hash_b = img->hash_b;
 	init_clusters_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(b, W, leaf);
-	VCKL("init_clusters_kernel");
+	CKL("init_clusters_kernel");
 	img->table_slots = 0;
 	if (cnt[0] > 0)
 	{
 		uint64_t	nc = cnt[0];
 
-		VCKS(veb_alloc(off, nc * sizeof(uint64_t), "the table offsets", err));
+		CKS(dev_alloc(off, nc * sizeof(uint64_t), "the table offsets", err));
 		table_slots_kernel<<<veb_grid(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (uint64_t *) off.p);
-		VCKL("table_slots_kernel");
+		CKL("table_slots_kernel");
 		tb = 0;
-		VCK(cub::DeviceScan::InclusiveSum(nullptr, tb, (uint64_t *) off.p, (int64_t) nc, st));
-		VCKS(veb_alloc(temp, tb, "scan scratch", err));
-		VCK(cub::DeviceScan::InclusiveSum(temp.p, tb, (uint64_t *) off.p, (int64_t) nc, st));
+		CK(cub::DeviceScan::InclusiveSum(nullptr, tb, (uint64_t *) off.p, (int64_t) nc, st));
+		CKS(dev_alloc(temp, tb, "scan scratch", err));
+		CK(cub::DeviceScan::InclusiveSum(temp.p, tb, (uint64_t *) off.p, (int64_t) nc, st));
 		temp.drop();
 		table_offsets_kernel<<<veb_grid(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (const uint64_t *) off.p);
-		VCKL("table_offsets_kernel");
-		VCK(cudaMemcpyAsync(&img->table_slots, (uint64_t *) off.p + nc - 1, sizeof(uint64_t),
+		CKL("table_offsets_kernel");
+		CK(cudaMemcpyAsync(&img->table_slots, (uint64_t *) off.p + nc - 1, sizeof(uint64_t),
 							cudaMemcpyDeviceToHost, st));
-		VCK(cudaStreamSynchronize(st));
+		CK(cudaStreamSynchronize(st));
 		off.drop();
 	}
 	img->device_bytes = (nd + 1) * 8 + img->nclusters * sizeof(GVebCluster) +
 		img->table_slots * 8;
-	VCKS(veb_limit(limit, img->device_bytes, n, err));
-	VCKS(veb_alloc(tab, img->table_slots * 8, "the hash tables", err));
+	CKS(veb_limit(limit, img->device_bytes, n, err));
+	CKS(dev_alloc(tab, img->table_slots * 8, "the hash tables", err));
 	if (img->table_slots)
-		VCK(cudaMemsetAsync(tab.p, 0, img->table_slots * 8, st));
+		CK(cudaMemsetAsync(tab.p, 0, img->table_slots * 8, st));
 	b.tab = (unsigned long long *) tab.p;
 
 	/* 4. Link the clusters into their parents, level by level from the top. */
 	for (int L = 1; L <= leaf; L++)
 	{
 		link_level_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(b, L, W, leaf);
-		VCKL("link_level_kernel");
+		CKL("link_level_kernel");
 	}
-	VCK(cudaStreamSynchronize(st));
+	CK(cudaStreamSynchronize(st));
 	img->d_run_start = (uint64_t *) rs.release();
 	img->d_clusters = (GVebCluster *) cl.release();
 	img->d_table = (unsigned long long *) tab.release();
@@ -1414,9 +1361,9 @@ veb_search(VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 		return GI_OK;
 	if (img->nd == 0)
 	{
-		VCK(cudaMemsetAsync(first, 0, count * 8, img->stream));
-		VCK(cudaMemsetAsync(last, 0, count * 8, img->stream));
-		VCK(cudaStreamSynchronize(img->stream));
+		CK(cudaMemsetAsync(first, 0, count * 8, img->stream));
+		CK(cudaMemsetAsync(last, 0, count * 8, img->stream));
+		CK(cudaStreamSynchronize(img->stream));
 		return GI_OK;
 	}
 	if (img->universe == 64)
@@ -1424,16 +1371,16 @@ veb_search(VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 		cap = (uint64_t) search_blocks_per_sm<64>() * gi_gpu_int_sm_count();
 		veb_search_kernel<64><<<(unsigned) std::min(want, cap), BLOCK, 0, img->stream>>>(
 			t, (int) op, probes, hi, count, first, last);
-		VCKL("veb_search_kernel<64>");
+		CKL("veb_search_kernel<64>");
 	}
 	else
 	{
 		cap = (uint64_t) search_blocks_per_sm<32>() * gi_gpu_int_sm_count();
 		veb_search_kernel<32><<<(unsigned) std::min(want, cap), BLOCK, 0, img->stream>>>(
 			t, (int) op, probes, hi, count, first, last);
-		VCKL("veb_search_kernel<32>");
+		CKL("veb_search_kernel<32>");
 	}
-	VCK(cudaStreamSynchronize(img->stream));
+	CK(cudaStreamSynchronize(img->stream));
 	return GI_OK;
 }
 
@@ -1447,7 +1394,7 @@ gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
 			  GiImage **out, GiError *err)
 {
 	VebGuard	guard;
-	VebBuf		ks;
+	DevBuf		ks;
 	double		t0 = gi_now_ms(),
 				t1,
 				t2;
@@ -1455,16 +1402,16 @@ gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
 	int			kw = params->key_bytes == 8 ? 8 : 4;
 
 	*out = NULL;
-	VCKS(veb_create(params, n, guard, err));
+	CKS(veb_create(params, n, guard, err));
 	VebImage   *img = guard.img;
 
-	VCKS(veb_alloc(ks, n * kw, "the sorted keys", err));
-	VCKS(gi_gpu_int_upload(ks.p, keys, n, kw, img->stream, &bad, err));
-	VCK(cudaStreamSynchronize(img->stream));
+	CKS(dev_alloc(ks, n * kw, "the sorted keys", err));
+	CKS(gi_gpu_int_upload(ks.p, keys, n, kw, img->stream, &bad, err));
+	CK(cudaStreamSynchronize(img->stream));
 	if (bad)
 		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
 	t1 = gi_now_ms();
-	VCKS(veb_finish(img, ks.p, true, params->device_memory_limit, err));
+	CKS(veb_finish(img, ks.p, true, params->device_memory_limit, err));
 	t2 = gi_now_ms();
 	img->hdr.build.transfer_ms = t1 - t0;
 	img->hdr.build.build_ms = t2 - t1;
@@ -1483,7 +1430,7 @@ gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 					   GiImage **out, GiError *err)
 {
 	VebGuard	guard;
-	VebBuf		kin,
+	DevBuf		kin,
 				ks,
 				pin,
 				pout;
@@ -1497,36 +1444,36 @@ gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 	int			kw = params->key_bytes == 8 ? 8 : 4;
 
 	*out = NULL;
-	VCKS(veb_create(params, n, guard, err));
+	CKS(veb_create(params, n, guard, err));
 	VebImage   *img = guard.img;
 
-	VCKS(veb_alloc(kin, n * kw, "the unsorted keys", err));
-	VCKS(veb_alloc(ks, n * kw, "the sorted keys", err));
+	CKS(dev_alloc(kin, n * kw, "the unsorted keys", err));
+	CKS(dev_alloc(ks, n * kw, "the sorted keys", err));
 	if (want_pay)
 	{
-		VCKS(veb_alloc(pin, n * 8, "the unsorted payloads", err));
-		VCKS(veb_alloc(pout, n * 8, "the sorted payloads", err));
+		CKS(dev_alloc(pin, n * 8, "the unsorted payloads", err));
+		CKS(dev_alloc(pout, n * 8, "the sorted payloads", err));
 	}
-	VCKS(gi_gpu_int_upload(kin.p, keys, n, kw, img->stream, &bad, err));
+	CKS(gi_gpu_int_upload(kin.p, keys, n, kw, img->stream, &bad, err));
 	if (want_pay)
-		VCKS(gi_gpu_int_upload(pin.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
-	VCK(cudaStreamSynchronize(img->stream));
+		CKS(gi_gpu_int_upload(pin.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
+	CK(cudaStreamSynchronize(img->stream));
 	if (bad)
 		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
 	t1 = gi_now_ms();
-	VCKS(gi_gpu_int_sort_pairs(kw, n, img->stream, kin.p, (const uint64_t *) pin.p,
+	CKS(gi_gpu_int_sort_pairs(kw, n, img->stream, kin.p, (const uint64_t *) pin.p,
 							   (uint64_t *) pout.p, ks.p, err));
-	VCK(cudaStreamSynchronize(img->stream));
+	CK(cudaStreamSynchronize(img->stream));
 	t2 = gi_now_ms();
 	kin.drop();
 	pin.drop();
 	/* the width of 2-byte keys is checked; their order is known */
-	VCKS(veb_finish(img, ks.p, params->key_bytes == 2, params->device_memory_limit, err));
+	CKS(veb_finish(img, ks.p, params->key_bytes == 2, params->device_memory_limit, err));
 	t3 = gi_now_ms();
 	if (sorted_keys_out)
-		VCKS(gi_gpu_int_download(sorted_keys_out, ks.p, n, kw, img->stream, err));
+		CKS(gi_gpu_int_download(sorted_keys_out, ks.p, n, kw, img->stream, err));
 	if (want_pay)
-		VCKS(gi_gpu_int_download((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
+		CKS(gi_gpu_int_download((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
 	t4 = gi_now_ms();
 	img->hdr.build.transfer_ms = (t1 - t0) + (t4 - t3);
 	img->hdr.build.sort_ms = t2 - t1;
@@ -1544,29 +1491,29 @@ gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
 				  uint64_t *d_payloads_out, GiImage **out, GiError *err)
 {
 	VebGuard	guard;
-	VebBuf		ks;
+	DevBuf		ks;
 	double		t0 = gi_now_ms(),
 				t1;
 	int			kw = params->key_bytes == 8 ? 8 : 4;
 
 	*out = NULL;
-	VCKS(veb_create(params, n, guard, err));
+	CKS(veb_create(params, n, guard, err));
 	VebImage   *img = guard.img;
 
 	if (sorted)
 	{
 		if (d_payloads && d_payloads_out && n)
-			VCK(cudaMemcpyAsync(d_payloads_out, d_payloads, n * 8, cudaMemcpyDeviceToDevice, img->stream));
+			CK(cudaMemcpyAsync(d_payloads_out, d_payloads, n * 8, cudaMemcpyDeviceToDevice, img->stream));
 	}
 	else
 	{
-		VCKS(veb_alloc(ks, n * kw, "the sorted keys", err));
-		VCKS(gi_gpu_int_sort_pairs(kw, n, img->stream, d_keys, d_payloads, d_payloads_out,
+		CKS(dev_alloc(ks, n * kw, "the sorted keys", err));
+		CKS(gi_gpu_int_sort_pairs(kw, n, img->stream, d_keys, d_payloads, d_payloads_out,
 								   ks.p, err));
 	}
-	VCK(cudaStreamSynchronize(img->stream));
+	CK(cudaStreamSynchronize(img->stream));
 	t1 = gi_now_ms();
-	VCKS(veb_finish(img, sorted ? d_keys : ks.p, sorted || params->key_bytes == 2,
+	CKS(veb_finish(img, sorted ? d_keys : ks.p, sorted || params->key_bytes == 2,
 					params->device_memory_limit, err));
 	img->hdr.build.sort_ms = sorted ? 0 : t1 - t0;
 	img->hdr.build.build_ms = gi_now_ms() - t1;
@@ -1590,7 +1537,7 @@ gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 			  uint64_t *last, GiError *err)
 {
 	VebImage   *img = (VebImage *) image;
-	VebBuf		dp,
+	DevBuf		dp,
 				dh,
 				df,
 				dl;
@@ -1599,7 +1546,7 @@ gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 				xfer_ms = 0;
 	size_t		cap;
 
-	VCKS(gi_gpu_int_need_device(err));
+	CKS(gi_gpu_int_need_device(err));
 	memset(&image->last_query, 0, sizeof(image->last_query));
 	if (img->nd == 0)
 	{
@@ -1608,28 +1555,28 @@ gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 		return GI_OK;
 	}
 	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
-	VCKS(veb_alloc(dp, cap * 8, "the probes", err));
+	CKS(dev_alloc(dp, cap * 8, "the probes", err));
 	if (probes_hi)
-		VCKS(veb_alloc(dh, cap * 8, "the upper bounds", err));
-	VCKS(veb_alloc(df, cap * 8, "the results", err));
-	VCKS(veb_alloc(dl, cap * 8, "the results", err));
+		CKS(dev_alloc(dh, cap * 8, "the upper bounds", err));
+	CKS(dev_alloc(df, cap * 8, "the results", err));
+	CKS(dev_alloc(dl, cap * 8, "the results", err));
 	for (size_t off = 0; off < nprobes; off += cap)
 	{
 		size_t		cnt = std::min(cap, nprobes - off);
 		double		a = gi_now_ms();
 
-		VCKS(gi_gpu_int_upload(dp.p, probes + off, cnt, 8, img->stream, NULL, err));
+		CKS(gi_gpu_int_upload(dp.p, probes + off, cnt, 8, img->stream, NULL, err));
 		if (probes_hi)
-			VCKS(gi_gpu_int_upload(dh.p, probes_hi + off, cnt, 8, img->stream, NULL, err));
-		VCK(cudaStreamSynchronize(img->stream));
+			CKS(gi_gpu_int_upload(dh.p, probes_hi + off, cnt, 8, img->stream, NULL, err));
+		CK(cudaStreamSynchronize(img->stream));
 		xfer_ms += gi_now_ms() - a;
 		a = gi_now_ms();
-		VCKS(veb_search(img, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
+		CKS(veb_search(img, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
 						(uint64_t *) df.p, (uint64_t *) dl.p, err));
 		search_ms += gi_now_ms() - a;
 		a = gi_now_ms();
-		VCKS(gi_gpu_int_download((int64_t *) first + off, df.p, cnt, 8, img->stream, err));
-		VCKS(gi_gpu_int_download((int64_t *) last + off, dl.p, cnt, 8, img->stream, err));
+		CKS(gi_gpu_int_download((int64_t *) first + off, df.p, cnt, 8, img->stream, err));
+		CKS(gi_gpu_int_download((int64_t *) last + off, dl.p, cnt, 8, img->stream, err));
 		xfer_ms += gi_now_ms() - a;
 	}
 	image->last_query.transfer_ms = xfer_ms;
@@ -1647,7 +1594,7 @@ gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 	VebImage   *img = (VebImage *) image;
 	double		t0 = gi_now_ms();
 
-	VCKS(veb_search(img, op, d_probes, d_hi, nprobes, d_first, d_last, err));
+	CKS(veb_search(img, op, d_probes, d_hi, nprobes, d_first, d_last, err));
 	memset(&image->last_query, 0, sizeof(image->last_query));
 	image->last_query.search_ms = gi_now_ms() - t0;
 	image->last_query.total_ms = image->last_query.search_ms;
