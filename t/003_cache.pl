@@ -35,14 +35,7 @@ sub check_long
 	my ($label) = @_;
 	my ($out, $err) = $long->query($checks);
 	is($err, 0, "$label: no error in the long-lived session");
-	my $n = 0;
-	for my $line (split /\n/, $out)
-	{
-		my ($fn, $ref, $missing, $extra) = split /\|/, $line;
-		is("$missing|$extra", "0|0", "$label: $fn ($ref reference rows)");
-		$n++;
-	}
-	is($n, 10, "$label: all checks ran");
+	verify_rows($out, 10, $label);
 	return;
 }
 

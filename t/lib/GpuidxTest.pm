@@ -8,7 +8,7 @@ use warnings;
 use Test::More;
 use Exporter 'import';
 
-our @EXPORT = qw($check_sql $btree_sql $setup_sql verify verify_btree);
+our @EXPORT = qw($check_sql $btree_sql $setup_sql verify verify_btree verify_rows);
 
 # Shared by the gpuidx TAP tests.
 #
@@ -111,6 +111,23 @@ BEGIN
 END $f$;
 SQL
 
+# Check rows "what|ref_rows|missing|extra" (psql's unaligned output): one
+# assertion per row that nothing is missing or extra, and one that all
+# $expected rows came.
+sub verify_rows
+{
+	my ($out, $expected, $label) = @_;
+	my $n = 0;
+	for my $line (split /\n/, $out)
+	{
+		my ($fn, $ref, $missing, $extra) = split /\|/, $line;
+		is("$missing|$extra", "0|0", "$label: $fn ($ref reference rows)");
+		$n++;
+	}
+	is($n, $expected, "$label: all checks ran");
+	return;
+}
+
 # Check every function and plan; one Test::More assertion per row.
 sub verify
 {
@@ -120,14 +137,7 @@ sub verify
 	my $out = $node->safe_psql($dbname,
 		"SELECT fn, ref_rows, missing, extra FROM gi_check('t_gi', $args) "
 		  . "UNION ALL SELECT * FROM plan_check('t', (SELECT keys FROM probes))");
-	my $n = 0;
-	for my $line (split /\n/, $out)
-	{
-		my ($fn, $ref, $missing, $extra) = split /\|/, $line;
-		is("$missing|$extra", "0|0", "$label: $fn ($ref reference rows)");
-		$n++;
-	}
-	is($n, 10, "$label: all checks ran");
+	verify_rows($out, 10, $label);
 	return;
 }
 # btree_check(probes, lo, hi): copy the visible rows of t with their ctids
@@ -192,14 +202,7 @@ sub verify_btree
 	my ($node, $label) = @_;
 	my $out = $node->safe_psql('postgres',
 		"SELECT * FROM btree_check((SELECT keys FROM probes), (SELECT lo FROM probes), (SELECT hi FROM probes))");
-	my $n = 0;
-	for my $line (split /\n/, $out)
-	{
-		my ($fn, $ref, $missing, $extra) = split /\|/, $line;
-		is("$missing|$extra", "0|0", "$label: $fn ($ref reference rows)");
-		$n++;
-	}
-	is($n, 5, "$label: all btree checks ran");
+	verify_rows($out, 5, $label);
 	return;
 }
 our $setup_sql = <<'SQL';
