@@ -27,6 +27,7 @@
  *   insert_bench [--small] [--reps R] [--no-cpu] [--cpu-big] [--rows N:B,...]
  */
 #include "gpu_btree.cuh"
+#include "bench_util.cuh"
 #include "gpu_veb.cuh"
 
 #include <thrust/execution_policy.h>
@@ -42,70 +43,16 @@
 #include <string>
 #include <vector>
 
-#define CUDA_OK(call) \
-	do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-		fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-		exit(2); } } while (0)
-#define GI_OK_OR_DIE(call) \
-	do { GiError er_; GiStatus s_ = (call); if (s_ != GI_OK) { \
-		fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, er_.message); exit(2); } } while (0)
-
 static std::vector<std::string> t_ins, t_parts, t_veb, t_query;
 static const char *dist_name[] = {"uniform", "skewed", "skewed, random TIDs"};
 static int	g_sms;
 static int	g_fail;
-
-/* printf into a std::string. */
-static std::string
-fmt(const char *f, ...)
-{
-	char		buf[640];
-	va_list		ap;
-
-	va_start(ap, f);
-	vsnprintf(buf, sizeof(buf), f, ap);
-	va_end(ap);
-	return buf;
-}
-
-/* Median of a few timings. */
-static double
-median(std::vector<double> v)
-{
-	if (v.empty())
-		return 0;
-	std::sort(v.begin(), v.end());
-	return v[v.size() / 2];
-}
-
-/* splitmix64. */
-__host__ __device__ static inline uint64_t
-mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 /* Grid for the bench's elementwise kernels. */
 static unsigned
 grid(uint64_t n)
 {
 	return (unsigned) std::max<uint64_t>(1, std::min<uint64_t>((n + 255) / 256, (uint64_t) g_sms * 32));
-}
-
-/* Host wall clock around a synchronous device region, in ms. */
-template <class F>
-static double
-timed(F f)
-{
-	CUDA_OK(cudaDeviceSynchronize());
-	double		t0 = gi_now_ms();
-
-	f();
-	CUDA_OK(cudaDeviceSynchronize());
-	return gi_now_ms() - t0;
 }
 
 /* A heap TID packed as src/ does (block << 16 | offset) for row r, 291
@@ -177,22 +124,6 @@ gen_point_probes_kernel(int64_t *probes, uint64_t q, const int32_t *keys, uint64
 		uint64_t	r = mix64(seed ^ (i * 0x9e3779b97f4a7c15ull));
 
 		probes[i] = (r & 1) ? (int64_t) keys[(r >> 1) % n] : (int64_t) (int32_t) mix64(r);
-	}
-}
-
-/* Count probes whose two answers differ (empty answers compare as empty). */
-__global__ void
-mismatch_kernel(const uint64_t *f1, const uint64_t *l1, const uint64_t *f2,
-				const uint64_t *l2, uint64_t q, unsigned long long *bad)
-{
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < q;
-		 i += (uint64_t) gridDim.x * blockDim.x)
-	{
-		bool		e1 = f1[i] == l1[i],
-					e2 = f2[i] == l2[i];
-
-		if (e1 != e2 || (!e1 && (f1[i] != f2[i] || l1[i] != l2[i])))
-			atomicAdd(bad, 1ull);
 	}
 }
 

@@ -10,6 +10,7 @@
  *   kernel_bench [--small] [--max-n N] [--max-q Q]
  */
 #include "gpu_btree.cuh"
+#include "bench_util.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -23,46 +24,7 @@
 #include <string>
 #include <vector>
 
-#define CUDA_OK(call) \
-	do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-		fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-		exit(2); } } while (0)
-#define GI_OK_OR_DIE(call) \
-	do { GiError er_; GiStatus s_ = (call); if (s_ != GI_OK) { \
-		fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, er_.message); exit(2); } } while (0)
-
 static std::vector<std::string> t_build, t_query, t_e2e, t_sweep;
-
-/* printf into a std::string. */
-static std::string
-fmt(const char *f, ...)
-{
-	char		buf[512];
-	va_list		ap;
-
-	va_start(ap, f);
-	vsnprintf(buf, sizeof(buf), f, ap);
-	va_end(ap);
-	return buf;
-}
-
-/* Median of a few timings. */
-static double
-median(std::vector<double> v)
-{
-	std::sort(v.begin(), v.end());
-	return v[v.size() / 2];
-}
-
-/* splitmix64: a counter-based generator usable on the device. */
-__host__ __device__ static inline uint64_t
-mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 /* One draw of the distribution: 0 uniform over the type, 1 lognormal. */
 template <class K>
@@ -166,22 +128,6 @@ bsearch_kernel(const K *keys, uint64_t n, int op, const int64_t *probes, uint64_
 	}
 }
 
-/* Count probes whose two answers differ (empty answers compare as empty). */
-__global__ void
-mismatch_kernel(const uint64_t *f1, const uint64_t *l1, const uint64_t *f2,
-				const uint64_t *l2, uint64_t q, unsigned long long *bad)
-{
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < q;
-		 i += (uint64_t) gridDim.x * blockDim.x)
-	{
-		bool		e1 = f1[i] == l1[i],
-					e2 = f2[i] == l2[i];
-
-		if (e1 != e2 || (!e1 && (f1[i] != f2[i] || l1[i] != l2[i])))
-			atomicAdd(bad, 1ull);
-	}
-}
-
 static int g_sms;
 
 /* Grid for the bench's elementwise kernels. */
@@ -189,19 +135,6 @@ static unsigned
 grid(uint64_t n)
 {
 	return (unsigned) std::min<uint64_t>((n + 255) / 256, (uint64_t) g_sms * 32);
-}
-
-/* Host wall clock around a synchronous device region, in ms. */
-template <class F>
-static double
-timed(F f)
-{
-	CUDA_OK(cudaDeviceSynchronize());
-	double		t0 = gi_now_ms();
-
-	f();
-	CUDA_OK(cudaDeviceSynchronize());
-	return gi_now_ms() - t0;
 }
 
 static const char *dist_name[] = {"uniform", "lognormal"};

@@ -13,6 +13,7 @@
  *                 [--deadline seconds]
  */
 #include "gpu_btree.cuh"
+#include "bench_util.cuh"
 #include "cpu_veb.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -42,22 +43,12 @@ static const char *const dist_names[NDIST] =
 		fprintf(stderr, "%s:%d %s failed (%d)\n", __FILE__, __LINE__, #call, (int) s_); \
 		exit(2); } } while (0)
 
-/* splitmix64 of x: the bench's counter-based random numbers. */
-__host__ __device__ static inline uint64_t
-mix(uint64_t x)
-{
-	x += 0x9E3779B97F4A7C15ULL;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-	return x ^ (x >> 31);
-}
-
 /* A standard normal variate from two uniforms (Box-Muller). */
 __device__ static inline double
 normal01(uint64_t r)
 {
 	double		u1 = ((r >> 11) + 1) * (1.0 / 9007199254740993.0);
-	double		u2 = (mix(r) >> 11) * (1.0 / 9007199254740992.0);
+	double		u2 = (mix64(r) >> 11) * (1.0 / 9007199254740992.0);
 
 	return sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
 }
@@ -77,7 +68,7 @@ clamp32(double v)
 __device__ static inline int64_t
 draw(int dist, uint64_t i, uint64_t n, uint64_t seed)
 {
-	uint64_t	r = mix(seed ^ (i * 0xD1B54A32D192ED03ULL));
+	uint64_t	r = mix64(seed ^ (i * 0xD1B54A32D192ED03ULL));
 
 	switch (dist)
 	{
@@ -141,22 +132,6 @@ bsearch_pred_kernel(const int32_t *dk, const uint64_t *rs, uint64_t nd,
 			first[i] = rs[lo - 1];
 			last[i] = rs[lo];
 		}
-	}
-}
-
-/* Count probes whose two answers differ (empty answers compare equal). */
-__global__ void
-mismatch_kernel(const uint64_t *f1, const uint64_t *l1, const uint64_t *f2,
-				const uint64_t *l2, uint64_t q, unsigned long long *bad)
-{
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < q;
-		 i += (uint64_t) gridDim.x * blockDim.x)
-	{
-		bool		e1 = f1[i] == l1[i],
-					e2 = f2[i] == l2[i];
-
-		if (e1 != e2 || (!e1 && (f1[i] != f2[i] || l1[i] != l2[i])))
-			atomicAdd(bad, 1ull);
 	}
 }
 
