@@ -140,4 +140,46 @@ FETCH 3 FROM c;
 COMMIT;
 SELECT bi_diff('bi2_gi') AS diffs;
 
+-- Many small batches in one session: the new entries stay in a delta
+-- beside the backend's sorted arrays (no copy of all entries per refresh)
+-- until it passes its limit (4096 entries here), when one refresh merges it
+-- away; every access path reads through it.
+CREATE TABLE bi4 (id int, k int4);
+INSERT INTO bi4 SELECT i, (i * 7919) % 3001 - 1500 FROM generate_series(1, 30000) i;
+CREATE INDEX bi4_gi ON bi4 USING gpuidx (k) WITH (structure = btree);
+TRUNCATE bi_probe;
+INSERT INTO bi_probe SELECT i, (i * 13) % 3200 - 1600 FROM generate_series(1, 2000) i;
+CREATE TABLE bi4_log (round int, diffs bigint, plan_diffs bigint, delta bigint, verified bool);
+DO $$
+DECLARE r int; ks int[] := (SELECT array_agg(p) FROM bi_probe);
+BEGIN
+  PERFORM count(*) FROM gpuidx_lookup('bi4_gi', ARRAY[0]::bigint[]);
+  FOR r IN 1 .. 25 LOOP
+    -- a few rows: duplicates of existing keys (TIDs after theirs), new keys,
+    -- and keys below and above all others
+    INSERT INTO bi4 SELECT 100000 * r + i, ((r * 31 + i * 17) % 3600) - 1800 FROM generate_series(1, 180) i;
+    INSERT INTO bi4 VALUES (100000 * r + 99, -2147483648 + r), (100000 * r + 98, 2147483647 - r);
+    IF r % 5 = 0 THEN
+      UPDATE bi4 SET k = k + 1 WHERE id % 997 = r;
+      DELETE FROM bi4 WHERE id % 991 = r;
+    END IF;
+    -- GpuIndexScan in odd rounds, the AM's bitmap or index scans in even ones
+    PERFORM set_config('gpuidx.enable_customscan', CASE WHEN r % 2 = 1 THEN 'on' ELSE 'off' END, true);
+    INSERT INTO bi4_log
+    SELECT r, bi_diff('bi4_gi'),
+           (SELECT count(*) FROM ((SELECT k, ctid FROM bi4 WHERE k = ANY(ks)
+                                    EXCEPT ALL SELECT k, ctid FROM bi4 WHERE k + 0 = ANY(ks))
+                                  UNION ALL
+                                  (SELECT k, ctid FROM bi4 WHERE k + 0 = ANY(ks)
+                                    EXCEPT ALL SELECT k, ctid FROM bi4 WHERE k = ANY(ks))) z),
+           (gpuidx_info('bi4_gi')->>'delta_entries')::bigint,
+           gpuidx_verify('bi4_gi');
+  END LOOP;
+END $$;
+SELECT count(*) AS rounds, sum(diffs) AS diffs, sum(plan_diffs) AS plan_diffs,
+       bool_and(verified) AS verified, max(delta) > 0 AS used_a_delta,
+       bool_or(delta < lag) AS delta_merged_away
+  FROM (SELECT *, lag(delta) OVER (ORDER BY round) FROM bi4_log) l;
+SELECT * FROM bi_counts('bi4_gi');
+
 DROP SCHEMA gi_binsert CASCADE;

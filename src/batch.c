@@ -167,7 +167,7 @@ entry_visible(Batch *b, int64 pos, ItemPointer ctid)
 	Datum		value;
 	bool		isnull;
 
-	gpuidx_tid_unpack(b->img->tids[pos], &tid);
+	gpuidx_tid_unpack(gpuidx_tid_at(b->img, pos), &tid);
 	if (!table_index_fetch_tuple(b->fetch, &tid, b->snapshot, b->slot,
 								 &call_again, &all_dead))
 		return false;
@@ -185,7 +185,7 @@ entry_visible(Batch *b, int64 pos, ItemPointer ctid)
 	}
 	if (isnull ||
 		gpuidx_datum_to_key(value, TupleDescAttr(RelationGetDescr(b->index), 0)->atttypid)
-		!= b->img->keys[pos])
+		!= gpuidx_key_at(b->img, pos))
 		return false;
 	*ctid = b->slot->tts_tid;
 	return true;
@@ -356,7 +356,7 @@ fetch_candidates(Batch *b, const int64 *active, int64 nactive,
 				if (((pos - first[p]) & 0xFFF) == 0)
 					CHECK_FOR_INTERRUPTS();
 				if (entry_visible(b, (int64) pos, &ctid))
-					rows_push(out, probe_base + p, (int64) pos, b->img->keys[pos], &ctid);
+					rows_push(out, probe_base + p, (int64) pos, gpuidx_key_at(b->img, (int64) pos), &ctid);
 			}
 		}
 		return;
@@ -373,12 +373,12 @@ fetch_candidates(Batch *b, const int64 *active, int64 nactive,
 		uint64		pos;
 
 		/* Runs are contiguous in the image: sequential reads here only. */
+		gpuidx_copy_entries(b->img, (int64) first[p], (int64) last[p],
+							cand_key + c, (uint64 *) tidkey + c);
 		for (pos = first[p]; pos < last[p]; pos++, c++)
 		{
 			cand_pos[c] = (int64) pos;
 			cand_probe[c] = p;
-			cand_key[c] = b->img->keys[pos];
-			tidkey[c] = (int64) b->img->tids[pos];
 			order[c] = (uint64) c;
 		}
 	}
@@ -629,7 +629,7 @@ count_visible(Batch *b, uint64 first, uint64 last)
 
 		if (((pos - first) & 0xFFF) == 0xFFF)
 			CHECK_FOR_INTERRUPTS();
-		if (VM_ALL_VISIBLE(b->heap, (BlockNumber) (b->img->tids[pos] >> 16), &b->vmbuffer) ||
+		if (VM_ALL_VISIBLE(b->heap, (BlockNumber) (gpuidx_tid_at(b->img, (int64) pos) >> 16), &b->vmbuffer) ||
 			entry_visible(b, (int64) pos, &ctid))
 			count++;
 	}
@@ -766,6 +766,7 @@ gpuidx_info(PG_FUNCTION_ARGS)
 				used++;
 		appendStringInfo(&s, ", \"pending_lanes\": %d", used);
 	}
+	appendStringInfo(&s, ", \"delta_entries\": " INT64_FORMAT, img->ndelta);
 	appendStringInfo(&s, ", \"distinct_keys\": " UINT64_FORMAT ", \"levels\": %d"
 					 ", \"node_order\": %d, \"internal_nodes\": " UINT64_FORMAT,
 					 (uint64) info.distinct_keys, info.levels, info.node_order,

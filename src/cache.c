@@ -276,6 +276,183 @@ insert_into_prev(GpuidxImageData *img, GpuidxImageData *prev,
 	img->image = image;
 }
 
+/* Copy the entries at positions [first, last) (keys or tids may be NULL). */
+void
+gpuidx_copy_entries(const GpuidxImageData *img, int64 first, int64 last,
+					int64 *keys, uint64 *tids)
+{
+	int64		j,
+				pos;
+
+	if (last <= first)
+		return;
+	if (img->ndelta == 0)
+	{
+		if (keys)
+			memcpy(keys, img->keys + first, sizeof(int64) * (last - first));
+		if (tids)
+			memcpy(tids, img->tids + first, sizeof(uint64) * (last - first));
+		return;
+	}
+	j = gpuidx_delta_before(img, first);
+	for (pos = first; pos < last; pos++)
+	{
+		bool		from_delta = j < img->ndelta && img->drank[j] == pos;
+		int64		b = pos - j;
+
+		if (keys)
+			*keys++ = from_delta ? img->dkeys[j] : img->keys[b];
+		if (tids)
+			*tids++ = from_delta ? img->dtids[j] : img->tids[b];
+		if (from_delta)
+			j++;
+	}
+}
+
+/* Base entries before (key, tid) in img's base arrays (binary search). */
+static int64
+base_lower_bound(const GpuidxImageData *img, int64 key, uint64 tid)
+{
+	int64		lo = 0,
+				hi = img->nbase;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (img->keys[mid] < key || (img->keys[mid] == key && img->tids[mid] < tid))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Most entries a delta may hold before a refresh merges everything into new
+ * base arrays: placing each delta entry costs a binary search into the
+ * base, so past a sixty-fourth of it one linear merge is cheaper.
+ */
+static int64
+delta_limit(int64 nbase)
+{
+	return Max((int64) 4096, nbase / 64);
+}
+
+/*
+ * Bring prev up to date in place when only pending entries were added and
+ * its image can take them by batch insertion: the new entries join prev's
+ * delta (the base arrays are not copied) and go into the engine image.
+ * Returns false, with prev unchanged, when that does not apply (the caller
+ * then loads a new version); an engine failure frees prev's image, which
+ * makes the caller reload.
+ */
+static bool
+update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
+{
+	MemoryContext tmp,
+				old;
+	GpuidxMetaPageData meta;
+	GpuidxPendingCounts pending,
+				from;
+	int64	   *keys;
+	uint64	   *tids;
+	uint64	   *null_tids;
+	int64		n,
+				nd,
+				o;
+	int64	   *dk;
+	uint64	   *dt;
+	int64	   *dr;
+	uint64	   *nt;
+	int			lane;
+	GiError		err;
+	instr_time	t0,
+				t1;
+
+	if (!can_insert_into(prev, engine))
+		return false;
+	INSTR_TIME_SET_CURRENT(t0);
+	tmp = AllocSetContextCreate(CurrentMemoryContext, "gpuidx refresh",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmp);
+	memcpy(from.lane, prev->lane_count, sizeof(from.lane));
+	from.total = prev->pending_count;
+	gpuidx_read_entries(index, &meta, &pending, &from, &keys, &tids, &n,
+						&null_tids);
+	nd = prev->ndelta + n;
+	if (meta.generation != prev->generation ||
+		meta.base_count != prev->base_count || nd > delta_limit(prev->nbase))
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(tmp);
+		return false;
+	}
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+	{
+		if (pending.lane[lane] < prev->lane_count[lane])
+		{
+			MemoryContextSwitchTo(old);
+			MemoryContextDelete(tmp);
+			return false;
+		}
+	}
+	gpuidx_sort_pairs(keys, tids, n);
+
+	/* The new delta, in prev's context: old delta and new entries merged. */
+	MemoryContextSwitchTo(prev->context);
+	dk = palloc(sizeof(int64) * Max(nd, 1));
+	dt = palloc(sizeof(uint64) * Max(nd, 1));
+	dr = palloc(sizeof(int64) * Max(nd, 1));
+	nt = palloc(sizeof(uint64) * Max((int64) meta.null_count, 1));
+	MemoryContextSwitchTo(tmp);
+	merge_runs(prev->dkeys, prev->dtids, prev->ndelta, keys, tids, n, dk, dt);
+	for (o = 0; o < nd; o++)
+		dr[o] = o + base_lower_bound(prev, dk[o], dt[o]);
+	memcpy(nt, null_tids, sizeof(uint64) * meta.null_count);
+
+	if (gi_image_insert(prev->image, (const int64_t *) keys,
+						(const uint64_t *) tids, (size_t) n, &err) != GI_OK)
+	{
+		elog(DEBUG1, "gpuidx: batch insertion failed, reloading the image: %s",
+			 err.message);
+		gi_image_free(prev->image);
+		prev->image = NULL;
+		pfree(dk);
+		pfree(dt);
+		pfree(dr);
+		pfree(nt);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(tmp);
+		return false;
+	}
+
+	/* Nothing below can fail. */
+	if (prev->ndelta > 0)
+	{
+		pfree(prev->dkeys);
+		pfree(prev->dtids);
+		pfree(prev->drank);
+	}
+	if (prev->null_tids)
+		pfree(prev->null_tids);
+	prev->dkeys = dk;
+	prev->dtids = dt;
+	prev->drank = dr;
+	prev->ndelta = nd;
+	prev->n = prev->nbase + nd;
+	prev->null_tids = nt;
+	prev->nnull = meta.null_count;
+	prev->pending_count = pending.total;
+	memcpy(prev->lane_count, pending.lane, sizeof(prev->lane_count));
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	prev->load_ms = INSTR_TIME_GET_MILLISEC(t1);
+	return true;
+}
+
 /*
  * Load a new version of the index's image.  prev (may be NULL) is reused
  * when only pending entries were added.  Everything is allocated in a
@@ -338,13 +515,27 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 
 	if (incremental)
 	{
-		/* n new pending entries: sort them and merge with prev's arrays. */
+		/* n new pending entries: sort them and merge with prev's entries. */
+		int64	   *pk = prev->keys;
+		uint64	   *pt = prev->tids;
+
 		gpuidx_sort_pairs(keys, tids, n);
+		if (prev->ndelta > 0)
+		{
+			/* prev's two parts as one sorted run first */
+			pk = gpuidx_alloc_huge(sizeof(int64) * prev->n);
+			pt = gpuidx_alloc_huge(sizeof(uint64) * prev->n);
+			gpuidx_copy_entries(prev, 0, prev->n, pk, pt);
+		}
 		img->n = prev->n + n;
 		img->keys = gpuidx_alloc_huge(sizeof(int64) * img->n);
 		img->tids = gpuidx_alloc_huge(sizeof(uint64) * img->n);
-		merge_runs(prev->keys, prev->tids, prev->n, keys, tids, n,
-				   img->keys, img->tids);
+		merge_runs(pk, pt, prev->n, keys, tids, n, img->keys, img->tids);
+		if (pk != prev->keys)
+		{
+			pfree(pk);
+			pfree(pt);
+		}
 		if (can_insert_into(prev, engine))
 			insert_into_prev(img, prev, keys, tids, n);
 		pfree(keys);
@@ -373,6 +564,7 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 			img->tids = tids;
 		}
 	}
+	img->nbase = img->n;
 	img->key_bytes = meta.key_bytes;
 	img->structure = (GiStructure) meta.structure;
 	img->generation = meta.generation;
@@ -522,6 +714,18 @@ gpuidx_image_acquire(Relation index)
 			free_version(cur);
 		entry->current = cur = NULL;
 	}
+	if (cur && (cur->pending_count < pending.total ||
+				cur->nnull < (int64) meta.null_count) &&
+		update_in_place(index, cur, engine))
+		entry->node = index->rd_node;
+	else if (cur && cur->image == NULL)
+	{
+		/* An engine failure above freed the image: load from scratch. */
+		cur->stale = true;
+		if (cur->refcount == 0)
+			free_version(cur);
+		entry->current = cur = NULL;
+	}
 	if (cur == NULL || cur->pending_count < pending.total ||
 		cur->nnull < (int64) meta.null_count)
 	{
@@ -621,7 +825,7 @@ gpuidx_select_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 int64
 gpuidx_run_start(const GpuidxImageData *img, int64 pos)
 {
-	int64		key = img->keys[pos];
+	int64		key = gpuidx_key_at(img, pos);
 	int64		lo = 0,
 				hi = pos;
 
@@ -629,7 +833,7 @@ gpuidx_run_start(const GpuidxImageData *img, int64 pos)
 	{
 		int64		mid = lo + (hi - lo) / 2;
 
-		if (img->keys[mid] < key)
+		if (gpuidx_key_at(img, mid) < key)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -641,7 +845,7 @@ gpuidx_run_start(const GpuidxImageData *img, int64 pos)
 int64
 gpuidx_run_end(const GpuidxImageData *img, int64 pos)
 {
-	int64		key = img->keys[pos];
+	int64		key = gpuidx_key_at(img, pos);
 	int64		lo = pos + 1,
 				hi = img->n;
 
@@ -649,7 +853,7 @@ gpuidx_run_end(const GpuidxImageData *img, int64 pos)
 	{
 		int64		mid = lo + (hi - lo) / 2;
 
-		if (img->keys[mid] <= key)
+		if (gpuidx_key_at(img, mid) <= key)
 			lo = mid + 1;
 		else
 			hi = mid;

@@ -814,13 +814,10 @@ compute_hits(GpuidxScanState *state)
 		state->hit_keys = gpuidx_alloc_huge(sizeof(int64) * Max(total, 1));
 		for (i = 0; i < iv.n; i++)
 		{
-			uint64		pos;
-
-			for (pos = first[i]; pos < last[i]; pos++)
-			{
-				state->hits[state->nhits] = state->img->tids[pos];
-				state->hit_keys[state->nhits++] = state->img->keys[pos];
-			}
+			gpuidx_copy_entries(state->img, (int64) first[i], (int64) last[i],
+								state->hit_keys + state->nhits,
+								state->hits + state->nhits);
+			state->nhits += (int64) (last[i] - first[i]);
 		}
 		gpuidx_sort_pairs((int64 *) state->hits, (uint64 *) state->hit_keys, total);
 		state->ms_compact += lap_ms(&t);
@@ -859,8 +856,8 @@ compute_hits(GpuidxScanState *state)
 		state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
 		for (i = 0; i < iv.n; i++)
 		{
-			memcpy(state->hits + state->nhits, state->img->tids + first[i],
-				   sizeof(uint64) * (last[i] - first[i]));
+			gpuidx_copy_entries(state->img, (int64) first[i], (int64) last[i],
+								NULL, state->hits + state->nhits);
 			state->nhits += (int64) (last[i] - first[i]);
 		}
 		/* Heap order: consecutive fetches share a pinned page. */

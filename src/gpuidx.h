@@ -211,9 +211,23 @@ typedef struct GpuidxImageData
 	int			refcount;		/* scans and batch calls holding it */
 	bool		stale;			/* replaced by a newer version */
 	MemoryContext context;		/* owns keys and tids */
-	int64		n;
-	int64	   *keys;			/* sorted by (key, tid) */
+	int64		n;				/* entries: nbase + ndelta */
+
+	/*
+	 * The entries sorted by (key, tid), as two sorted parts: the base arrays
+	 * and a small delta of entries inserted since (kept apart so that a
+	 * refresh after a few inserts does not copy all n entries).  drank[j] is
+	 * delta entry j's position among all n, the position the engine answers
+	 * with.  Read them through gpuidx_key_at / gpuidx_tid_at /
+	 * gpuidx_copy_entries.
+	 */
+	int64	   *keys;			/* base part, nbase entries */
 	uint64	   *tids;			/* packed TIDs, parallel to keys */
+	int64		nbase;
+	int64		ndelta;
+	int64	   *dkeys;
+	uint64	   *dtids;
+	int64	   *drank;
 	GiImage    *image;
 	GiEngineKind engine;		/* engine holding the image */
 	GiEngineKind wanted_engine; /* engine gpuidx.engine asked for */
@@ -229,6 +243,55 @@ typedef struct GpuidxImageData
 	struct GpuidxImageData *next_live;	/* list of all live versions */
 } GpuidxImageData;
 
+/* Delta entries before position pos (those whose position is lower). */
+static inline int64
+gpuidx_delta_before(const GpuidxImageData *img, int64 pos)
+{
+	int64		lo = 0,
+				hi = img->ndelta;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (img->drank[mid] < pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The key at position pos of an image's sorted entries. */
+static inline int64
+gpuidx_key_at(const GpuidxImageData *img, int64 pos)
+{
+	int64		j;
+
+	if (img->ndelta == 0)
+		return img->keys[pos];
+	j = gpuidx_delta_before(img, pos);
+	if (j < img->ndelta && img->drank[j] == pos)
+		return img->dkeys[j];
+	return img->keys[pos - j];
+}
+
+/* The packed TID at position pos of an image's sorted entries. */
+static inline uint64
+gpuidx_tid_at(const GpuidxImageData *img, int64 pos)
+{
+	int64		j;
+
+	if (img->ndelta == 0)
+		return img->tids[pos];
+	j = gpuidx_delta_before(img, pos);
+	if (j < img->ndelta && img->drank[j] == pos)
+		return img->dtids[j];
+	return img->tids[pos - j];
+}
+
+extern void gpuidx_copy_entries(const GpuidxImageData *img, int64 first,
+								int64 last, int64 *keys, uint64 *tids);
 extern GpuidxImageData *gpuidx_image_acquire(Relation index);
 extern void gpuidx_image_release(GpuidxImageData *img);
 extern GiEngineKind gpuidx_choose_engine(void);

@@ -100,7 +100,7 @@ static void compute_key_ranges(GpuidxScanOpaque so, int64 *points,
 static inline uint64
 tid_at(const GpuidxImageData *img, int64 pos)
 {
-	return pos < img->n ? img->tids[pos] : img->null_tids[pos - img->n];
+	return pos < img->n ? gpuidx_tid_at(img, pos) : img->null_tids[pos - img->n];
 }
 
 /* Turn the scan keys into hit ranges through one engine batch. */
@@ -347,7 +347,7 @@ gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir)
 		/* Index-only scan: hand back the key (NULL past the keys). */
 		TupleDesc	desc = RelationGetDescr(scan->indexRelation);
 		Oid			keytype = TupleDescAttr(desc, 0)->atttypid;
-		int64		key = so->cur_pos < so->img->n ? so->img->keys[so->cur_pos] : 0;
+		int64		key = so->cur_pos < so->img->n ? gpuidx_key_at(so->img, so->cur_pos) : 0;
 		Datum		value;
 		bool		isnull = so->cur_pos >= so->img->n;
 

@@ -144,6 +144,8 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 	int64	   *probes;
 	uint64	   *first,
 			   *last;
+	int64	   *ik;
+	uint64	   *it;
 
 	index = gpuidx_open_checked(indexoid, &heap);
 
@@ -153,6 +155,14 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 
 	/* The image must hold exactly the disk's entries, in order. */
 	img = gpuidx_image_acquire(index);
+	if (img->nbase + img->ndelta != img->n)
+		fail(index, "image base and delta counts do not add up");
+	for (i = 1; i < img->ndelta; i++)
+		if (img->drank[i - 1] >= img->drank[i])
+			fail(index, "image delta positions out of order");
+	ik = palloc(sizeof(int64) * Max(img->n, 1));
+	it = palloc(sizeof(uint64) * Max(img->n, 1));
+	gpuidx_copy_entries(img, 0, img->n, ik, it);
 	if (img->generation == meta.generation && img->pending_count == pending.total)
 	{
 		int64	   *mk = palloc(sizeof(int64) * Max(n, 1));
@@ -181,7 +191,7 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 		if (memcmp(img->lane_count, pending.lane, sizeof(pending.lane)) != 0)
 			fail(index, "image pending lane counts differ from the disk");
 		for (i = 0; i < n; i++)
-			if (img->keys[i] != mk[i] || img->tids[i] != mt[i])
+			if (ik[i] != mk[i] || it[i] != mt[i])
 				fail(index, psprintf("image entry " INT64_FORMAT " differs from the disk", i));
 		if (img->nnull != (int64) meta.null_count ||
 			(meta.null_count > 0 &&
@@ -192,18 +202,18 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 	/* The engine must find every distinct key's whole run. */
 	probes = palloc(sizeof(int64) * Max(img->n, 1));
 	for (i = 0; i < img->n; i++)
-		if (i == 0 || img->keys[i] != img->keys[i - 1])
-			probes[ndistinct++] = img->keys[i];
+		if (i == 0 || ik[i] != ik[i - 1])
+			probes[ndistinct++] = ik[i];
 	first = palloc(sizeof(uint64) * Max(ndistinct, 1));
 	last = palloc(sizeof(uint64) * Max(ndistinct, 1));
 	gpuidx_query_image(img, GI_OP_POINT, probes, NULL, ndistinct, first, last);
 	for (i = 0; i < ndistinct; i++)
 	{
 		if (first[i] >= last[i] || last[i] > (uint64) img->n ||
-			img->keys[first[i]] != probes[i] ||
-			(first[i] > 0 && img->keys[first[i] - 1] == probes[i]) ||
-			img->keys[last[i] - 1] != probes[i] ||
-			(last[i] < (uint64) img->n && img->keys[last[i]] == probes[i]))
+			ik[first[i]] != probes[i] ||
+			(first[i] > 0 && ik[first[i] - 1] == probes[i]) ||
+			ik[last[i] - 1] != probes[i] ||
+			(last[i] < (uint64) img->n && ik[last[i]] == probes[i]))
 			fail(index, psprintf("engine answer for key " INT64_FORMAT " is wrong", probes[i]));
 	}
 	gpuidx_image_release(img);
