@@ -596,7 +596,7 @@ gi_cpu_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 	double		t0 = gi_now_ms();
 	double		t_sort;
 	double		t_search;
-	double		t_inner;
+	double		t_inner = 0;
 	int64_t		tmax = type_max_of(image->key_bytes);
 	int64_t		tmin = -tmax - 1;
 	int64_t    *sk = NULL;
@@ -709,6 +709,34 @@ gi_cpu_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 		added += b.t_cut[ti].nodes - 1;
 	}
 	b.first_new_node = t->nodes_used;
+
+	/*
+	 * No leaf splits and no leaf's largest key moves (only the last leaf
+	 * takes keys above its own): the directory keeps its nodes, the rank
+	 * bases shift, and the internal levels stand as they are.  A small batch
+	 * then costs O(batch + leaves) additions instead of a new directory and
+	 * a re-cut.
+	 */
+	if (added == 0 &&
+		(b.t_leaf[b.touched - 1] != t->leaf_count - 1 ||
+		 (leaf_fill(t, t->leaf_count - 1) > 0 &&
+		  sk[n - 1] <= leaf_max(t, t->leaf_count - 1))))
+	{
+		uint64_t	shift = 0;
+
+		gi_cpu_parallel_for(b.touched, MERGE_PER_THREAD, merge_slice, &b);
+		ti = 0;
+		for (j = b.t_leaf[0] + 1; j <= t->leaf_count; j++)
+		{
+			while (ti < b.touched && b.t_leaf[ti] < j)
+			{
+				shift += b.t_begin[ti + 1] - b.t_begin[ti];
+				ti++;
+			}
+			t->dir_base[j] += shift;
+		}
+		goto totals;
+	}
 	new_leaves = t->leaf_count + added;
 	st = grow_segments(t, t->nodes_used + added, err);
 	if (st != GI_OK)
@@ -775,6 +803,7 @@ gi_cpu_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 	new_node = new_base = NULL;
 	t->leaf_count = new_leaves;
 
+totals:
 	/* The image's totals. */
 	if (t->hdr.n == 0 || sk[0] < t->min_key)
 		t->min_key = sk[0];
@@ -785,6 +814,7 @@ gi_cpu_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 	t->payloads_stale = t->has_payloads;
 
 	/* Step 7: re-cut the internal levels from the leaves' largest keys. */
+	if (plan.keys)
 	{
 		double		r0 = gi_now_ms();
 

@@ -779,6 +779,24 @@ gi_test_insert_main(void)
 				ti_scenario(engine, width, ti_below(2) == 0, 2000,
 							(int) ti_below(TI_SHAPES), sizes, shapes, 40, 400);
 			}
+			/*
+			 * Tiny batches inside the key range: no leaf splits and no
+			 * leaf's largest key moves, so the directory and internal
+			 * levels stay and only rank bases shift (the engine's fast path).
+			 */
+			{
+				size_t		sizes[50];
+				int			shapes[50];
+				int			i;
+
+				for (i = 0; i < 50; i++)
+				{
+					sizes[i] = 1 + ti_below(6);
+					shapes[i] = i % 2 == 0 ? TI_DENSE : TI_DUPS;
+				}
+				ti_scenario(engine, width, ti_below(2) == 0, 20000, TI_DENSE,
+							sizes, shapes, 50, 400);
+			}
 			/* Random scenarios: sizes around node and fill boundaries too. */
 			for (shape = 0; shape < 12; shape++)
 			{
