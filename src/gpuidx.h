@@ -262,32 +262,45 @@ gpuidx_delta_before(const GpuidxImageData *img, int64 pos)
 	return lo;
 }
 
+/*
+ * Where position pos of an image's sorted entries lives: index into the
+ * delta arrays (*in_delta) or into the base arrays.
+ */
+static inline int64
+gpuidx_locate(const GpuidxImageData *img, int64 pos, bool *in_delta)
+{
+	int64		j;
+
+	*in_delta = false;
+	if (img->ndelta == 0)
+		return pos;
+	j = gpuidx_delta_before(img, pos);
+	if (j < img->ndelta && img->drank[j] == pos)
+	{
+		*in_delta = true;
+		return j;
+	}
+	return pos - j;
+}
+
 /* The key at position pos of an image's sorted entries. */
 static inline int64
 gpuidx_key_at(const GpuidxImageData *img, int64 pos)
 {
-	int64		j;
+	bool		in_delta;
+	int64		i = gpuidx_locate(img, pos, &in_delta);
 
-	if (img->ndelta == 0)
-		return img->keys[pos];
-	j = gpuidx_delta_before(img, pos);
-	if (j < img->ndelta && img->drank[j] == pos)
-		return img->dkeys[j];
-	return img->keys[pos - j];
+	return in_delta ? img->dkeys[i] : img->keys[i];
 }
 
 /* The packed TID at position pos of an image's sorted entries. */
 static inline uint64
 gpuidx_tid_at(const GpuidxImageData *img, int64 pos)
 {
-	int64		j;
+	bool		in_delta;
+	int64		i = gpuidx_locate(img, pos, &in_delta);
 
-	if (img->ndelta == 0)
-		return img->tids[pos];
-	j = gpuidx_delta_before(img, pos);
-	if (j < img->ndelta && img->drank[j] == pos)
-		return img->dtids[j];
-	return img->tids[pos - j];
+	return in_delta ? img->dtids[i] : img->tids[i];
 }
 
 extern void gpuidx_copy_entries(const GpuidxImageData *img, int64 first,
