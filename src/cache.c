@@ -253,27 +253,38 @@ can_insert_into(GpuidxImageData *prev, GiEngineKind engine)
 }
 
 /*
+ * Insert n sorted entries into *image by batch insertion.  On failure the
+ * image is freed and *image set to NULL (the caller reloads or rebuilds).
+ */
+static bool
+insert_or_drop(GiImage **image, const int64 *keys, const uint64 *tids, int64 n)
+{
+	GiError		err;
+
+	if (gi_image_insert(*image, (const int64_t *) keys, (const uint64_t *) tids,
+						(size_t) n, &err) == GI_OK)
+		return true;
+	elog(DEBUG1, "gpuidx: batch insertion failed, building the image anew: %s",
+		 err.message);
+	gi_image_free(*image);
+	*image = NULL;
+	return false;
+}
+
+/*
  * Move prev's image to img, inserting the n new sorted entries into it.  On
- * failure the image is freed and img->image stays NULL: the caller builds a
- * new one from img's arrays as before.
+ * failure img->image stays NULL: the caller builds a new one from img's
+ * arrays as before.
  */
 static void
 insert_into_prev(GpuidxImageData *img, GpuidxImageData *prev,
 				 const int64 *keys, const uint64 *tids, int64 n)
 {
 	GiImage    *image = prev->image;
-	GiError		err;
 
 	prev->image = NULL;
-	if (gi_image_insert(image, (const int64_t *) keys, (const uint64_t *) tids,
-						(size_t) n, &err) != GI_OK)
-	{
-		elog(DEBUG1, "gpuidx: batch insertion failed, rebuilding the image: %s",
-			 err.message);
-		gi_image_free(image);
-		return;
-	}
-	img->image = image;
+	if (insert_or_drop(&image, keys, tids, n))
+		img->image = image;
 }
 
 /* Copy the entries at positions [first, last) (keys or tids may be NULL). */
@@ -366,7 +377,7 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	int64	   *dr;
 	uint64	   *nt;
 	int			lane;
-	GiError		err;
+	bool		updated = false;
 	instr_time	t0,
 				t1;
 
@@ -383,20 +394,10 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	nd = prev->ndelta + n;
 	if (meta.generation != prev->generation ||
 		meta.base_count != prev->base_count || nd > delta_limit(prev->nbase))
-	{
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(tmp);
-		return false;
-	}
+		goto out;
 	for (lane = 0; lane < GPUIDX_LANES; lane++)
-	{
 		if (pending.lane[lane] < prev->lane_count[lane])
-		{
-			MemoryContextSwitchTo(old);
-			MemoryContextDelete(tmp);
-			return false;
-		}
-	}
+			goto out;
 	gpuidx_sort_pairs(keys, tids, n);
 
 	/* The new delta, in prev's context: old delta and new entries merged. */
@@ -411,20 +412,13 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 		dr[o] = o + base_lower_bound(prev, dk[o], dt[o]);
 	memcpy(nt, null_tids, sizeof(uint64) * meta.null_count);
 
-	if (gi_image_insert(prev->image, (const int64_t *) keys,
-						(const uint64_t *) tids, (size_t) n, &err) != GI_OK)
+	if (!insert_or_drop(&prev->image, keys, tids, n))
 	{
-		elog(DEBUG1, "gpuidx: batch insertion failed, reloading the image: %s",
-			 err.message);
-		gi_image_free(prev->image);
-		prev->image = NULL;
 		pfree(dk);
 		pfree(dt);
 		pfree(dr);
 		pfree(nt);
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(tmp);
-		return false;
+		goto out;
 	}
 
 	/* Nothing below can fail. */
@@ -445,12 +439,16 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	prev->nnull = meta.null_count;
 	prev->pending_count = pending.total;
 	memcpy(prev->lane_count, pending.lane, sizeof(prev->lane_count));
+	updated = true;
+
+out:
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmp);
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
-	prev->load_ms = INSTR_TIME_GET_MILLISEC(t1);
-	return true;
+	if (updated)
+		prev->load_ms = INSTR_TIME_GET_MILLISEC(t1);
+	return updated;
 }
 
 /*
