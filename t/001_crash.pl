@@ -32,10 +32,12 @@ my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
 
 my $node = PostgreSQL::Test::Cluster->new('crash');
 $node->init;
+# Crash recovery checks every generic record it replays against a page image.
 $node->append_conf('postgresql.conf', qq{
 gpuidx.engine = '$engine'
 restart_after_crash = on
 autovacuum = off
+wal_consistency_checking = 'generic'
 });
 $node->start;
 $node->safe_psql('postgres', $setup_sql . $check_sql . $btree_sql);

@@ -18,9 +18,12 @@ my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
+# wal_consistency_checking: the standby checks each replayed generic record
+# (the pending appends' hand-made deltas among them) against a page image.
 $primary->append_conf('postgresql.conf', qq{
 gpuidx.engine = '$engine'
 autovacuum = off
+wal_consistency_checking = 'generic'
 });
 $primary->start;
 $primary->safe_psql('postgres', $setup_sql . $check_sql . $btree_sql);
