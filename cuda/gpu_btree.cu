@@ -109,7 +109,7 @@ dev_probe(void)
 	if (prop.major < 8)
 	{
 		snprintf(g_dev.why, sizeof(g_dev.why),
-				 "GPU %s has compute capability %d.%d; gpuidx needs 8.0 or later",
+				 "GPU %.64s has compute capability %d.%d; gpuidx needs 8.0 or later",
 				 prop.name, prop.major, prop.minor);
 		return false;
 	}
@@ -125,7 +125,7 @@ dev_probe(void)
 	g_dev.cc_major = prop.major;
 	g_dev.l2_bytes = prop.l2CacheSize;
 	g_dev.total_mem = prop.totalGlobalMem;
-	snprintf(g_dev.name, sizeof(g_dev.name), "%s", prop.name);
+	snprintf(g_dev.name, sizeof(g_dev.name), "%.*s", (int) sizeof(g_dev.name) - 1, prop.name);
 	g_dev.ok = true;
 	return true;
 }
