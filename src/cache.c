@@ -513,26 +513,30 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 
 	if (incremental)
 	{
-		/* n new pending entries: sort them and merge with prev's entries. */
-		int64	   *pk = prev->keys;
-		uint64	   *pt = prev->tids;
+		/*
+		 * n new pending entries: sort them, merge them with prev's delta
+		 * (small), and that with prev's base in one pass over it.
+		 */
+		int64	   *rk = keys;
+		uint64	   *rt = tids;
+		int64		nr = n;
 
 		gpuidx_sort_pairs(keys, tids, n);
 		if (prev->ndelta > 0)
 		{
-			/* prev's two parts as one sorted run first */
-			pk = gpuidx_alloc_huge(sizeof(int64) * prev->n);
-			pt = gpuidx_alloc_huge(sizeof(uint64) * prev->n);
-			gpuidx_copy_entries(prev, 0, prev->n, pk, pt);
+			nr = prev->ndelta + n;
+			rk = gpuidx_alloc_huge(sizeof(int64) * nr);
+			rt = gpuidx_alloc_huge(sizeof(uint64) * nr);
+			merge_runs(prev->dkeys, prev->dtids, prev->ndelta, keys, tids, n, rk, rt);
 		}
-		img->n = prev->n + n;
+		img->n = prev->nbase + nr;
 		img->keys = gpuidx_alloc_huge(sizeof(int64) * img->n);
 		img->tids = gpuidx_alloc_huge(sizeof(uint64) * img->n);
-		merge_runs(pk, pt, prev->n, keys, tids, n, img->keys, img->tids);
-		if (pk != prev->keys)
+		merge_runs(prev->keys, prev->tids, prev->nbase, rk, rt, nr, img->keys, img->tids);
+		if (rk != keys)
 		{
-			pfree(pk);
-			pfree(pt);
+			pfree(rk);
+			pfree(rt);
 		}
 		if (can_insert_into(prev, engine))
 			insert_into_prev(img, prev, keys, tids, n);
