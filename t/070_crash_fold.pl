@@ -17,6 +17,7 @@ $node->append_conf('postgresql.conf', qq{
 jit = off
 gpuidx.engine = '$engine'
 gpuidx.pending_limit = 10000000
+wal_consistency_checking = 'generic'
 });
 $node->start;
 $node->safe_psql('postgres', q{

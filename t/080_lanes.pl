@@ -22,6 +22,7 @@ gpuidx.engine = '$engine'
 gpuidx.pending_limit = 1000000
 autovacuum = off
 max_connections = 30
+wal_consistency_checking = 'generic'
 });
 $node->start;
 $node->safe_psql('postgres', $setup_sql . $check_sql . $btree_sql);
