@@ -439,38 +439,88 @@ pair_less(int64_t k1, uint64_t p1, int64_t k2, uint64_t p2)
 }
 
 /*
- * Step 2 for entry i: its leaf ordinal.  With payloads, an entry whose key
- * ends its leaf may belong further right, in the run of leaves that start
- * with that key: the first of them whose last (key, payload) is not below
- * the entry's, else the run's last leaf.
+ * The first leaf at or after leaf from whose largest key is >= key, for key
+ * <= max_key (the last leaf's largest key): a gallop over the directory
+ * from from, then a binary search.  A sorted batch's next entry is usually
+ * in the same leaf or one of the next few, so this costs a probe or two
+ * where a descent from the root costs a probe a level.
  */
 static uint64_t
-search_leaf(const CpuBtree *t, int64_t key, uint64_t payload, bool *present)
+first_leaf_from(const CpuBtree *t, uint64_t from, int64_t key)
 {
-	uint64_t	j;
+	uint64_t	lo = from,
+				hi,
+				step = 1;
+
+	if (leaf_max(t, from) >= key)
+		return from;
+	for (;;)
+	{							/* leaf_max(lo) < key */
+		hi = lo + step;
+		if (hi >= t->leaf_count - 1)
+		{
+			hi = t->leaf_count - 1;
+			break;
+		}
+		if (leaf_max(t, hi) >= key)
+			break;
+		lo = hi;
+		step *= 2;
+	}
+	while (hi - lo > 1)
+	{							/* leaf_max(lo) < key <= leaf_max(hi) */
+		uint64_t	mid = lo + (hi - lo) / 2;
+
+		if (leaf_max(t, mid) >= key)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return hi;
+}
+
+/*
+ * Step 2 for an entry whose key is <= max_key, given j, the first leaf whose
+ * largest key is >= the key: its leaf ordinal.  With payloads, an entry
+ * whose key ends that leaf may belong further right, in the run of leaves
+ * that start with that key: the first of them whose last (key, payload) is
+ * not below the entry's, else the run's last leaf.
+ */
+static uint64_t
+place_in_leaf(const CpuBtree *t, uint64_t j, int64_t key, uint64_t payload, bool *present)
+{
 	uint64_t	lo;
 	uint64_t	hi;
-	uint64_t	node;
-	uint32_t	fill;
+	uint64_t	step;
+	uint64_t	node = t->dir_node[j];
+	uint32_t	fill = leaf_fill(t, j);
 	uint32_t	s;
 
-	*present = false;
-	if (t->hdr.n == 0)
-		return 0;
-	if (key > t->max_key)
-		return t->leaf_count - 1;
-	j = gi_cpu_btree_leaf_of(t, key);
-	node = t->dir_node[j];
-	fill = leaf_fill(t, j);
 	for (s = 0; s < fill && node_key(t, node, s) < key; s++)
 		;
 	*present = s < fill && node_key(t, node, s) == key;
 	if (!t->has_payloads || node_key(t, node, fill - 1) != key)
 		return j;
 
-	/* The run of leaves [j, r] whose first key is the key (after j). */
+	/*
+	 * The run of leaves [j, r] whose first key is the key (after j): a
+	 * gallop from j bounds r (the run is short unless one key fills many
+	 * leaves; a binary search over all the leaves after j cost most of the
+	 * search step on keys with a few duplicates each), then a binary search.
+	 */
 	lo = j;
 	hi = t->leaf_count - 1;
+	for (step = 1; lo < hi; step *= 2)
+	{							/* first key of lo <= key */
+		uint64_t	probe = hi - lo > step ? lo + step : hi;
+
+		if (node_key(t, t->dir_node[probe], 0) > key)
+		{
+			hi = probe - 1;
+			break;
+		}
+		lo = probe;
+	}
 	while (lo < hi)
 	{
 		uint64_t	mid = lo + (hi - lo + 1) / 2;
@@ -504,15 +554,26 @@ search_slice(void *arg, size_t begin, size_t end)
 {
 	InsertBatch *b = (InsertBatch *) arg;
 	uint64_t	new_distinct = 0;
+	const CpuBtree *t = b->t;
+	uint64_t	j = UINT64_MAX;	/* first leaf with max >= the last key seen */
 	size_t		i;
 
 	for (i = begin; i < end; i++)
 	{
-		bool		present;
+		int64_t		key = b->keys[i];
+		bool		present = false;
 
-		b->leaf[i] = search_leaf(b->t, b->keys[i],
-								 b->payloads ? b->payloads[i] : 0, &present);
-		if (!present && (i == 0 || b->keys[i] != b->keys[i - 1]))
+		if (t->hdr.n == 0)
+			b->leaf[i] = 0;
+		else if (key > t->max_key)
+			b->leaf[i] = t->leaf_count - 1;
+		else
+		{						/* the slice is sorted: keys only grow */
+			j = j == UINT64_MAX ? gi_cpu_btree_leaf_of(t, key) : first_leaf_from(t, j, key);
+			b->leaf[i] = place_in_leaf(t, j, key, b->payloads ? b->payloads[i] : 0,
+									   &present);
+		}
+		if (!present && (i == 0 || key != b->keys[i - 1]))
 			new_distinct++;
 	}
 	__atomic_fetch_add(&b->new_distinct, new_distinct, __ATOMIC_RELAXED);
