@@ -257,18 +257,36 @@ find_leaves_kernel(const K *bk, const uint64_t *bp, uint64_t b, const K *nodes,
 		if (bp && j + 1 < nleaves && leaf[sz - 1] == k &&
 			node_pays<K>(pseg, shift, dir_node[j])[sz - 1] < p)
 		{						/* the run of k goes on: find where (k, p) fits */
+			/*
+			 * The first leaf after j whose last (key, payload) is not below
+			 * (k, p), else the last leaf: a gallop from j + 1 bounds it
+			 * (the run of one key is short unless the key fills many
+			 * leaves), then a binary search.  Leaves before lo are below.
+			 */
 			uint32_t	lo = j + 1,
-						hi = nleaves - 1;
+						hi = nleaves - 1,
+						bound = lo,
+						step = 1;
+			auto		last_below = [&](uint32_t m) {
+				uint32_t	mn = dir_node[m];
+				uint32_t	ms = (uint32_t) (dir_base[m + 1] - dir_base[m]);
 
+				return pair_less<K>(node_keys<K>(kseg, shift, mn)[ms - 1],
+									node_pays<K>(pseg, shift, mn)[ms - 1], k, p, true);
+			};
+
+			while (bound < hi && last_below(bound))
+			{
+				lo = bound + 1;
+				bound = (uint32_t) min((uint64_t) hi, (uint64_t) bound + step);
+				step *= 2;
+			}
+			hi = bound;
 			while (lo < hi)
 			{
 				uint32_t	mid = lo + (hi - lo) / 2;
-				uint32_t	mn = dir_node[mid];
-				uint32_t	ms = (uint32_t) (dir_base[mid + 1] - dir_base[mid]);
-				K			lk = node_keys<K>(kseg, shift, mn)[ms - 1];
-				uint64_t	lp = node_pays<K>(pseg, shift, mn)[ms - 1];
 
-				if (pair_less<K>(lk, lp, k, p, true))
+				if (last_below(mid))
 					lo = mid + 1;
 				else
 					hi = mid;
