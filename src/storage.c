@@ -3,11 +3,11 @@
  *
  * Every change is WAL-logged with GenericXLog, as contrib/bloom does, so the
  * index survives crashes and replays on standbys (the common append writes
- * the same generic record with a delta made by hand: append_to_page).  Chains of pages are
- * linked through the special area's next pointer.  Readers never hold the
- * metapage lock while reading chains: they check the generation before and
- * after (a seqlock), because a fold or VACUUM writes a new base run and frees
- * the old pages.
+ * the same generic record with a delta made by hand: append_to_page).
+ * Chains of pages are linked through the special area's next pointer.
+ * Readers never hold the metapage lock while reading chains: they check the
+ * generation before and after (a seqlock), because a fold or VACUUM writes a
+ * new base run and frees the old pages.
  *
  * Pending entries go to GPUIDX_LANES lanes, one chosen per backend.  An
  * append into a lane's tail page holds the metapage lock shared (which keeps
