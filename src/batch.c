@@ -44,6 +44,7 @@ typedef struct Batch
 	bool		heap_page_path; /* heap table, plain column: visible_by_page */
 	GpuidxImageData *img;
 	Buffer		vmbuffer;
+	bool		skip_heap;		/* may trust the visibility map */
 } Batch;
 
 /* One output row before it is emitted. */
@@ -137,6 +138,7 @@ batch_open(Batch *b, Oid indexoid)
 	b->fetch = table_index_fetch_begin(b->heap);
 	b->snapshot = GetActiveSnapshot();
 	b->vmbuffer = InvalidBuffer;
+	b->skip_heap = gpuidx_can_skip_heap();
 	b->img = gpuidx_image_acquire(b->index);
 }
 
@@ -629,7 +631,8 @@ count_visible(Batch *b, uint64 first, uint64 last)
 
 		if (((pos - first) & 0xFFF) == 0xFFF)
 			CHECK_FOR_INTERRUPTS();
-		if (VM_ALL_VISIBLE(b->heap, (BlockNumber) (gpuidx_tid_at(b->img, (int64) pos) >> 16), &b->vmbuffer) ||
+		if ((b->skip_heap &&
+			 VM_ALL_VISIBLE(b->heap, (BlockNumber) (gpuidx_tid_at(b->img, (int64) pos) >> 16), &b->vmbuffer)) ||
 			entry_visible(b, (int64) pos, &ctid))
 			count++;
 	}

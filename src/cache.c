@@ -24,9 +24,12 @@
 #include "gpuidx.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "portability/instr_time.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "utils/resowner.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -67,6 +70,89 @@ free_version(GpuidxImageData *img)
 	MemoryContextDelete(img->context);
 }
 
+/*
+ * The scan interlock.
+ *
+ * A pinned image may hold entries that a concurrent VACUUM removes.  Once
+ * VACUUM's bulk delete returns, the heap frees those TIDs and may mark their
+ * pages all-visible; an answer that trusts the visibility map (index-only
+ * scans, GpuIndexScan's key-only rows, gpuidx_range_count) would then count
+ * a removed entry as a live row, and a TID reused by a new row would carry
+ * the old key.  btree rules this out with the leaf-page pin that VACUUM's
+ * cleanup lock waits for; gpuidx images live outside the buffer pool, so:
+ *
+ *   every pin of an image holds the index's interlock in share mode, taken
+ *   before the metapage is read; a rewrite that removed entries takes it in
+ *   exclusive mode after switching the metapage to the new generation, so it
+ *   returns to VACUUM only once every scan that could hold an older image
+ *   has ended.  Scans that start meanwhile queue behind it and load the new
+ *   generation.
+ *
+ * The interlock is a heavyweight lock (deadlocks are detected, waits can be
+ * cancelled), shown in pg_locks as an advisory lock of the index's database
+ * with objid = the index's OID and objsubid = GPUIDX_INTERLOCK_ID, a number
+ * pg_advisory_lock never uses.  It belongs to the top-level transaction, so
+ * a scan opened before a savepoint may end inside it.
+ */
+#define GPUIDX_INTERLOCK_ID 0x4749
+
+/* The lock tag of an index's scan interlock. */
+static void
+interlock_tag(LOCKTAG *tag, Oid indexoid)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, indexoid, 0, GPUIDX_INTERLOCK_ID);
+}
+
+/* Take (take = true) or drop one share hold of an index's interlock. */
+static void
+interlock_share(Oid indexoid, bool take)
+{
+	LOCKTAG		tag;
+	ResourceOwner saved = CurrentResourceOwner;
+
+	interlock_tag(&tag, indexoid);
+	CurrentResourceOwner = TopTransactionResourceOwner;
+	PG_TRY();
+	{
+		if (take)
+			(void) LockAcquire(&tag, ShareLock, false, false);
+		else
+			LockRelease(&tag, ShareLock, false);
+	}
+	PG_FINALLY();
+	{
+		CurrentResourceOwner = saved;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Wait until no scan holds an image of the index loaded before the current
+ * generation (see the scan interlock above).  Called by a rewrite that
+ * removed entries, after the switch, with no buffer lock held.
+ */
+void
+gpuidx_wait_for_scans(Relation index)
+{
+	LOCKTAG		tag;
+
+	interlock_tag(&tag, RelationGetRelid(index));
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	LockRelease(&tag, ExclusiveLock, false);
+}
+
+/*
+ * May an answer trust the visibility map instead of visiting the heap?  Not
+ * during recovery: replaying a VACUUM does not wait for a standby's scans
+ * (the interlock above works between primary backends only), so a standby
+ * scan may hold an image older than the all-visible bits it reads.
+ */
+bool
+gpuidx_can_skip_heap(void)
+{
+	return !RecoveryInProgress();
+}
+
 /* Drop every pin at transaction end; free versions nobody uses any more. */
 static void
 cache_xact_callback(XactEvent event, void *arg)
@@ -74,10 +160,19 @@ cache_xact_callback(XactEvent event, void *arg)
 	GpuidxImageData *img,
 			   *next;
 
+	if (event == XACT_EVENT_PRE_PREPARE)
+	{
+		/* A prepared transaction must not keep VACUUM waiting: unpin now. */
+		for (img = live_versions; img; img = img->next_live)
+			for (; img->refcount > 0; img->refcount--)
+				interlock_share(img->indexoid, false);
+		return;
+	}
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
 		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT &&
 		event != XACT_EVENT_PREPARE)
 		return;
+	/* The interlocks go with the transaction's locks. */
 	for (img = live_versions; img; img = next)
 	{
 		next = img->next_live;
@@ -657,6 +752,8 @@ sweep_dropped(void)
 	}
 }
 
+static GpuidxImageData *acquire_current(Relation index, GiEngineKind engine);
+
 /*
  * Get an up-to-date image of the index, pinned until released (or until
  * the transaction ends).
@@ -665,10 +762,6 @@ GpuidxImageData *
 gpuidx_image_acquire(Relation index)
 {
 	Oid			indexoid = RelationGetRelid(index);
-	GpuidxMetaPageData meta;
-	GpuidxPendingCounts pending;
-	CacheEntry *entry;
-	bool		found;
 	GpuidxImageData *cur;
 	GiEngineKind engine;
 
@@ -676,6 +769,37 @@ gpuidx_image_acquire(Relation index)
 	if ((use_tick & 63) == 63)
 		sweep_dropped();
 	engine = gpuidx_choose_engine();
+
+	/* The interlock first: the image must not predate a VACUUM we miss. */
+	interlock_share(indexoid, true);
+	PG_TRY();
+	{
+		cur = acquire_current(index, engine);
+	}
+	PG_CATCH();
+	{
+		interlock_share(indexoid, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	cur->refcount++;
+	return cur;
+}
+
+/*
+ * The up-to-date image of the index, loaded, refreshed or followed from the
+ * cached one as the metapage says (the caller pins it).
+ */
+static GpuidxImageData *
+acquire_current(Relation index, GiEngineKind engine)
+{
+	Oid			indexoid = RelationGetRelid(index);
+	GpuidxMetaPageData meta;
+	GpuidxPendingCounts pending;
+	CacheEntry *entry;
+	bool		found;
+	GpuidxImageData *cur;
+
 	gpuidx_read_meta(index, &meta, &pending);
 
 	entry = hash_search(image_cache, &indexoid, HASH_ENTER, &found);
@@ -743,7 +867,6 @@ gpuidx_image_acquire(Relation index)
 		entry->current = cur = img;
 		entry->node = index->rd_node;
 	}
-	cur->refcount++;
 	return cur;
 }
 
@@ -754,7 +877,11 @@ gpuidx_image_release(GpuidxImageData *img)
 	if (img == NULL)
 		return;
 	if (img->refcount > 0)
+	{
+		/* (A pin the transaction's end dropped already has no interlock.) */
 		img->refcount--;
+		interlock_share(img->indexoid, false);
+	}
 	if (img->refcount == 0 && img->stale)
 		free_version(img);
 }

@@ -597,6 +597,8 @@ begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
 
 	state->index = index_open(indexoid, AccessShareLock);
 	state->keyonly_attno = (AttrNumber) intVal(lsecond(cscan->custom_private));
+	if (!gpuidx_can_skip_heap())
+		state->keyonly_attno = 0;	/* a standby visits the heap (cache.c) */
 	state->max_attno = intVal(lthird(cscan->custom_private));
 	if (state->max_attno < 0 ||
 		state->max_attno > RelationGetDescr(node->ss.ss_currentRelation)->natts)

@@ -307,6 +307,8 @@ extern void gpuidx_copy_entries(const GpuidxImageData *img, int64 first,
 								int64 last, int64 *keys, uint64 *tids);
 extern GpuidxImageData *gpuidx_image_acquire(Relation index);
 extern void gpuidx_image_release(GpuidxImageData *img);
+extern void gpuidx_wait_for_scans(Relation index);
+extern bool gpuidx_can_skip_heap(void);
 extern GiEngineKind gpuidx_choose_engine(void);
 extern void gpuidx_raise_engine_error(const GiError *err, const char *what);
 extern void gpuidx_query_image(GpuidxImageData *img, GiOp op,

@@ -293,11 +293,14 @@ gpuidx_validate(Oid opclassoid)
 	return result;
 }
 
-/* Index-only scans: the image holds the key itself. */
+/*
+ * Index-only scans: the image holds the key itself (not on a standby, where
+ * the visibility map may be newer than a scan's image: cache.c).
+ */
 static bool
 gpuidx_canreturn(Relation index, int attno)
 {
-	return attno == 1;
+	return attno == 1 && gpuidx_can_skip_heap();
 }
 
 PG_FUNCTION_INFO_V1(gpuidx_handler);

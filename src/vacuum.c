@@ -235,6 +235,14 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 		free_chain(index, meta.null_head);
 	UnlockReleaseBuffer(metabuf);
 
+	/*
+	 * Entries were removed: VACUUM frees their heap TIDs once we return, so
+	 * first let every scan that may still hold an image with them end (the
+	 * scan interlock, cache.c).
+	 */
+	if (nb + np < nbase + npending || null_kept < nnull)
+		gpuidx_wait_for_scans(index);
+
 	pfree(out_keys);
 	pfree(out_tids);
 	if (kept)
