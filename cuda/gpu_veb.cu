@@ -29,7 +29,6 @@
  * before any mapping, never wrapped.
  */
 #include "gpu_veb.cuh"
-#include "cuda_check.cuh"
 
 #include <cub/device/device_scan.cuh>
 
@@ -120,22 +119,6 @@ typedef struct VebImage
 	uint64_t	device_bytes;
 	char		device_name[64];
 } VebImage;
-
-/* ------------------------------------------------------------------------ */
-/* Errors and device buffers                                                 */
-/* ------------------------------------------------------------------------ */
-
-/* Grid for a grid-stride kernel over n items: at most what fits at once. */
-static unsigned
-veb_grid(uint64_t n, unsigned block)
-{
-	uint64_t	want = (n + block - 1) / block;
-	uint64_t	cap = (uint64_t) gi_gpu_int_sm_count() * (2048 / block);
-
-	if (want < 1)
-		want = 1;
-	return (unsigned) (want < cap ? want : cap);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Words, slots and hashing (cpu_veb.c)                                      */
@@ -1076,7 +1059,7 @@ veb_create(const GiBuildParams *params, size_t n, VebGuard &guard, GiError *err)
 {
 	VebImage   *img;
 
-	CKS(gi_gpu_int_need_device(err));
+	CKS(gi_gpu_need_device(err));
 	if (params->key_bytes != 2 && params->key_bytes != 4 && params->key_bytes != 8)
 		return gi_set_error(err, GI_ERR_INVALID, "key width %d is not 2, 4 or 8", params->key_bytes);
 	if (n >= NONE32)
@@ -1092,7 +1075,7 @@ veb_create(const GiBuildParams *params, size_t n, VebGuard &guard, GiError *err)
 	img->hdr.n = n;
 	img->universe = params->key_bytes == 8 ? 64 : 32;
 	img->leaf_level = img->universe == 64 ? 4 : 3;
-	snprintf(img->device_name, sizeof(img->device_name), "%s", gi_gpu_int_device_name());
+	snprintf(img->device_name, sizeof(img->device_name), "%s", gi_gpu_device_name());
 	CK(cudaStreamCreateWithFlags(&img->stream, cudaStreamNonBlocking));
 	return GI_OK;
 }
@@ -1148,9 +1131,9 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	{
 		int			h[2] = {0, 0};
 
-		CKS(dev_alloc(flag, 2 * sizeof(int), "a flag", err));
+		CKS(gi_gpu_alloc(flag, 2 * sizeof(int), "a flag", err));
 		CK(cudaMemsetAsync(flag.p, 0, 2 * sizeof(int), st));
-		check_keys_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(
+		check_keys_kernel<K><<<gi_gpu_grid_resident(n, BLOCK), BLOCK, 0, st>>>(
 			keys, n, img->hdr.key_bytes == 2, (int *) flag.p);
 		CKL("check_keys_kernel");
 		CK(cudaMemcpyAsync(h, flag.p, sizeof(h), cudaMemcpyDeviceToHost, st));
@@ -1162,11 +1145,11 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	}
 
 	/* 1. De-duplicate: head flags, inclusive scan, scatter. */
-	CKS(dev_alloc(pos, n * sizeof(uint32_t), "the distinct positions", err));
-	head_flags_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(keys, n, (uint32_t *) pos.p);
+	CKS(gi_gpu_alloc(pos, n * sizeof(uint32_t), "the distinct positions", err));
+	head_flags_kernel<K><<<gi_gpu_grid_resident(n, BLOCK), BLOCK, 0, st>>>(keys, n, (uint32_t *) pos.p);
 	CKL("head_flags_kernel");
 	CK(cub::DeviceScan::InclusiveSum(nullptr, tb, (uint32_t *) pos.p, (int64_t) n, st));
-	CKS(dev_alloc(temp, tb, "scan scratch", err));
+	CKS(gi_gpu_alloc(temp, tb, "scan scratch", err));
 	CK(cub::DeviceScan::InclusiveSum(temp.p, tb, (uint32_t *) pos.p, (int64_t) n, st));
 	temp.drop();
 	CK(cudaMemcpyAsync(&nd32, (uint32_t *) pos.p + n - 1, sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
@@ -1180,9 +1163,9 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	img->umin = map_key(img->kmin, W);
 	img->umax = map_key(img->kmax, W);
 	CKS(veb_limit(limit, (nd + 1) * 8, n, err));
-	CKS(dev_alloc(rs, (nd + 1) * sizeof(uint64_t), "the run starts", err));
-	CKS(dev_alloc(x, nd * sizeof(uint64_t), "the distinct keys", err));
-	scatter_distinct_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(
+	CKS(gi_gpu_alloc(rs, (nd + 1) * sizeof(uint64_t), "the run starts", err));
+	CKS(gi_gpu_alloc(x, nd * sizeof(uint64_t), "the distinct keys", err));
+	scatter_distinct_kernel<K><<<gi_gpu_grid_resident(n, BLOCK), BLOCK, 0, st>>>(
 		keys, n, (const uint32_t *) pos.p, nd, (uint64_t *) rs.p, (uint64_t *) x.p, W);
 	CKL("scatter_distinct_kernel");
 	CK(cudaStreamSynchronize(st));
@@ -1202,7 +1185,7 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	}
 
 	/* 2. First-element bit fields, level by level from the top. */
-	CKS(dev_alloc(fe, nd * sizeof(uint32_t), "the first-element bits", err));
+	CKS(gi_gpu_alloc(fe, nd * sizeof(uint32_t), "the first-element bits", err));
 	CK(cudaMemsetAsync(fe.p, 0, nd * sizeof(uint32_t), st));
 	mark_root_kernel<<<1, 1, 0, st>>>((uint32_t *) fe.p);
 	CKL("mark_root_kernel");
@@ -1210,23 +1193,23 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	{
 		if (L > 0)
 		{
-			mark_level_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
+			mark_level_kernel<<<gi_gpu_grid_resident(nd, BLOCK), BLOCK, 0, st>>>(
 				(const uint64_t *) x.p, (uint32_t *) fe.p, nd, L, W, anc);
 			CKL("mark_level_kernel");
 		}
 		if (L < leaf)
 		{
-			propagate_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
+			propagate_kernel<<<gi_gpu_grid_resident(nd, BLOCK), BLOCK, 0, st>>>(
 				(const uint64_t *) x.p, (uint32_t *) fe.p, nd, L, W);
 			CKL("propagate_kernel");
 		}
 	}
 
 	/* 3. Number the clusters (popcount, scan), size and place the tables. */
-	CKS(dev_alloc(base, nd * sizeof(uint32_t), "the cluster numbers", err));
-	CKS(dev_alloc(counts, 2 * sizeof(unsigned long long), "the cluster counts", err));
+	CKS(gi_gpu_alloc(base, nd * sizeof(uint32_t), "the cluster numbers", err));
+	CKS(gi_gpu_alloc(counts, 2 * sizeof(unsigned long long), "the cluster counts", err));
 	CK(cudaMemsetAsync(counts.p, 0, 2 * sizeof(unsigned long long), st));
-	count_clusters_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
+	count_clusters_kernel<<<gi_gpu_grid_resident(nd, BLOCK), BLOCK, 0, st>>>(
 		(const uint32_t *) fe.p, nd, level_bits(leaf) - 1, level_bits(leaf),
 		(uint32_t *) base.p, (unsigned long long *) counts.p);
 	CKL("count_clusters_kernel");
@@ -1241,10 +1224,10 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	CKS(veb_limit(limit, (nd + 1) * 8 + cnt[0] * sizeof(GVebCluster), n, err));
 	tb = 0;
 	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb, (uint32_t *) base.p, (int64_t) nd, st));
-	CKS(dev_alloc(temp, tb, "scan scratch", err));
+	CKS(gi_gpu_alloc(temp, tb, "scan scratch", err));
 	CK(cub::DeviceScan::ExclusiveSum(temp.p, tb, (uint32_t *) base.p, (int64_t) nd, st));
 	temp.drop();
-	CKS(dev_alloc(cl, cnt[0] * sizeof(GVebCluster), "the clusters", err));
+	CKS(gi_gpu_alloc(cl, cnt[0] * sizeof(GVebCluster), "the clusters", err));
 	b.cl = (GVebCluster *) cl.p;
 	b.tab = NULL;
 	b.x = (const uint64_t *) x.p;
@@ -1253,22 +1236,22 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	b.nd = nd;
 	b.hash_a = img->hash_a;
 	b.hash_b = img->hash_b;
-	init_clusters_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(b, W, leaf);
+	init_clusters_kernel<<<gi_gpu_grid_resident(nd, BLOCK), BLOCK, 0, st>>>(b, W, leaf);
 	CKL("init_clusters_kernel");
 	img->table_slots = 0;
 	if (cnt[0] > 0)
 	{
 		uint64_t	nc = cnt[0];
 
-		CKS(dev_alloc(off, nc * sizeof(uint64_t), "the table offsets", err));
-		table_slots_kernel<<<veb_grid(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (uint64_t *) off.p);
+		CKS(gi_gpu_alloc(off, nc * sizeof(uint64_t), "the table offsets", err));
+		table_slots_kernel<<<gi_gpu_grid_resident(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (uint64_t *) off.p);
 		CKL("table_slots_kernel");
 		tb = 0;
 		CK(cub::DeviceScan::InclusiveSum(nullptr, tb, (uint64_t *) off.p, (int64_t) nc, st));
-		CKS(dev_alloc(temp, tb, "scan scratch", err));
+		CKS(gi_gpu_alloc(temp, tb, "scan scratch", err));
 		CK(cub::DeviceScan::InclusiveSum(temp.p, tb, (uint64_t *) off.p, (int64_t) nc, st));
 		temp.drop();
-		table_offsets_kernel<<<veb_grid(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (const uint64_t *) off.p);
+		table_offsets_kernel<<<gi_gpu_grid_resident(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (const uint64_t *) off.p);
 		CKL("table_offsets_kernel");
 		CK(cudaMemcpyAsync(&img->table_slots, (uint64_t *) off.p + nc - 1, sizeof(uint64_t),
 							cudaMemcpyDeviceToHost, st));
@@ -1278,7 +1261,7 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	img->device_bytes = (nd + 1) * 8 + img->nclusters * sizeof(GVebCluster) +
 		img->table_slots * 8;
 	CKS(veb_limit(limit, img->device_bytes, n, err));
-	CKS(dev_alloc(tab, img->table_slots * 8, "the hash tables", err));
+	CKS(gi_gpu_alloc(tab, img->table_slots * 8, "the hash tables", err));
 	if (img->table_slots)
 		CK(cudaMemsetAsync(tab.p, 0, img->table_slots * 8, st));
 	b.tab = (unsigned long long *) tab.p;
@@ -1286,7 +1269,7 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	/* 4. Link the clusters into their parents, level by level from the top. */
 	for (int L = 1; L <= leaf; L++)
 	{
-		link_level_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(b, L, W, leaf);
+		link_level_kernel<<<gi_gpu_grid_resident(nd, BLOCK), BLOCK, 0, st>>>(b, L, W, leaf);
 		CKL("link_level_kernel");
 	}
 	CK(cudaStreamSynchronize(st));
@@ -1368,14 +1351,14 @@ veb_search(VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	}
 	if (img->universe == 64)
 	{
-		cap = (uint64_t) search_blocks_per_sm<64>() * gi_gpu_int_sm_count();
+		cap = (uint64_t) search_blocks_per_sm<64>() * gi_gpu_sm_count();
 		veb_search_kernel<64><<<(unsigned) std::min(want, cap), BLOCK, 0, img->stream>>>(
 			t, (int) op, probes, hi, count, first, last);
 		CKL("veb_search_kernel<64>");
 	}
 	else
 	{
-		cap = (uint64_t) search_blocks_per_sm<32>() * gi_gpu_int_sm_count();
+		cap = (uint64_t) search_blocks_per_sm<32>() * gi_gpu_sm_count();
 		veb_search_kernel<32><<<(unsigned) std::min(want, cap), BLOCK, 0, img->stream>>>(
 			t, (int) op, probes, hi, count, first, last);
 		CKL("veb_search_kernel<32>");
@@ -1385,12 +1368,12 @@ veb_search(VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 }
 
 /* ------------------------------------------------------------------------ */
-/* Entry points (gpu_veb.cuh), dispatched to from gpu_btree.cu               */
+/* Entry points (gpu_veb.cuh), dispatched to from gpu_engine.cu              */
 /* ------------------------------------------------------------------------ */
 
 /* Build from sorted host keys: pinned upload, then the structure. */
 GiStatus
-gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
+gi_gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
 			  GiImage **out, GiError *err)
 {
 	VebGuard	guard;
@@ -1405,8 +1388,8 @@ gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
 	CKS(veb_create(params, n, guard, err));
 	VebImage   *img = guard.img;
 
-	CKS(dev_alloc(ks, n * kw, "the sorted keys", err));
-	CKS(gi_gpu_int_upload(ks.p, keys, n, kw, img->stream, &bad, err));
+	CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
+	CKS(gi_gpu_upload(ks.p, keys, n, kw, img->stream, &bad, err));
 	CK(cudaStreamSynchronize(img->stream));
 	if (bad)
 		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
@@ -1424,7 +1407,7 @@ gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
 /* Build from unsorted host pairs: upload, CUB sort, structure, and the
  * sorted arrays back to the host when asked. */
 GiStatus
-gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
+gi_gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 					   const uint64_t *payloads, size_t n,
 					   int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
 					   GiImage **out, GiError *err)
@@ -1447,21 +1430,21 @@ gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 	CKS(veb_create(params, n, guard, err));
 	VebImage   *img = guard.img;
 
-	CKS(dev_alloc(kin, n * kw, "the unsorted keys", err));
-	CKS(dev_alloc(ks, n * kw, "the sorted keys", err));
+	CKS(gi_gpu_alloc(kin, n * kw, "the unsorted keys", err));
+	CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
 	if (want_pay)
 	{
-		CKS(dev_alloc(pin, n * 8, "the unsorted payloads", err));
-		CKS(dev_alloc(pout, n * 8, "the sorted payloads", err));
+		CKS(gi_gpu_alloc(pin, n * 8, "the unsorted payloads", err));
+		CKS(gi_gpu_alloc(pout, n * 8, "the sorted payloads", err));
 	}
-	CKS(gi_gpu_int_upload(kin.p, keys, n, kw, img->stream, &bad, err));
+	CKS(gi_gpu_upload(kin.p, keys, n, kw, img->stream, &bad, err));
 	if (want_pay)
-		CKS(gi_gpu_int_upload(pin.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
+		CKS(gi_gpu_upload(pin.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
 	CK(cudaStreamSynchronize(img->stream));
 	if (bad)
 		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
 	t1 = gi_now_ms();
-	CKS(gi_gpu_int_sort_pairs(kw, n, img->stream, kin.p, (const uint64_t *) pin.p,
+	CKS(gi_gpu_sort_pairs(kw, n, img->stream, kin.p, (const uint64_t *) pin.p,
 							   (uint64_t *) pout.p, ks.p, err));
 	CK(cudaStreamSynchronize(img->stream));
 	t2 = gi_now_ms();
@@ -1471,9 +1454,9 @@ gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 	CKS(veb_finish(img, ks.p, params->key_bytes == 2, params->device_memory_limit, err));
 	t3 = gi_now_ms();
 	if (sorted_keys_out)
-		CKS(gi_gpu_int_download(sorted_keys_out, ks.p, n, kw, img->stream, err));
+		CKS(gi_gpu_download(sorted_keys_out, ks.p, n, kw, img->stream, err));
 	if (want_pay)
-		CKS(gi_gpu_int_download((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
+		CKS(gi_gpu_download((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
 	t4 = gi_now_ms();
 	img->hdr.build.transfer_ms = (t1 - t0) + (t4 - t3);
 	img->hdr.build.sort_ms = t2 - t1;
@@ -1486,7 +1469,7 @@ gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 
 /* Build from device-resident keys (and payloads), sorting them if asked. */
 GiStatus
-gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
+gi_gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
 				  const uint64_t *d_payloads, size_t n, bool sorted,
 				  uint64_t *d_payloads_out, GiImage **out, GiError *err)
 {
@@ -1507,8 +1490,8 @@ gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
 	}
 	else
 	{
-		CKS(dev_alloc(ks, n * kw, "the sorted keys", err));
-		CKS(gi_gpu_int_sort_pairs(kw, n, img->stream, d_keys, d_payloads, d_payloads_out,
+		CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
+		CKS(gi_gpu_sort_pairs(kw, n, img->stream, d_keys, d_payloads, d_payloads_out,
 								   ks.p, err));
 	}
 	CK(cudaStreamSynchronize(img->stream));
@@ -1525,14 +1508,14 @@ gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
 
 /* Free an image and its device memory. */
 void
-gpu_veb_free(GiImage *image)
+gi_gpu_veb_free(GiImage *image)
 {
 	veb_release((VebImage *) image);
 }
 
 /* Answer a host batch in chunks: pinned upload, search, results back. */
 GiStatus
-gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
+gi_gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 			  const int64_t *probes_hi, size_t nprobes, uint64_t *first,
 			  uint64_t *last, GiError *err)
 {
@@ -1546,7 +1529,7 @@ gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 				xfer_ms = 0;
 	size_t		cap;
 
-	CKS(gi_gpu_int_need_device(err));
+	CKS(gi_gpu_need_device(err));
 	memset(&image->last_query, 0, sizeof(image->last_query));
 	if (img->nd == 0)
 	{
@@ -1555,19 +1538,19 @@ gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 		return GI_OK;
 	}
 	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
-	CKS(dev_alloc(dp, cap * 8, "the probes", err));
+	CKS(gi_gpu_alloc(dp, cap * 8, "the probes", err));
 	if (probes_hi)
-		CKS(dev_alloc(dh, cap * 8, "the upper bounds", err));
-	CKS(dev_alloc(df, cap * 8, "the results", err));
-	CKS(dev_alloc(dl, cap * 8, "the results", err));
+		CKS(gi_gpu_alloc(dh, cap * 8, "the upper bounds", err));
+	CKS(gi_gpu_alloc(df, cap * 8, "the results", err));
+	CKS(gi_gpu_alloc(dl, cap * 8, "the results", err));
 	for (size_t off = 0; off < nprobes; off += cap)
 	{
 		size_t		cnt = std::min(cap, nprobes - off);
 		double		a = gi_now_ms();
 
-		CKS(gi_gpu_int_upload(dp.p, probes + off, cnt, 8, img->stream, NULL, err));
+		CKS(gi_gpu_upload(dp.p, probes + off, cnt, 8, img->stream, NULL, err));
 		if (probes_hi)
-			CKS(gi_gpu_int_upload(dh.p, probes_hi + off, cnt, 8, img->stream, NULL, err));
+			CKS(gi_gpu_upload(dh.p, probes_hi + off, cnt, 8, img->stream, NULL, err));
 		CK(cudaStreamSynchronize(img->stream));
 		xfer_ms += gi_now_ms() - a;
 		a = gi_now_ms();
@@ -1575,8 +1558,8 @@ gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 						(uint64_t *) df.p, (uint64_t *) dl.p, err));
 		search_ms += gi_now_ms() - a;
 		a = gi_now_ms();
-		CKS(gi_gpu_int_download((int64_t *) first + off, df.p, cnt, 8, img->stream, err));
-		CKS(gi_gpu_int_download((int64_t *) last + off, dl.p, cnt, 8, img->stream, err));
+		CKS(gi_gpu_download((int64_t *) first + off, df.p, cnt, 8, img->stream, err));
+		CKS(gi_gpu_download((int64_t *) last + off, dl.p, cnt, 8, img->stream, err));
 		xfer_ms += gi_now_ms() - a;
 	}
 	image->last_query.transfer_ms = xfer_ms;
@@ -1587,7 +1570,7 @@ gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 
 /* Answer a device-resident batch (results on the device). */
 GiStatus
-gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+gi_gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 				  const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
 				  uint64_t *d_last, GiError *err)
 {
@@ -1603,7 +1586,7 @@ gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 
 /* Describe a GPU veb image. */
 void
-gpu_veb_info(const GiImage *image, GiImageInfo *info)
+gi_gpu_veb_info(const GiImage *image, GiImageInfo *info)
 {
 	const VebImage *img = (const VebImage *) image;
 	uint64_t	structure_bytes = img->nclusters * sizeof(GVebCluster) +
@@ -1630,7 +1613,7 @@ gpu_veb_info(const GiImage *image, GiImageInfo *info)
 
 /* The image's stream. */
 cudaStream_t
-gpu_veb_stream(const GiImage *image)
+gi_gpu_veb_stream(const GiImage *image)
 {
 	return ((const VebImage *) image)->stream;
 }

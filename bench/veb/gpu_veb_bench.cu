@@ -12,7 +12,7 @@
  *   gpu_veb_bench [--sizes 1e6,1e7,1e8] [--queries 1e7] [--cpu-max 1e7]
  *                 [--deadline seconds]
  */
-#include "gpu_btree.cuh"
+#include "gpu_engine.cuh"
 #include "bench_util.cuh"
 #include "cpu_veb.h"
 
@@ -194,7 +194,7 @@ build_timed(const GiBuildParams *p, const int32_t *d_keys, uint64_t n,
 		*out = NULL;
 		BCK(cudaDeviceSynchronize());
 		t0 = gi_now_ms();
-		if (gpuidx_dev_build(p, d_keys, NULL, n, false, NULL, out, &err) != GI_OK)
+		if (gi_gpu_dev_build(p, d_keys, NULL, n, false, NULL, out, &err) != GI_OK)
 		{
 			fprintf(stderr, "%s build: %s\n", gi_structure_name(p->structure), err.message);
 			exit(2);
@@ -351,7 +351,7 @@ main(int argc, char **argv)
 			veb_q = time_min(3, [&] {
 				GiError		err;
 
-				if (gpuidx_dev_query(veb, GI_OP_PRED, d_probes, NULL, nq, f1, l1, NULL, &err) != GI_OK)
+				if (gi_gpu_dev_query(veb, GI_OP_PRED, d_probes, NULL, nq, f1, l1, NULL, &err) != GI_OK)
 				{
 					fprintf(stderr, "veb query: %s\n", err.message);
 					exit(2);
@@ -366,7 +366,7 @@ main(int argc, char **argv)
 			bt_q = time_min(3, [&] {
 				GiError		err;
 
-				if (gpuidx_dev_query(bt, GI_OP_PRED, d_probes, NULL, nq, f2, l2, NULL, &err) != GI_OK)
+				if (gi_gpu_dev_query(bt, GI_OP_PRED, d_probes, NULL, nq, f2, l2, NULL, &err) != GI_OK)
 				{
 					fprintf(stderr, "btree query: %s\n", err.message);
 					exit(2);
