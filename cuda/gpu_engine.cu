@@ -224,8 +224,7 @@ gi_gpu_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 				 const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
 				 uint64_t *d_last, GiGpuScratch *scratch, GiError *err)
 {
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
+	gi_clear_error(err);
 	CKS(gi_gpu_need_device(err));
 	if ((op == GI_OP_RANGE) != (d_hi != NULL))
 		return gi_set_error(err, GI_ERR_INVALID, "upper bounds go with range queries only");

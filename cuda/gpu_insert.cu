@@ -1322,8 +1322,7 @@ gi_gpu_dev_insert(GiImage *image, const void *d_keys, const uint64_t *d_payloads
 {
 	GiStatus	st;
 
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
+	gi_clear_error(err);
 	CKS(gi_gpu_need_device(err));
 	st = insert_checked((GpuImage *) image, d_keys, d_payloads, n, sorted, err);
 	if (st == GI_OK)
@@ -1339,8 +1338,7 @@ gi_gpu_dev_make_insertable(GiImage *image, GiError *err)
 	GiStatus	st;
 	double		t0 = gi_now_ms();
 
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
+	gi_clear_error(err);
 	CKS(gi_gpu_need_device(err));
 	if (image->structure != GI_STRUCT_BTREE)
 		return gi_set_error(err, GI_ERR_UNSUPPORTED, "only B+ tree images become insertable");

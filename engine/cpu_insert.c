@@ -65,7 +65,7 @@
  *
  * No PostgreSQL headers here.
  */
-#include "cpu_engine.h"
+#include "cpu_btree.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -298,24 +298,6 @@ count_host_bytes(CpuBtree *t)
 		t->leaf_count * sizeof(uint64_t) + (t->leaf_count + 1) * sizeof(uint64_t) +
 		(t->inner_nodes ? t->inner_nodes : 1) * (uint64_t) t->order * (t->wide ? 8 : 4) +
 		(t->inner_nodes + 1) * sizeof(uint64_t);
-}
-
-/* Free the insertable form's segments and directory (cpu_engine.h). */
-void
-gi_cpu_btree_free_insertable(CpuBtree *t)
-{
-	uint64_t	s;
-
-	for (s = 0; s < t->seg_count; s++)
-		free(t->seg_keys[s]);
-	free(t->seg_keys);
-	free(t->dir_node);
-	free(t->dir_base);
-	t->seg_keys = NULL;
-	t->seg_count = t->seg_slots = 0;
-	t->dir_node = NULL;
-	t->dir_base = NULL;
-	t->nodes_used = 0;
 }
 
 /* What the conversion's threads share. */

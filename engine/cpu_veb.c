@@ -765,20 +765,6 @@ query_slice(void *arg, size_t begin, size_t end)
 	free(tmp_pos);
 }
 
-/* A non-negative integer from the environment, or dflt. */
-static size_t
-env_size(const char *name, size_t dflt)
-{
-	const char *s = getenv(name);
-	char	   *end;
-	long long	v;
-
-	if (s == NULL || *s == '\0')
-		return dflt;
-	v = strtoll(s, &end, 10);
-	return (*end == '\0' && v >= 0) ? (size_t) v : dflt;
-}
-
 /* Answer a batch (cpu_engine.h). */
 GiStatus
 gi_cpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
@@ -798,7 +784,7 @@ gi_cpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 	q.probes_hi = op == GI_OP_RANGE ? probes_hi : NULL;
 	q.first = first;
 	q.last = last;
-	q.sort_min = env_size("GI_CPU_SORT_MIN", DEFAULT_SORT_MIN);
+	q.sort_min = gi_setting_cpu_sort_min(DEFAULT_SORT_MIN);
 	if (q.sort_min < 2)
 		q.sort_min = 2;
 	gi_cpu_parallel_for(nprobes, PROBES_PER_THREAD, query_slice, &q);
