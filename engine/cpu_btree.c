@@ -812,6 +812,24 @@ oom:
 						"out of host memory building an image of %zu keys", n);
 }
 
+/* Free the insertable form's segments and directory (cpu_btree.h). */
+void
+gi_cpu_btree_free_insertable(CpuBtree *t)
+{
+	uint64_t	s;
+
+	for (s = 0; s < t->seg_count; s++)
+		free(t->seg_keys[s]);
+	free(t->seg_keys);
+	free(t->dir_node);
+	free(t->dir_base);
+	t->seg_keys = NULL;
+	t->seg_count = t->seg_slots = 0;
+	t->dir_node = NULL;
+	t->dir_base = NULL;
+	t->nodes_used = 0;
+}
+
 /* Free an image (cpu_engine.h). */
 void
 gi_cpu_btree_free(GiImage *image)
