@@ -65,7 +65,7 @@ geo_inner(uint64_t items, int m, Geo *g)
 
 	while (items > 1 && L < MAX_INT_LEVELS)
 	{
-		up[L] = cut_items(items, m);	/* children = items, nodes = parents */
+		up[L] = gi_cut(items, m);	/* children = items, nodes = parents */
 		items = up[L].nodes;
 		L++;
 	}
@@ -87,7 +87,7 @@ geo_compute(uint64_t n, int m, Geo *g)
 	g->m = m;
 	if (n == 0)
 		return;
-	g->leaf = cut_items(n, m);
+	g->leaf = gi_cut(n, m);
 	geo_inner(g->leaf.nodes, m, g);
 }
 
@@ -258,7 +258,7 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 	}
 	else
 	{
-		L.s = cut_start(L.li, T.leaf_ave, T.leaf_h);
+		L.s = gi_cut_start(L.li, T.leaf_ave, T.leaf_h);
 		L.size = (uint32_t) (L.li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
 		load_slot<K, KPT>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
 	}
@@ -514,7 +514,7 @@ scatter_leaves_kernel(const K *sorted, K *leaves, uint64_t nleaves, Cut cut)
 		uint32_t	j = (uint32_t) (t % M);
 		uint64_t	size = li < cut.h ? cut.ave : cut.ave - 1;
 
-		leaves[t] = j < size ? sorted[cut_start(li, cut.ave, cut.h) + j] : (K) KeyLimits<K>::hi;
+		leaves[t] = j < size ? sorted[gi_cut_start(li, cut.ave, cut.h) + j] : (K) KeyLimits<K>::hi;
 	}
 }
 
@@ -537,7 +537,7 @@ build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves, const K *leaf_ma
 	{
 		uint64_t	i = t / M;
 		uint32_t	j = (uint32_t) (t % M);
-		uint64_t	cs = cut_start(i, cut.ave, cut.h);
+		uint64_t	cs = gi_cut_start(i, cut.ave, cut.h);
 		uint64_t	nch = i < cut.h ? cut.ave : cut.ave - 1;
 		K			key = (K) KeyLimits<K>::hi;
 

@@ -11,6 +11,7 @@
 
 #include "gpu_engine.cuh"
 #include "gpu_util.cuh"
+#include "cut_twin.h"
 
 #include <climits>
 #include <cstdio>
@@ -22,13 +23,8 @@
 /* Geometry                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* One level cut per CUBPT formulas 1 and 2: items spread over nodes. */
-typedef struct Cut
-{
-	uint64_t	nodes;
-	uint64_t	ave;
-	uint64_t	h;
-} Cut;
+/* One level cut per CUBPT formulas 1 and 2 (engine/cut_twin.h). */
+typedef GiCut Cut;
 
 /* The whole tree's shape, root level first. */
 typedef struct Geo
@@ -43,44 +39,6 @@ typedef struct Geo
 											 * off[nint] = internal nodes */
 	uint64_t	inodes;
 } Geo;
-
-/* Formulas 1-2: node_num = (K+m-1)/m, ave = (K+node_num-1)/node_num, h. */
-__host__ __device__ static inline Cut
-cut_items(uint64_t k, uint64_t m)
-{
-	Cut			c;
-
-	c.nodes = (k + m - 1) / m;
-	c.ave = c.nodes ? (k + c.nodes - 1) / c.nodes : 0;
-	c.h = k - c.nodes * (c.ave ? c.ave - 1 : 0);
-	return c;
-}
-
-/* First item of node j in a level cut by (ave, h). */
-__host__ __device__ __forceinline__ uint64_t
-cut_start(uint64_t j, uint64_t ave, uint64_t h)
-{
-	return j * (ave - 1) + (j < h ? j : h);
-}
-
-/* Node and slot of item r in a level cut by (ave, h): the inverse of
- * cut_start (the first h nodes hold ave items, the rest ave - 1). */
-__host__ __device__ __forceinline__ void
-cut_locate(uint64_t r, uint64_t ave, uint64_t h, uint64_t *node, uint32_t *slot)
-{
-	uint64_t	big = h * ave;
-
-	if (r < big)
-	{
-		*node = r / ave;
-		*slot = (uint32_t) (r % ave);
-	}
-	else
-	{
-		*node = h + (r - big) / (ave - 1);
-		*slot = (uint32_t) ((r - big) % (ave - 1));
-	}
-}
 
 template <class K> struct KeyLimits;
 template <> struct KeyLimits<int32_t>

@@ -158,7 +158,7 @@ layout_leaves_kernel(const K *src, Cut src_cut, const uint64_t *src_pay, uint64_
 		uint64_t	j = t / M;
 		uint32_t	s = (uint32_t) (t % M);
 		uint64_t	size = j < cut.h ? cut.ave : cut.ave - 1;
-		uint64_t	start = cut_start(j, cut.ave, cut.h);
+		uint64_t	start = gi_cut_start(j, cut.ave, cut.h);
 		K			key = (K) KeyLimits<K>::hi;
 		uint64_t	pay = 0;
 
@@ -173,7 +173,7 @@ layout_leaves_kernel(const K *src, Cut src_cut, const uint64_t *src_pay, uint64_
 				uint64_t	li;
 				uint32_t	sl;
 
-				cut_locate(r, src_cut.ave, src_cut.h, &li, &sl);
+				gi_cut_locate(r, src_cut.ave, src_cut.h, &li, &sl);
 				key = src[li * M + sl];
 			}
 			if (src_pay)
@@ -558,8 +558,8 @@ merge_split_kernel(const K *bk, const uint64_t *bp, const uint32_t *U, const uin
 		uint32_t	u = U[t];
 		uint64_t	old = dir_base[u + 1] - dir_base[u];
 		uint64_t	c = C[t];
-		Cut			cc = cut_items(old + c, Node<K>::F);
-		uint64_t	start = cut_start(g, cc.ave, cc.h);
+		Cut			cc = gi_cut(old + c, Node<K>::F);
+		uint64_t	start = gi_cut_start(g, cc.ave, cc.h);
 		uint32_t	size = (uint32_t) (g < cc.h ? cc.ave : cc.ave - 1);
 		uint64_t	nid = g == 0 ? dir_node[u] : first_free + aoff + g - 1;
 		uint64_t	ord = u + aoff + g;
@@ -854,7 +854,7 @@ layout(GpuImage *img, const K *src, Cut src_cut, const uint64_t *src_pay, uint64
 	   bool has_pay, GiError *err)
 {
 	GpuIns	   *ins;
-	Cut			cut = cut_items(n, Node<K>::F);
+	Cut			cut = gi_cut(n, Node<K>::F);
 	int			shift = SEG_SHIFT_MIN;
 
 	ins = (GpuIns *) calloc(1, sizeof(GpuIns));

@@ -29,6 +29,7 @@
  * before any mapping, never wrapped.
  */
 #include "gpu_veb.cuh"
+#include "veb_twin.h"
 
 #include <cub/device/device_scan.cuh>
 
@@ -37,35 +38,14 @@
 #include <cstdlib>
 #include <cstring>
 
-#define NONE32			0xFFFFFFFFu
-#define NONE64			0xFFFFFFFFFFFFFFFFull
-#define MAX_BITS		31		/* first-element bits for W = 64 */
 #define MAX_DEPTH		6		/* pending frames of a summary search */
-#define LINEAR_STEPS	8		/* keys compared before a binary search */
 #define HOST_QCHUNK		(1u << 24)	/* probes per host round trip */
 #define BLOCK			256		/* threads per block of the build kernels */
-
-/* Hash-table fill ratio in percent: as the CPU twin (cpu_veb.c). */
-#ifndef VEB_FILL_PERCENT
-#define VEB_FILL_PERCENT	50
-#endif
-
-/* One cluster of word length >= 8 (32 bytes): as cpu_veb.c's VebCluster. */
-typedef struct GVebCluster
-{
-	uint32_t	min;
-	uint32_t	max;
-	uint32_t	first;
-	uint32_t	last;
-	uint32_t	summary;
-	uint32_t	slots;
-	uint64_t	table;
-} GVebCluster;
 
 /* What the search kernels read of an image. */
 typedef struct VebDev
 {
-	const GVebCluster *cl;
+	const VebCluster *cl;
 	const unsigned long long *tab;
 	const uint64_t *rs;			/* run_start, nd + 1 */
 	uint64_t	hash_a;
@@ -81,7 +61,7 @@ typedef struct VebDev
 /* What the build kernels work on. */
 typedef struct VebBuildDev
 {
-	GVebCluster *cl;
+	VebCluster *cl;
 	unsigned long long *tab;
 	const uint64_t *x;			/* nd mapped distinct keys */
 	uint32_t   *fe;				/* nd first-element bit fields */
@@ -104,7 +84,7 @@ typedef struct VebImage
 	int			leaf_level;		/* level of the 16-bit bitmaps: 3 or 4 */
 	uint64_t	nd;
 	uint64_t   *d_run_start;
-	GVebCluster *d_clusters;
+	VebCluster *d_clusters;
 	unsigned long long *d_table;
 	uint64_t	nclusters;
 	uint64_t	nbitmaps;
@@ -124,50 +104,6 @@ typedef struct VebImage
 /* Words, slots and hashing (cpu_veb.c)                                      */
 /* ------------------------------------------------------------------------ */
 
-/* Mask of the low w bits, w <= 64. */
-__host__ __device__ __forceinline__ uint64_t
-low_mask(int w)
-{
-	return w >= 64 ? NONE64 : ((1ull << w) - 1);
-}
-
-/* Bits [s, s + w) of the W-bit word x, counted from the left. */
-__host__ __device__ __forceinline__ uint64_t
-word_at(uint64_t x, int s, int w, int W)
-{
-	return (x >> (W - s - w)) & low_mask(w);
-}
-
-/* Order-preserving map of a signed key to the W-bit universe. */
-__host__ __device__ __forceinline__ uint64_t
-map_key(int64_t k, int W)
-{
-	if (W == 32)
-		return (uint64_t) ((uint32_t) (int32_t) k ^ 0x80000000u);
-	return (uint64_t) k ^ (1ull << 63);
-}
-
-/* First-element bit of slot j on level L (Fig. 4). */
-__host__ __device__ __forceinline__ int
-slot_bit(int L, int j)
-{
-	return (1 << L) - 1 + j;
-}
-
-/* All first-element bits of level L. */
-__host__ __device__ __forceinline__ uint32_t
-level_bits(int L)
-{
-	return (uint32_t) ((1ull << (1 << L)) - 1) << ((1 << L) - 1);
-}
-
-/* Highest set bit of a non-zero word. */
-__device__ __forceinline__ uint32_t
-top_bit(uint32_t bits)
-{
-	return 31 - (uint32_t) __clz((int) bits);
-}
-
 /* Lowest set bit of a non-zero word. */
 __device__ __forceinline__ uint32_t
 low_bit(uint32_t bits)
@@ -175,19 +111,10 @@ low_bit(uint32_t bits)
 	return (uint32_t) __ffs((int) bits) - 1;
 }
 
-/* Table slot for key in a table of slots entries (universal hash). */
-__device__ __forceinline__ uint32_t
-hash_slot(uint64_t a, uint64_t b, uint32_t key, uint32_t slots)
-{
-	uint32_t	h = (uint32_t) ((a * key + b) >> 32);
-
-	return (uint32_t) (((uint64_t) h * slots) >> 32);
-}
-
 /* Cluster number of the child keyed by key, or NONE32. */
 __device__ __forceinline__ uint32_t
 find_child(const unsigned long long *tab0, uint64_t a, uint64_t b,
-		   const GVebCluster *c, uint32_t key)
+		   const VebCluster *c, uint32_t key)
 {
 	uint32_t	slots = c->slots;
 	const unsigned long long *tab = tab0 + c->table;
@@ -211,7 +138,7 @@ find_child(const unsigned long long *tab0, uint64_t a, uint64_t b,
 
 /* The child bitmap slot keyed by key (0..15), or 0. */
 __device__ __forceinline__ unsigned long long
-find_bitmap(const VebDev &t, const GVebCluster *c, uint32_t key)
+find_bitmap(const VebDev &t, const VebCluster *c, uint32_t key)
 {
 	uint32_t	slots = c->slots;
 	const unsigned long long *tab = t.tab + c->table;
@@ -233,27 +160,13 @@ find_bitmap(const VebDev &t, const GVebCluster *c, uint32_t key)
 	}
 }
 
-/* Bitmap of a child bitmap slot. */
-__device__ __forceinline__ uint32_t
-slot_bits(unsigned long long e)
-{
-	return (uint32_t) (e & 0xFFFF);
-}
-
-/* Distinct index of the first value of a child bitmap slot. */
-__device__ __forceinline__ uint32_t
-slot_first(unsigned long long e)
-{
-	return (uint32_t) (e >> 32);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Queries (cpu_veb.c's, one thread per probe)                               */
 /* ------------------------------------------------------------------------ */
 
 /* Child of c keyed by key in the search image. */
 __device__ __forceinline__ uint32_t
-child_of(const VebDev &t, const GVebCluster *c, uint32_t key)
+child_of(const VebDev &t, const VebCluster *c, uint32_t key)
 {
 	return find_child(t.tab, t.hash_a, t.hash_b, c, key);
 }
@@ -281,7 +194,7 @@ summary_pred(const VebDev &t, uint32_t s, int L0, uint32_t y)
 	{
 		const int	w = W >> L;
 		const int	half = w >> 1;
-		const GVebCluster *c;
+		const VebCluster *c;
 		uint32_t	h;
 		uint32_t	lo;
 		uint32_t	child;
@@ -343,7 +256,7 @@ summary_pred(const VebDev &t, uint32_t s, int L0, uint32_t y)
 	}
 	while (depth-- > 0)
 	{
-		const GVebCluster *c = &t.cl[frame_cluster[depth]];
+		const VebCluster *c = &t.cl[frame_cluster[depth]];
 		int			half = frame_half[depth];
 
 		if (frame_key[depth] != NONE32)
@@ -374,7 +287,7 @@ summary_succ(const VebDev &t, uint32_t s, int L0, uint32_t y)
 	{
 		const int	w = W >> L;
 		const int	half = w >> 1;
-		const GVebCluster *c;
+		const VebCluster *c;
 		uint32_t	h;
 		uint32_t	lo;
 		uint32_t	child;
@@ -433,7 +346,7 @@ summary_succ(const VebDev &t, uint32_t s, int L0, uint32_t y)
 	}
 	while (depth-- > 0)
 	{
-		const GVebCluster *c = &t.cl[frame_cluster[depth]];
+		const VebCluster *c = &t.cl[frame_cluster[depth]];
 		int			half = frame_half[depth];
 
 		if (r == NONE64)
@@ -460,7 +373,7 @@ veb_pred(const VebDev &t, uint64_t x)
 	{
 		const int	w = W >> L;
 		const int	half = w >> 1;
-		const GVebCluster *c = &t.cl[cur];
+		const VebCluster *c = &t.cl[cur];
 		uint32_t	h = (uint32_t) (y >> half);
 		uint32_t	lo = (uint32_t) (y & low_mask(half));
 		uint32_t	child;
@@ -511,7 +424,7 @@ veb_succ(const VebDev &t, uint64_t x)
 	{
 		const int	w = W >> L;
 		const int	half = w >> 1;
-		const GVebCluster *c = &t.cl[cur];
+		const VebCluster *c = &t.cl[cur];
 		uint32_t	h = (uint32_t) (y >> half);
 		uint32_t	lo = (uint32_t) (y & low_mask(half));
 		uint32_t	child;
@@ -532,7 +445,7 @@ veb_succ(const VebDev &t, uint64_t x)
 		child = child_of(t, c, h);
 		if (child != NONE32 && lo <= t.cl[child].max)
 		{
-			const GVebCluster *cc = &t.cl[child];
+			const VebCluster *cc = &t.cl[child];
 
 			if (lo <= cc->min)
 				return cc->first;
@@ -564,7 +477,7 @@ veb_exists(const VebDev &t, uint64_t x)
 	{
 		const int	w = W >> L;
 		const int	half = w >> 1;
-		const GVebCluster *c = &t.cl[cur];
+		const VebCluster *c = &t.cl[cur];
 		uint32_t	h = (uint32_t) (y >> half);
 		uint32_t	lo = (uint32_t) (y & low_mask(half));
 
@@ -719,43 +632,6 @@ scatter_distinct_kernel(const K *k, uint64_t n, const uint32_t *pos,
 	}
 }
 
-/*
- * First index after i whose bits [0, pb) differ from x[i]'s, or nd (Eq. 8):
- * a few neighbours, then a binary search for the next prefix.
- */
-__device__ uint64_t
-prefix_end(const uint64_t *x, uint64_t nd, uint64_t i, int pb, int W)
-{
-	int			sh = W - pb;
-	uint64_t	pfx;
-	uint64_t	target;
-	uint64_t	lo;
-	uint64_t	hi;
-	uint64_t	k;
-
-	if (pb == 0)
-		return nd;
-	pfx = x[i] >> sh;
-	for (k = i + 1; k < nd && k <= i + LINEAR_STEPS; k++)
-		if ((x[k] >> sh) != pfx)
-			return k;
-	if (k >= nd || pfx == low_mask(pb))
-		return nd;
-	target = (pfx + 1) << sh;
-	lo = k;
-	hi = nd;
-	while (lo < hi)
-	{
-		uint64_t	mid = lo + (hi - lo) / 2;
-
-		if (x[mid] < target)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* The root's first element: distinct key 0. */
 __global__ void
 mark_root_kernel(uint32_t *fe)
@@ -849,19 +725,6 @@ count_clusters_kernel(const uint32_t *fe, uint64_t nd, uint32_t inner,
 	}
 }
 
-/* Slots of a table for at most children entries (fill ratio, one free). */
-__device__ __forceinline__ uint32_t
-table_size(uint64_t children)
-{
-	uint64_t	slots = (children * 100 + VEB_FILL_PERCENT - 1) / VEB_FILL_PERCENT;
-
-	if (children == 0)
-		return 0;
-	if (slots <= children)
-		slots = children + 1;
-	return slots > 0xFFFFFFFFull ? 0xFFFFFFFFu : (uint32_t) slots;
-}
-
 /*
  * The cluster records each key starts: bounds, first and last index, and
  * the table size of Eq. 9 (children at most min(b - m, 2^(w/2))).
@@ -885,7 +748,7 @@ init_clusters_kernel(VebBuildDev b, int W, int leaf_level)
 			int			s = j * w;
 			uint64_t	m = prefix_end(b.x, b.nd, i, s + w, W);
 			uint64_t	e = prefix_end(b.x, b.nd, i, s, W);
-			GVebCluster c;
+			VebCluster c;
 			uint64_t	bound = 1ull << (w / 2);
 
 			c.min = (uint32_t) word_at(b.x[i], s, w, W);
@@ -902,7 +765,7 @@ init_clusters_kernel(VebBuildDev b, int W, int leaf_level)
 
 /* off[i] = slots of cluster i (scanned into table offsets next). */
 __global__ void
-table_slots_kernel(const GVebCluster *cl, uint64_t nc, uint64_t *off)
+table_slots_kernel(const VebCluster *cl, uint64_t nc, uint64_t *off)
 {
 	FOR_EACH(i, nc)
 		off[i] = cl[i].slots;
@@ -910,7 +773,7 @@ table_slots_kernel(const GVebCluster *cl, uint64_t nc, uint64_t *off)
 
 /* Cluster i's table starts where the inclusive scan says, less its size. */
 __global__ void
-table_offsets_kernel(GVebCluster *cl, uint64_t nc, const uint64_t *incl)
+table_offsets_kernel(VebCluster *cl, uint64_t nc, const uint64_t *incl)
 {
 	FOR_EACH(i, nc)
 		cl[i].table = incl[i] - cl[i].slots;
@@ -927,7 +790,7 @@ locate(const VebBuildDev &b, uint64_t x, int L, int j, int W)
 
 	for (int l = 1; l <= L; l++)
 	{
-		const GVebCluster *c = &b.cl[cur];
+		const VebCluster *c = &b.cl[cur];
 		int			wp = W >> (l - 1);
 		int			sp = (j >> (L - l + 1)) * wp;
 
@@ -942,7 +805,7 @@ locate(const VebBuildDev &b, uint64_t x, int L, int j, int W)
 
 /* Put slot value v into the first free slot from key's home (atomicCAS). */
 __device__ void
-table_put(const VebBuildDev &b, const GVebCluster *c, uint32_t key,
+table_put(const VebBuildDev &b, const VebCluster *c, uint32_t key,
 		  unsigned long long v)
 {
 	unsigned long long *tab = b.tab + c->table;
@@ -979,7 +842,7 @@ link_level_kernel(VebBuildDev b, int L, int W, int leaf_level)
 			int			j = bit - ((1 << L) - 1);
 			int			s = j * w;
 			uint32_t	key = (uint32_t) word_at(b.x[i], s - (j & 1 ? w : 0), w, W);
-			GVebCluster *p = &b.cl[locate(b, b.x[i], L - 1, j >> 1, W)];
+			VebCluster *p = &b.cl[locate(b, b.x[i], L - 1, j >> 1, W)];
 
 			bits &= bits - 1;
 			if (L == leaf_level)
@@ -1041,17 +904,6 @@ struct VebGuard
 	VebImage   *img = nullptr;
 	~VebGuard() { veb_release(img); }
 };
-
-/* splitmix64 step: the image's hash constants (as cpu_veb.c). */
-static uint64_t
-splitmix(uint64_t *state)
-{
-	uint64_t	z = (*state += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
-}
 
 /* Validate params and allocate an empty image with its stream. */
 static GiStatus
@@ -1221,14 +1073,14 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 							(unsigned long long) nd);
 	img->nclusters = cnt[0];
 	img->nbitmaps = cnt[1];
-	CKS(veb_limit(limit, (nd + 1) * 8 + cnt[0] * sizeof(GVebCluster), n, err));
+	CKS(veb_limit(limit, (nd + 1) * 8 + cnt[0] * sizeof(VebCluster), n, err));
 	tb = 0;
 	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb, (uint32_t *) base.p, (int64_t) nd, st));
 	CKS(gi_gpu_alloc(temp, tb, "scan scratch", err));
 	CK(cub::DeviceScan::ExclusiveSum(temp.p, tb, (uint32_t *) base.p, (int64_t) nd, st));
 	temp.drop();
-	CKS(gi_gpu_alloc(cl, cnt[0] * sizeof(GVebCluster), "the clusters", err));
-	b.cl = (GVebCluster *) cl.p;
+	CKS(gi_gpu_alloc(cl, cnt[0] * sizeof(VebCluster), "the clusters", err));
+	b.cl = (VebCluster *) cl.p;
 	b.tab = NULL;
 	b.x = (const uint64_t *) x.p;
 	b.fe = (uint32_t *) fe.p;
@@ -1258,7 +1110,7 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 		CK(cudaStreamSynchronize(st));
 		off.drop();
 	}
-	img->device_bytes = (nd + 1) * 8 + img->nclusters * sizeof(GVebCluster) +
+	img->device_bytes = (nd + 1) * 8 + img->nclusters * sizeof(VebCluster) +
 		img->table_slots * 8;
 	CKS(veb_limit(limit, img->device_bytes, n, err));
 	CKS(gi_gpu_alloc(tab, img->table_slots * 8, "the hash tables", err));
@@ -1274,7 +1126,7 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	}
 	CK(cudaStreamSynchronize(st));
 	img->d_run_start = (uint64_t *) rs.release();
-	img->d_clusters = (GVebCluster *) cl.release();
+	img->d_clusters = (VebCluster *) cl.release();
 	img->d_table = (unsigned long long *) tab.release();
 	return GI_OK;
 }
@@ -1589,7 +1441,7 @@ void
 gi_gpu_veb_info(const GiImage *image, GiImageInfo *info)
 {
 	const VebImage *img = (const VebImage *) image;
-	uint64_t	structure_bytes = img->nclusters * sizeof(GVebCluster) +
+	uint64_t	structure_bytes = img->nclusters * sizeof(VebCluster) +
 		img->table_slots * 8;
 
 	info->engine = GI_ENGINE_GPU;

@@ -124,7 +124,7 @@ descend(const CpuBtree *t, int64_t p, const int wide)
 	uint64_t	leaf = descend_to_leaf(t, p, wide);
 	uint64_t	start;
 
-	start = cut_start(leaf, t->leaf_ave, t->leaf_h);
+	start = gi_cut_start(leaf, t->leaf_ave, t->leaf_h);
 	if (wide)
 		return start + count_below64((const int64_t *) t->leaf_keys + start, p);
 	return start + count_below32((const int32_t *) t->leaf_keys + start,
@@ -646,7 +646,7 @@ fill_inner_level(CpuBtree *t, LevelCut cut, uint64_t node_base,
 
 	for (j = 0; j < cut.nodes; j++)
 	{
-		uint64_t	first = cut_start(j, cut.ave, cut.h);
+		uint64_t	first = gi_cut_start(j, cut.ave, cut.h);
 		uint64_t	count = j < cut.h ? cut.ave : cut.ave - 1;
 		uint64_t	node = node_base + j;
 		uint64_t	c;
@@ -660,7 +660,7 @@ fill_inner_level(CpuBtree *t, LevelCut cut, uint64_t node_base,
 			if (child_is_leaf)
 			{
 				/* A leaf's max is the key just before the next leaf. */
-				uint64_t	end = cut_start(child + 1, child_cut.ave, child_cut.h);
+				uint64_t	end = gi_cut_start(child + 1, child_cut.ave, child_cut.h);
 
 				max = t->wide ? ((int64_t *) t->leaf_keys)[end - 1] :
 					((int32_t *) t->leaf_keys)[end - 1];

@@ -8,6 +8,7 @@
 #define GPUIDX_CPU_BTREE_H
 
 #include "cpu_engine.h"
+#include "cut_twin.h"
 
 #define ORDER32			32		/* int32 keys per node: 128 bytes */
 #define ORDER64			16		/* int64 keys per node: 128 bytes */
@@ -60,7 +61,7 @@ typedef struct CpuBtree
 	double		inner_ms;		/* last re-cut of the internal levels */
 } CpuBtree;
 
-/* One level's cut per formulas 1 and 2. */
+/* One level's cut per formulas 1 and 2 (cut_twin.h), with its item count. */
 typedef struct LevelCut
 {
 	uint64_t	items;			/* K: keys or child nodes to distribute */
@@ -73,20 +74,14 @@ typedef struct LevelCut
 static inline LevelCut
 cut_level(uint64_t items, int m)
 {
+	GiCut		g = gi_cut(items, (uint64_t) m);
 	LevelCut	c;
 
 	c.items = items;
-	c.nodes = (items + m - 1) / m;
-	c.ave = (items + c.nodes - 1) / c.nodes;
-	c.h = items - c.nodes * (c.ave - 1);
+	c.nodes = g.nodes;
+	c.ave = g.ave;
+	c.h = g.h;
 	return c;
-}
-
-/* Index of the first item of node j in a level cut by (ave, h). */
-static inline uint64_t
-cut_start(uint64_t j, uint64_t ave, uint64_t h)
-{
-	return j * (ave - 1) + (j < h ? j : h);
 }
 
 /* Keys of leaf node id of an insertable tree (key width fixed per call). */

@@ -249,7 +249,7 @@ fill_inner(CpuBtree *t, InnerPlan *plan)
 
 		for (j = 0; j < cut.nodes; j++)
 		{
-			uint64_t	first = cut_start(j, cut.ave, cut.h);
+			uint64_t	first = gi_cut_start(j, cut.ave, cut.h);
 			uint64_t	count = j < cut.h ? cut.ave : cut.ave - 1;
 			uint64_t	node = plan->level_base[k] + j;
 			uint64_t	c;
@@ -318,7 +318,7 @@ convert_slice(void *arg, size_t begin, size_t end)
 
 	for (j = begin; j < end; j++)
 	{
-		uint64_t	first = cut_start(j, c->cut.ave, c->cut.h);
+		uint64_t	first = gi_cut_start(j, c->cut.ave, c->cut.h);
 		uint32_t	count = (uint32_t) (j < c->cut.h ? c->cut.ave : c->cut.ave - 1);
 		uint32_t	s;
 

@@ -1,7 +1,7 @@
 /*
  * gpu_veb_bench.cu - the GPU van Emde Boas tree at kernel level (no
  * PostgreSQL): build time including the CUB sort against the CPU insertion
- * build (Algorithm 2, engine/cpu_veb.h), predecessor queries/s against a GPU
+ * build (Algorithm 2, test/common/veb_classic.h), predecessor queries/s against a GPU
  * binary search over the de-duplicated keys and against the GPU B+ tree, and
  * the space overhead over the de-duplicated raw keys.  int32 keys; the
  * paper's distributions: linear, uniform, normal, lognormal, two shifted
@@ -14,7 +14,7 @@
  */
 #include "gpu_engine.cuh"
 #include "bench_util.cuh"
-#include "cpu_veb.h"
+#include "veb_classic.h"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
