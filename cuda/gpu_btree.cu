@@ -42,7 +42,6 @@
 #include <new>
 
 #define QCHUNK			(1u << 25)	/* probes per device pass (< 2^30) */
-#define HOST_QCHUNK		(1u << 24)	/* probes per host round trip */
 #define SORT_MIN_PROBES	(1u << 20)	/* smaller batches are not sorted */
 #define SORT_TREE_L2X	16			/* nor are trees under 16x the L2 size */
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
@@ -1152,64 +1151,6 @@ void
 gi_gpu_btree_free(GiImage *image)
 {
 	image_release((GpuImage *) image);
-}
-
-/* Answer a host batch: chunks uploaded through pinned memory, searched,
- * and the results copied back in the caller's order. */
-GiStatus
-gi_gpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
-				   const int64_t *probes_hi, size_t nprobes, uint64_t *first,
-				   uint64_t *last, GiError *err)
-{
-	GpuImage   *img = (GpuImage *) image;
-	ScratchGuard sg;
-	DevBuf		dp,
-				dh,
-				df,
-				dl;
-	double		t0 = gi_now_ms(),
-				sort_ms = 0,
-				search_ms = 0,
-				xfer_ms = 0;
-	size_t		cap;
-
-	CKS(gi_gpu_need_device(err));
-	if (img->geo.n == 0)
-	{
-		memset(first, 0, nprobes * sizeof(uint64_t));
-		memset(last, 0, nprobes * sizeof(uint64_t));
-		return GI_OK;
-	}
-	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
-	CKS(scratch_for(img, cap, &sg.s, err));
-	CKS(gi_gpu_alloc(dp, cap * 8, "the probes", err));
-	if (probes_hi)
-		CKS(gi_gpu_alloc(dh, cap * 8, "the upper bounds", err));
-	CKS(gi_gpu_alloc(df, cap * 8, "the results", err));
-	CKS(gi_gpu_alloc(dl, cap * 8, "the results", err));
-	for (size_t off = 0; off < nprobes; off += cap)
-	{
-		size_t		cnt = std::min(cap, nprobes - off);
-		double		a = gi_now_ms();
-
-		CKS(gi_gpu_upload(dp.p, probes + off, cnt, 8, img->stream, NULL, err));
-		if (probes_hi)
-			CKS(gi_gpu_upload(dh.p, probes_hi + off, cnt, 8, img->stream, NULL, err));
-		CK(cudaStreamSynchronize(img->stream));
-		xfer_ms += gi_now_ms() - a;
-		CKS(query_device(img, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
-						 (uint64_t *) df.p, (uint64_t *) dl.p, sg.s, &sort_ms, &search_ms, err));
-		a = gi_now_ms();
-		CKS(gi_gpu_download((int64_t *) first + off, df.p, cnt, 8, img->stream, err));
-		CKS(gi_gpu_download((int64_t *) last + off, dl.p, cnt, 8, img->stream, err));
-		xfer_ms += gi_now_ms() - a;
-	}
-	img->hdr.last_query.transfer_ms = xfer_ms;
-	img->hdr.last_query.sort_ms = sort_ms;
-	img->hdr.last_query.search_ms = search_ms;
-	img->hdr.last_query.build_ms = 0;
-	img->hdr.last_query.total_ms = gi_now_ms() - t0;
-	return GI_OK;
 }
 
 /* Describe a GPU image. */

@@ -15,8 +15,11 @@
 #include "gpu_space.cuh"
 #include "gpu_veb.cuh"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+
+#define HOST_QCHUNK		(1u << 24)	/* probes per host round trip */
 
 /* ------------------------------------------------------------------------ */
 /* engine_impl.h                                                             */
@@ -66,15 +69,86 @@ gi_gpu_free(GiImage *image)
 		gi_gpu_btree_free(image);
 }
 
-/* Answer a host batch on an image of either structure. */
+/* Device room for a batch of count probes (and upper bounds when hi) and
+ * their first / last results. */
+static GiStatus
+alloc_batch(size_t count, bool hi, DevBuf &dp, DevBuf &dh, DevBuf &df, DevBuf &dl,
+			GiError *err)
+{
+	CKS(gi_gpu_alloc(dp, count * sizeof(int64_t), "the probes", err));
+	if (hi)
+		CKS(gi_gpu_alloc(dh, count * sizeof(int64_t), "the upper bounds", err));
+	CKS(gi_gpu_alloc(df, count * sizeof(uint64_t), "the results", err));
+	CKS(gi_gpu_alloc(dl, count * sizeof(uint64_t), "the results", err));
+	return GI_OK;
+}
+
+/* Frees query scratch made for one call. */
+struct ScratchGuard
+{
+	GiGpuScratch *s = nullptr;
+	~ScratchGuard() { gi_gpu_dev_scratch_free(s); }
+};
+
+/*
+ * Answer a host batch on an image of either structure: chunks of up to
+ * HOST_QCHUNK probes go up through the pinned slots, are answered on the
+ * device (gi_gpu_dev_query) and come back in the caller's order.
+ */
 GI_EXPORT GiStatus
 gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 			 const int64_t *probes_hi, size_t nprobes, uint64_t *first,
 			 uint64_t *last, GiError *err)
 {
-	if (image->structure == GI_STRUCT_VEB)
-		return gi_gpu_veb_query(image, op, probes, probes_hi, nprobes, first, last, err);
-	return gi_gpu_btree_query(image, op, probes, probes_hi, nprobes, first, last, err);
+	cudaStream_t stream;
+	ScratchGuard sg;
+	DevBuf		dp,
+				dh,
+				df,
+				dl;
+	double		t0 = gi_now_ms(),
+				sort_ms = 0,
+				search_ms = 0,
+				xfer_ms = 0;
+	size_t		cap;
+
+	CKS(gi_gpu_need_device(err));
+	memset(&image->last_query, 0, sizeof(image->last_query));
+	if (image->n == 0)
+	{
+		memset(first, 0, nprobes * sizeof(uint64_t));
+		memset(last, 0, nprobes * sizeof(uint64_t));
+		return GI_OK;
+	}
+	stream = gi_gpu_dev_stream(image);
+	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
+	CKS(gi_gpu_dev_scratch_create(image, cap, &sg.s, err));
+	CKS(alloc_batch(cap, probes_hi != NULL, dp, dh, df, dl, err));
+	for (size_t off = 0; off < nprobes; off += cap)
+	{
+		size_t		cnt = std::min(cap, nprobes - off);
+		double		a = gi_now_ms();
+
+		CKS(gi_gpu_upload(dp.p, probes + off, cnt, 8, stream, NULL, err));
+		if (probes_hi)
+			CKS(gi_gpu_upload(dh.p, probes_hi + off, cnt, 8, stream, NULL, err));
+		CK(cudaStreamSynchronize(stream));
+		xfer_ms += gi_now_ms() - a;
+		CKS(gi_gpu_dev_query(image, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
+							 (uint64_t *) df.p, (uint64_t *) dl.p, sg.s, err));
+		sort_ms += image->last_query.sort_ms;
+		search_ms += image->last_query.search_ms;
+		a = gi_now_ms();
+		CKS(gi_gpu_download((int64_t *) first + off, df.p, cnt, 8, stream, err));
+		CKS(gi_gpu_download((int64_t *) last + off, dl.p, cnt, 8, stream, err));
+		xfer_ms += gi_now_ms() - a;
+	}
+	image->last_query.transfer_ms = xfer_ms;
+	image->last_query.sort_ms = sort_ms;
+	image->last_query.search_ms = search_ms;
+	image->last_query.build_ms = 0;
+	image->last_query.total_ms = gi_now_ms() - t0;
+	return GI_OK;
 }
 
 /* Describe an image of either structure. */
@@ -150,11 +224,7 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 	if (image->structure == GI_STRUCT_BTREE)
 		CKS(gi_gpu_btree_refresh_payloads(image, err));
 
-	CKS(gi_gpu_alloc(dp, nprobes * sizeof(int64_t), "the probes", err));
-	if (probes_hi)
-		CKS(gi_gpu_alloc(dh, nprobes * sizeof(int64_t), "the upper bounds", err));
-	CKS(gi_gpu_alloc(df, nprobes * sizeof(uint64_t), "the results", err));
-	CKS(gi_gpu_alloc(dl, nprobes * sizeof(uint64_t), "the results", err));
+	CKS(alloc_batch(nprobes, probes_hi != NULL, dp, dh, df, dl, err));
 	CK(cudaMemcpyAsync(dp.p, probes, nprobes * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
 	if (probes_hi)
 		CK(cudaMemcpyAsync(dh.p, probes_hi, nprobes * sizeof(int64_t),

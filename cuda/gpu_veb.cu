@@ -39,7 +39,6 @@
 #include <cstring>
 
 #define MAX_DEPTH		6		/* pending frames of a summary search */
-#define HOST_QCHUNK		(1u << 24)	/* probes per host round trip */
 #define BLOCK			256		/* threads per block of the build kernels */
 
 /* What the search kernels read of an image. */
@@ -1363,61 +1362,6 @@ void
 gi_gpu_veb_free(GiImage *image)
 {
 	veb_release((VebImage *) image);
-}
-
-/* Answer a host batch in chunks: pinned upload, search, results back. */
-GiStatus
-gi_gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
-			  const int64_t *probes_hi, size_t nprobes, uint64_t *first,
-			  uint64_t *last, GiError *err)
-{
-	VebImage   *img = (VebImage *) image;
-	DevBuf		dp,
-				dh,
-				df,
-				dl;
-	double		t0 = gi_now_ms(),
-				search_ms = 0,
-				xfer_ms = 0;
-	size_t		cap;
-
-	CKS(gi_gpu_need_device(err));
-	memset(&image->last_query, 0, sizeof(image->last_query));
-	if (img->nd == 0)
-	{
-		memset(first, 0, nprobes * sizeof(uint64_t));
-		memset(last, 0, nprobes * sizeof(uint64_t));
-		return GI_OK;
-	}
-	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
-	CKS(gi_gpu_alloc(dp, cap * 8, "the probes", err));
-	if (probes_hi)
-		CKS(gi_gpu_alloc(dh, cap * 8, "the upper bounds", err));
-	CKS(gi_gpu_alloc(df, cap * 8, "the results", err));
-	CKS(gi_gpu_alloc(dl, cap * 8, "the results", err));
-	for (size_t off = 0; off < nprobes; off += cap)
-	{
-		size_t		cnt = std::min(cap, nprobes - off);
-		double		a = gi_now_ms();
-
-		CKS(gi_gpu_upload(dp.p, probes + off, cnt, 8, img->stream, NULL, err));
-		if (probes_hi)
-			CKS(gi_gpu_upload(dh.p, probes_hi + off, cnt, 8, img->stream, NULL, err));
-		CK(cudaStreamSynchronize(img->stream));
-		xfer_ms += gi_now_ms() - a;
-		a = gi_now_ms();
-		CKS(veb_search(img, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
-						(uint64_t *) df.p, (uint64_t *) dl.p, err));
-		search_ms += gi_now_ms() - a;
-		a = gi_now_ms();
-		CKS(gi_gpu_download((int64_t *) first + off, df.p, cnt, 8, img->stream, err));
-		CKS(gi_gpu_download((int64_t *) last + off, dl.p, cnt, 8, img->stream, err));
-		xfer_ms += gi_now_ms() - a;
-	}
-	image->last_query.transfer_ms = xfer_ms;
-	image->last_query.search_ms = search_ms;
-	image->last_query.total_ms = gi_now_ms() - t0;
-	return GI_OK;
 }
 
 /* Answer a device-resident batch (results on the device). */

@@ -31,11 +31,6 @@ GiStatus	gi_gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
 /* Free an image. */
 void		gi_gpu_veb_free(GiImage *image);
 
-/* Answer a host batch (gi_gpu_query). */
-GiStatus	gi_gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
-							 const int64_t *probes_hi, size_t nprobes,
-							 uint64_t *first, uint64_t *last, GiError *err);
-
 /* Answer a device-resident batch of nprobes > 0 (gi_gpu_dev_query). */
 GiStatus	gi_gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 								 const int64_t *d_hi, size_t nprobes,

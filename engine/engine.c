@@ -26,6 +26,22 @@ check_params(const GiBuildParams *params, GiError *err)
 	return GI_OK;
 }
 
+/* Clear err, check what every build needs and clear *out. */
+static GiStatus
+begin_build(const GiBuildParams *params, const int64_t *keys, size_t n,
+			GiImage **out, GiError *err)
+{
+	GiStatus	st;
+
+	gi_clear_error(err);
+	if ((st = check_params(params, err)) != GI_OK)
+		return st;
+	if (out == NULL || (n > 0 && keys == NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "missing build arrays");
+	*out = NULL;
+	return GI_OK;
+}
+
 /* Keep a host copy of the payloads of a CPU image, for gi_image_select. */
 static GiStatus
 keep_cpu_payloads(GiImage *image, const uint64_t *payloads, size_t n,
@@ -69,12 +85,8 @@ gi_image_build(const GiBuildParams *params, const int64_t *keys,
 {
 	GiStatus	st;
 
-	gi_clear_error(err);
-	if ((st = check_params(params, err)) != GI_OK)
+	if ((st = begin_build(params, keys, n, out, err)) != GI_OK)
 		return st;
-	if (out == NULL || (n > 0 && keys == NULL))
-		return gi_set_error(err, GI_ERR_INVALID, "missing build arrays");
-	*out = NULL;
 	if (params->engine == GI_ENGINE_GPU)
 	{
 		st = gi_gpu_build(params, keys, payloads, n, out, err);
@@ -104,12 +116,8 @@ gi_image_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 	uint64_t   *sp;
 	double		t0;
 
-	gi_clear_error(err);
-	if ((st = check_params(params, err)) != GI_OK)
+	if ((st = begin_build(params, keys, n, out, err)) != GI_OK)
 		return st;
-	if (out == NULL || (n > 0 && keys == NULL))
-		return gi_set_error(err, GI_ERR_INVALID, "missing build arrays");
-	*out = NULL;
 	if (params->engine == GI_ENGINE_GPU)
 		return gi_gpu_build_unsorted(params, keys, payloads, n,
 									 sorted_keys_out, sorted_payloads_out,
