@@ -48,16 +48,18 @@ EXTRA_CLEAN = $(CUDA_OBJS) engine/gpu_stub.o test/unit/test_engine bench/kernel_
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) engine/engine.h engine/engine_impl.h
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(wildcard engine/*.h)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(SRC_OBJS) $(ENGINE_OBJS): $(wildcard src/*.h) $(wildcard engine/*.h)
 
 # Engine unit tests (no PostgreSQL): CPU engine always, GPU engine when built
 # with CUDA and a device is present.
-UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Iengine
-test/unit/test_engine: $(wildcard test/unit/*.c) $(patsubst %.o,%.c,$(ENGINE_OBJS)) $(GPU_OBJS) engine/engine.h engine/engine_impl.h
-	$(CC) $(UNIT_CFLAGS) -o $@ $(wildcard test/unit/*.c) $(patsubst %.o,%.c,$(ENGINE_OBJS)) $(GPU_OBJS) $(GPU_LIBS) -lm
+# test/common/ holds what only tests and benchmarks build (the classic vEB).
+UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Iengine -Itest/common
+UNIT_SRCS = $(wildcard test/unit/*.c) $(wildcard test/common/*.c)
+test/unit/test_engine: $(UNIT_SRCS) $(wildcard test/common/*.h) $(patsubst %.o,%.c,$(ENGINE_OBJS)) $(GPU_OBJS) $(wildcard engine/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ $(UNIT_SRCS) $(patsubst %.o,%.c,$(ENGINE_OBJS)) $(GPU_OBJS) $(GPU_LIBS) -lm
 
 unittest: test/unit/test_engine
 	test/unit/test_engine

@@ -30,8 +30,7 @@
  * the caller's order.  Probes are int64; those outside the stored type's
  * range are answered by comparison, never wrapped.
  */
-#include "gpu_btree_int.cuh"
-#include "gpu_veb.cuh"
+#include "gpu_btree.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -42,11 +41,7 @@
 #include <cstring>
 #include <new>
 
-#define GI_EXPORT extern "C" __attribute__((visibility("default")))
-
-#define STAGE_BYTES		(32u << 20) /* one pinned staging slot */
 #define QCHUNK			(1u << 25)	/* probes per device pass (< 2^30) */
-#define HOST_QCHUNK		(1u << 24)	/* probes per host round trip */
 #define SORT_MIN_PROBES	(1u << 20)	/* smaller batches are not sorted */
 #define SORT_TREE_L2X	16			/* nor are trees under 16x the L2 size */
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
@@ -54,251 +49,7 @@
 #define IDX_ABOVE		0x80000000u /* sorted probe was above INT32_MAX */
 #define IDX_MASK		0x3fffffffu
 
-/* ------------------------------------------------------------------------ */
-/* Device discovery and errors                                              */
-/* ------------------------------------------------------------------------ */
-
-typedef struct DevState
-{
-	bool		probed;
-	bool		ok;
-	int			device;
-	int			sms;
-	int			cc_major;
-	size_t		l2_bytes;
-	size_t		total_mem;
-	char		name[64];
-	char		why[256];
-} DevState;
-
-static DevState g_dev;
 static GiGpuPolicy g_policy = {-1, 0, 2};	/* group 2: fastest measured */
-
-/* Initialize CUDA lazily and remember what the device offers. */
-static bool
-dev_probe(void)
-{
-	int			count = 0;
-	cudaError_t e;
-	cudaDeviceProp prop;
-
-	if (g_dev.probed)
-		return g_dev.ok;
-	g_dev.probed = true;
-	e = cudaGetDeviceCount(&count);
-	if (e != cudaSuccess)
-	{
-		snprintf(g_dev.why, sizeof(g_dev.why), "no usable GPU: cudaGetDeviceCount failed: %s (%s)",
-				 cudaGetErrorString(e), cudaGetErrorName(e));
-		(void) cudaGetLastError();
-		return false;
-	}
-	if (count <= 0)
-	{
-		snprintf(g_dev.why, sizeof(g_dev.why), "no GPU found (cudaGetDeviceCount returned 0)");
-		return false;
-	}
-	if ((e = cudaGetDevice(&g_dev.device)) != cudaSuccess ||
-		(e = cudaGetDeviceProperties(&prop, g_dev.device)) != cudaSuccess)
-	{
-		snprintf(g_dev.why, sizeof(g_dev.why), "cudaGetDeviceProperties failed: %s",
-				 cudaGetErrorString(e));
-		(void) cudaGetLastError();
-		return false;
-	}
-	if (prop.major < 8)
-	{
-		snprintf(g_dev.why, sizeof(g_dev.why),
-				 "GPU %.64s has compute capability %d.%d; gpuidx needs 8.0 or later",
-				 prop.name, prop.major, prop.minor);
-		return false;
-	}
-	/* Make sure a context can be created and the kernels load. */
-	if ((e = cudaFree(0)) != cudaSuccess)
-	{
-		snprintf(g_dev.why, sizeof(g_dev.why), "CUDA context creation failed: %s",
-				 cudaGetErrorString(e));
-		(void) cudaGetLastError();
-		return false;
-	}
-	g_dev.sms = prop.multiProcessorCount;
-	g_dev.cc_major = prop.major;
-	g_dev.l2_bytes = prop.l2CacheSize;
-	g_dev.total_mem = prop.totalGlobalMem;
-	snprintf(g_dev.name, sizeof(g_dev.name), "%.*s", (int) sizeof(g_dev.name) - 1, prop.name);
-	g_dev.ok = true;
-	return true;
-}
-
-/* Fail with GI_ERR_NO_DEVICE unless a GPU is usable. */
-static GiStatus
-need_device(GiError *err)
-{
-	if (!dev_probe())
-		return gi_set_error(err, GI_ERR_NO_DEVICE, "%s", g_dev.why);
-	return GI_OK;
-}
-
-/* Grid size for a grid-stride elementwise kernel over n items. */
-static unsigned
-grid_for(uint64_t n, unsigned block)
-{
-	uint64_t	want = (n + block - 1) / block;
-	uint64_t	cap = (uint64_t) g_dev.sms * 32;
-
-	if (want < 1)
-		want = 1;
-	return (unsigned) (want < cap ? want : cap);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Pinned staging for host <-> device copies                                 */
-/* ------------------------------------------------------------------------ */
-
-typedef struct Staging
-{
-	bool		ready;
-	void	   *buf[2];
-	cudaEvent_t ev[2];
-} Staging;
-
-static Staging g_stage;
-
-/* Free the pinned staging slots (at process exit). */
-static void
-staging_release(void)
-{
-	for (int s = 0; s < 2; s++)
-	{
-		if (g_stage.buf[s])
-			cudaFreeHost(g_stage.buf[s]);
-		if (g_stage.ev[s])
-			cudaEventDestroy(g_stage.ev[s]);
-		g_stage.buf[s] = NULL;
-		g_stage.ev[s] = NULL;
-	}
-	g_stage.ready = false;
-}
-
-/* Allocate the two pinned staging slots once per process. */
-static GiStatus
-staging_init(GiError *err)
-{
-	static bool registered = false;
-
-	if (g_stage.ready)
-		return GI_OK;
-	if (!registered)
-	{
-		atexit(staging_release);	/* runs before the CUDA runtime's own teardown */
-		registered = true;
-	}
-	for (int s = 0; s < 2; s++)
-	{
-		if (!g_stage.buf[s])
-			CK(cudaHostAlloc(&g_stage.buf[s], STAGE_BYTES, cudaHostAllocDefault));
-		if (!g_stage.ev[s])
-			CK(cudaEventCreateWithFlags(&g_stage.ev[s], cudaEventDisableTiming));
-	}
-	g_stage.ready = true;
-	return GI_OK;
-}
-
-/*
- * Upload n int64 host values to the device as width-byte integers through
- * the pinned slots, double-buffered: the host fills one slot while the other
- * is in flight.  Narrowing to int32 checks the range (*out_of_range).
- */
-static GiStatus
-upload_i64(void *dst, const int64_t *src, size_t n, int width,
-		   cudaStream_t stream, bool *out_of_range, GiError *err)
-{
-	size_t		per = STAGE_BYTES / width;
-	bool		bad = false;
-
-	CKS(staging_init(err));
-	for (size_t off = 0, c = 0; off < n; off += per, c++)
-	{
-		int			s = (int) (c & 1);
-		size_t		cnt = std::min(per, n - off);
-
-		CK(cudaEventSynchronize(g_stage.ev[s]));
-		if (width == 8)
-			memcpy(g_stage.buf[s], src + off, cnt * 8);
-		else
-		{
-			int32_t    *d = (int32_t *) g_stage.buf[s];
-			const int64_t *p = src + off;
-			int64_t		acc = 0;
-
-			for (size_t i = 0; i < cnt; i++)
-			{
-				d[i] = (int32_t) p[i];
-				acc |= p[i] ^ (int64_t) d[i];
-			}
-			bad |= acc != 0;
-		}
-		CK(cudaMemcpyAsync((char *) dst + off * width, g_stage.buf[s], cnt * width,
-						   cudaMemcpyHostToDevice, stream));
-		CK(cudaEventRecord(g_stage.ev[s], stream));
-	}
-	if (out_of_range)
-		*out_of_range = bad;
-	return GI_OK;
-}
-
-/* Upload n raw 8-byte values through the pinned slots. */
-static GiStatus
-upload_u64(void *dst, const uint64_t *src, size_t n, cudaStream_t stream, GiError *err)
-{
-	return upload_i64(dst, (const int64_t *) src, n, 8, stream, NULL, err);
-}
-
-/*
- * Download n width-byte integers from the device into int64 host values
- * (sign-extending int32), double-buffered through the pinned slots.
- */
-static GiStatus
-download_i64(int64_t *dst, const void *src, size_t n, int width,
-			 cudaStream_t stream, GiError *err)
-{
-	size_t		per = STAGE_BYTES / 8;	/* widened size must fit too */
-	size_t		prev_off = 0,
-				prev_cnt = 0;
-	int			prev_s = -1;
-
-	CKS(staging_init(err));
-	for (size_t off = 0, c = 0;; off += per, c++)
-	{
-		int			s = (int) (c & 1);
-		size_t		cnt = off < n ? std::min(per, n - off) : 0;
-
-		if (cnt)
-		{
-			CK(cudaEventSynchronize(g_stage.ev[s]));
-			CK(cudaMemcpyAsync(g_stage.buf[s], (const char *) src + off * width, cnt * width,
-							   cudaMemcpyDeviceToHost, stream));
-			CK(cudaEventRecord(g_stage.ev[s], stream));
-		}
-		if (prev_s >= 0)
-		{
-			CK(cudaEventSynchronize(g_stage.ev[prev_s]));
-			if (width == 8)
-				memcpy(dst + prev_off, g_stage.buf[prev_s], prev_cnt * 8);
-			else
-			{
-				const int32_t *q = (const int32_t *) g_stage.buf[prev_s];
-
-				for (size_t i = 0; i < prev_cnt; i++)
-					dst[prev_off + i] = q[i];
-			}
-		}
-		if (!cnt)
-			break;
-		prev_s = s, prev_off = off, prev_cnt = cnt;
-	}
-	return GI_OK;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -313,7 +64,7 @@ geo_inner(uint64_t items, int m, Geo *g)
 
 	while (items > 1 && L < MAX_INT_LEVELS)
 	{
-		up[L] = cut_items(items, m);	/* children = items, nodes = parents */
+		up[L] = gi_cut(items, m);	/* children = items, nodes = parents */
 		items = up[L].nodes;
 		L++;
 	}
@@ -335,7 +86,7 @@ geo_compute(uint64_t n, int m, Geo *g)
 	g->m = m;
 	if (n == 0)
 		return;
-	g->leaf = cut_items(n, m);
+	g->leaf = gi_cut(n, m);
 	geo_inner(g->leaf.nodes, m, g);
 }
 
@@ -506,7 +257,7 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 	}
 	else
 	{
-		L.s = cut_start(L.li, T.leaf_ave, T.leaf_h);
+		L.s = gi_cut_start(L.li, T.leaf_ave, T.leaf_h);
 		L.size = (uint32_t) (L.li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
 		load_slot<K, KPT>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
 	}
@@ -748,70 +499,6 @@ probe_pairs_kernel(const int64_t *probes, uint64_t count,
 	}
 }
 
-/* Set *flag if a[i-1] > a[i] for some i (is the array unsorted?). */
-template <class T>
-__global__ void
-unsorted_flag_kernel(const T *a, uint64_t n, int *flag)
-{
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
-		 i += (uint64_t) gridDim.x * blockDim.x)
-		if (a[i - 1] > a[i])
-		{
-			*flag = 1;
-			return;
-		}
-}
-
-/* Set *flag if two equal keys carry payloads out of order. */
-template <class K>
-__global__ void
-tie_order_flag_kernel(const K *k, const uint64_t *pay, uint64_t n, int *flag)
-{
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
-		 i += (uint64_t) gridDim.x * blockDim.x)
-		if (k[i - 1] == k[i] && pay[i - 1] > pay[i])
-		{
-			*flag = 1;
-			return;
-		}
-}
-
-/* Count positions i > 0 where key[i] differs from key[i-1]. */
-template <class K>
-__global__ void
-key_changes_kernel(const K *k, uint64_t n, unsigned long long *count)
-{
-	uint32_t	mine = 0;
-
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
-		 i += (uint64_t) gridDim.x * blockDim.x)
-		mine += k[i - 1] != k[i];
-	int			block_sum = __syncthreads_count(mine != 0);	/* cheap pre-check */
-
-	if (block_sum == 0)
-		return;
-	/* warp reduce, then one atomic per warp */
-	for (int o = 16; o > 0; o >>= 1)
-		mine += __shfl_down_sync(0xffffffffu, mine, o);
-	if ((threadIdx.x & 31) == 0 && mine)
-		atomicAdd(count, (unsigned long long) mine);
-}
-
-/* Narrow int64 keys to int32 (device-resident input), flagging overflow. */
-__global__ void
-narrow_keys_kernel(const int64_t *in, int32_t *out, uint64_t n, int *flag)
-{
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
-		 i += (uint64_t) gridDim.x * blockDim.x)
-	{
-		int64_t		v = in[i];
-
-		out[i] = (int32_t) v;
-		if (v != (int32_t) v)
-			*flag = 1;
-	}
-}
-
 /* Lay the sorted keys out in padded leaf slots (one thread per slot). */
 template <class K>
 __global__ void
@@ -826,7 +513,7 @@ scatter_leaves_kernel(const K *sorted, K *leaves, uint64_t nleaves, Cut cut)
 		uint32_t	j = (uint32_t) (t % M);
 		uint64_t	size = li < cut.h ? cut.ave : cut.ave - 1;
 
-		leaves[t] = j < size ? sorted[cut_start(li, cut.ave, cut.h) + j] : (K) KeyLimits<K>::hi;
+		leaves[t] = j < size ? sorted[gi_cut_start(li, cut.ave, cut.h) + j] : (K) KeyLimits<K>::hi;
 	}
 }
 
@@ -849,7 +536,7 @@ build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves, const K *leaf_ma
 	{
 		uint64_t	i = t / M;
 		uint32_t	j = (uint32_t) (t % M);
-		uint64_t	cs = cut_start(i, cut.ave, cut.h);
+		uint64_t	cs = gi_cut_start(i, cut.ave, cut.h);
 		uint64_t	nch = i < cut.h ? cut.ave : cut.ave - 1;
 		K			key = (K) KeyLimits<K>::hi;
 
@@ -912,7 +599,7 @@ image_release(GpuImage *img)
 		cudaFree(img->d_nodes);
 	if (img->d_prefix)
 		cudaFree(img->d_prefix);
-	gi_gpu_int_ins_free(img->ins);
+	gi_gpu_btree_ins_free(img->ins);
 	if (img->stream)
 		cudaStreamDestroy(img->stream);
 	free(img);
@@ -937,7 +624,7 @@ image_create(const GiBuildParams *params, size_t n, ImageGuard &guard, GiError *
 	uint64_t	bytes;
 	DevBuf		k, nd, pf;
 
-	CKS(need_device(err));
+	CKS(gi_gpu_need_device(err));
 	if (params->structure == GI_STRUCT_VEB)
 		return gi_set_error(err, GI_ERR_UNSUPPORTED,
 							"the van Emde Boas structure is not implemented on the GPU yet");
@@ -966,11 +653,11 @@ image_create(const GiBuildParams *params, size_t n, ImageGuard &guard, GiError *
 	img->hdr.key_bytes = params->key_bytes;
 	img->hdr.n = n;
 	img->mem_limit = params->device_memory_limit;
-	snprintf(img->device_name, sizeof(img->device_name), "%s", g_dev.name);
+	snprintf(img->device_name, sizeof(img->device_name), "%s", gi_gpu_device_name());
 	CK(cudaStreamCreateWithFlags(&img->stream, cudaStreamNonBlocking));
-	CKS(dev_alloc(k, img->geo.leaf.nodes * NODE_BYTES, "the leaves", err));
-	CKS(dev_alloc(nd, img->geo.inodes * NODE_BYTES, "the internal nodes", err));
-	CKS(dev_alloc(pf, n ? (img->geo.inodes + 1) * sizeof(uint32_t) : 0, "the child prefix sums", err));
+	CKS(gi_gpu_alloc(k, img->geo.leaf.nodes * NODE_BYTES, "the leaves", err));
+	CKS(gi_gpu_alloc(nd, img->geo.inodes * NODE_BYTES, "the internal nodes", err));
+	CKS(gi_gpu_alloc(pf, n ? (img->geo.inodes + 1) * sizeof(uint32_t) : 0, "the child prefix sums", err));
 	img->d_leaves = k.release();
 	img->d_nodes = nd.release();
 	img->d_prefix = (uint32_t *) pf.release();
@@ -994,7 +681,7 @@ build_levels(GpuImage *img, const K *keys, GiError *err)
 
 	if (g->n == 0)
 		return GI_OK;
-	scatter_leaves_kernel<K><<<grid_for(g->leaf.nodes * (NODE_BYTES / sizeof(K)), 256), 256, 0, st>>>(
+	scatter_leaves_kernel<K><<<gi_gpu_grid(g->leaf.nodes * (NODE_BYTES / sizeof(K)), 256), 256, 0, st>>>(
 		keys, (K *) img->d_leaves, g->leaf.nodes, g->leaf);
 	CKL("scatter_leaves_kernel");
 	for (int l = g->nint - 1; l >= 0; l--)
@@ -1002,7 +689,7 @@ build_levels(GpuImage *img, const K *keys, GiError *err)
 		bool		bottom = l == g->nint - 1;
 		uint64_t	slots = g->lev[l].nodes * (NODE_BYTES / sizeof(K));
 
-		build_level_kernel<K><<<grid_for(slots, 256), 256, 0, st>>>(
+		build_level_kernel<K><<<gi_gpu_grid(slots, 256), 256, 0, st>>>(
 			nodes, img->d_prefix, leaves, (const K *) NULL, g->lev[l].nodes, g->off[l], g->lev[l],
 			g->off[l + 1], bottom, bottom ? Cut{0, 0, 0} : g->lev[l + 1], g->leaf,
 			g->leaf.nodes);
@@ -1014,10 +701,10 @@ build_levels(GpuImage *img, const K *keys, GiError *err)
 
 		CK(cudaMemcpyAsync(img->d_prefix, pre, sizeof(uint32_t), cudaMemcpyHostToDevice, st));
 	}
-	CKS(dev_alloc(cnt, sizeof(unsigned long long), "a counter", err));
+	CKS(gi_gpu_alloc(cnt, sizeof(unsigned long long), "a counter", err));
 	CK(cudaMemsetAsync(cnt.p, 0, sizeof(unsigned long long), st));
-	key_changes_kernel<K><<<grid_for(g->n, 256), 256, 0, st>>>(keys, g->n, (unsigned long long *) cnt.p);
-	CKL("key_changes_kernel");
+	gi_gpu_count_changes_kernel<K><<<gi_gpu_grid(g->n, 256), 256, 0, st>>>(keys, g->n, (unsigned long long *) cnt.p);
+	CKL("gi_gpu_count_changes_kernel");
 	CK(cudaMemcpyAsync(&changes, cnt.p, sizeof(changes), cudaMemcpyDeviceToHost, st));
 	CK(cudaMemcpyAsync(&ends[0], keys, sizeof(K), cudaMemcpyDeviceToHost, st));
 	CK(cudaMemcpyAsync(&ends[1], keys + g->n - 1, sizeof(K), cudaMemcpyDeviceToHost, st));
@@ -1038,80 +725,15 @@ check_sorted(GpuImage *img, const K *keys, GiError *err)
 
 	if (img->geo.n < 2)
 		return GI_OK;
-	CKS(dev_alloc(flag, sizeof(int), "a flag", err));
+	CKS(gi_gpu_alloc(flag, sizeof(int), "a flag", err));
 	CK(cudaMemsetAsync(flag.p, 0, sizeof(int), img->stream));
-	unsorted_flag_kernel<K><<<grid_for(img->geo.n, 256), 256, 0, img->stream>>>(
+	gi_gpu_unsorted_flag_kernel<K><<<gi_gpu_grid(img->geo.n, 256), 256, 0, img->stream>>>(
 		keys, img->geo.n, (int *) flag.p);
-	CKL("unsorted_flag_kernel");
+	CKL("gi_gpu_unsorted_flag_kernel");
 	CK(cudaMemcpyAsync(&h, flag.p, sizeof(int), cudaMemcpyDeviceToHost, img->stream));
 	CK(cudaStreamSynchronize(img->stream));
 	if (h)
 		return gi_set_error(err, GI_ERR_INVALID, "keys given to build are not sorted ascending");
-	return GI_OK;
-}
-
-/*
- * Sort n (key, payload) pairs on the device by (key, payload) into
- * keys_out (and pay_out when not NULL).  CUB's radix sort is
- * stable: pairs whose equal keys already carry ascending payloads (heap
- * order, the usual case) need one key sort; otherwise a payload sort first.
- */
-template <class K>
-static GiStatus
-sort_pairs(GpuImage *img, const K *keys_in, const uint64_t *pay_in,
-		   uint64_t *pay_out, K *keys_out, GiError *err)
-{
-	uint64_t	n = img->geo.n;
-	cudaStream_t st = img->stream;
-	DevBuf		temp,
-				flag,
-				tk,
-				tp;
-	size_t		tb = 0,
-				tb2 = 0;
-	int			h = 0;
-
-	if (n == 0)
-		return GI_OK;
-	if (!pay_in || !pay_out)
-	{
-		CK(cub::DeviceRadixSort::SortKeys(nullptr, tb, keys_in, keys_out, (int64_t) n, 0,
-										  (int) sizeof(K) * 8, st));
-		CKS(dev_alloc(temp, tb, "radix sort scratch", err));
-		CK(cub::DeviceRadixSort::SortKeys(temp.p, tb, keys_in, keys_out, (int64_t) n, 0,
-										  (int) sizeof(K) * 8, st));
-		return GI_OK;
-	}
-	CK(cub::DeviceRadixSort::SortPairs(nullptr, tb, keys_in, keys_out, pay_in, pay_out,
-									   (int64_t) n, 0, (int) sizeof(K) * 8, st));
-	CKS(dev_alloc(temp, tb, "radix sort scratch", err));
-	CK(cub::DeviceRadixSort::SortPairs(temp.p, tb, keys_in, keys_out, pay_in, pay_out,
-									   (int64_t) n, 0, (int) sizeof(K) * 8, st));
-	CKS(dev_alloc(flag, sizeof(int), "a flag", err));
-	CK(cudaMemsetAsync(flag.p, 0, sizeof(int), st));
-	tie_order_flag_kernel<K><<<grid_for(n, 256), 256, 0, st>>>(keys_out, pay_out, n, (int *) flag.p);
-	CKL("tie_order_flag_kernel");
-	CK(cudaMemcpyAsync(&h, flag.p, sizeof(int), cudaMemcpyDeviceToHost, st));
-	CK(cudaStreamSynchronize(st));
-	if (!h)
-		return GI_OK;
-	/* Equal keys with payloads out of order: sort by payload, then key. */
-	CKS(dev_alloc(tk, n * sizeof(K), "sort scratch keys", err));
-	CKS(dev_alloc(tp, n * sizeof(uint64_t), "sort scratch payloads", err));
-	CK(cub::DeviceRadixSort::SortPairs(nullptr, tb2, pay_in, (uint64_t *) tp.p, keys_in,
-									   (K *) tk.p, (int64_t) n, 0, 64, st));
-	if (tb2 > tb)
-	{
-		cudaFree(temp.release());
-		CKS(dev_alloc(temp, tb2, "radix sort scratch", err));
-		tb = tb2;
-	}
-	CK(cub::DeviceRadixSort::SortPairs(temp.p, tb, pay_in, (uint64_t *) tp.p, keys_in,
-									   (K *) tk.p, (int64_t) n, 0, 64, st));
-	CK(cub::DeviceRadixSort::SortPairs(temp.p, tb, (const K *) tk.p, keys_out,
-									   (const uint64_t *) tp.p, pay_out, (int64_t) n, 0,
-									   (int) sizeof(K) * 8, st));
-	CK(cudaStreamSynchronize(st));
 	return GI_OK;
 }
 
@@ -1138,12 +760,12 @@ scratch_create(size_t cap, GiGpuScratch **out, GiError *err)
 		CK(cub::DeviceRadixSort::SortPairs(nullptr, tb, dk, dv, (int64_t) cap, 0,
 										   (int) sizeof(SKey) * 8));
 	}
-	CKS(dev_alloc(b[0], cap * sizeof(SKey), "probe sort keys", err));
-	CKS(dev_alloc(b[1], cap * sizeof(SKey), "probe sort keys", err));
-	CKS(dev_alloc(b[2], cap * sizeof(uint32_t), "probe sort indexes", err));
-	CKS(dev_alloc(b[3], cap * sizeof(uint32_t), "probe sort indexes", err));
-	CKS(dev_alloc(b[4], tb ? tb : 16, "probe sort scratch", err));
-	CKS(dev_alloc(b[5], sizeof(int), "a flag", err));
+	CKS(gi_gpu_alloc(b[0], cap * sizeof(SKey), "probe sort keys", err));
+	CKS(gi_gpu_alloc(b[1], cap * sizeof(SKey), "probe sort keys", err));
+	CKS(gi_gpu_alloc(b[2], cap * sizeof(uint32_t), "probe sort indexes", err));
+	CKS(gi_gpu_alloc(b[3], cap * sizeof(uint32_t), "probe sort indexes", err));
+	CKS(gi_gpu_alloc(b[4], tb ? tb : 16, "probe sort scratch", err));
+	CKS(gi_gpu_alloc(b[5], sizeof(int), "a flag", err));
 	s = (GiGpuScratch *) calloc(1, sizeof(GiGpuScratch));
 	if (!s)
 		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory");
@@ -1199,7 +821,7 @@ search_grid(void)
 			(void) cudaGetLastError();
 			per_sm = 4;
 		}
-		blocks = per_sm * g_dev.sms;
+		blocks = per_sm * gi_gpu_sm_count();
 	}
 	return blocks;
 }
@@ -1324,14 +946,14 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 			do_sort = true;
 		else if (g_policy.sort_mode < 0)
 		{
-			uint64_t	tree_bytes = img->ins ? gi_gpu_int_ins_bytes(img->ins) : image_bytes(g, sizeof(K));
+			uint64_t	tree_bytes = img->ins ? gi_gpu_btree_ins_bytes(img->ins) : image_bytes(g, sizeof(K));
 
 			/*
 			 * Measured on an H200 (bench/RESULTS.md): with the upper levels
 			 * in L2, sorting 10^8 probes costs more than it saves up to
 			 * trees of ~1 GB; only trees far larger than L2 pay for it.
 			 */
-			do_sort = count >= SORT_MIN_PROBES && tree_bytes > SORT_TREE_L2X * g_dev.l2_bytes;
+			do_sort = count >= SORT_MIN_PROBES && tree_bytes > SORT_TREE_L2X * gi_gpu_l2_bytes();
 		}
 	}
 	if (do_sort && g_policy.sort_mode < 0)
@@ -1339,8 +961,8 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 		int			h = 0;
 
 		CK(cudaMemsetAsync(s->flag, 0, sizeof(int), st));
-		unsorted_flag_kernel<int64_t><<<grid_for(count, 256), 256, 0, st>>>(probes, count, s->flag);
-		CKL("unsorted_flag_kernel");
+		gi_gpu_unsorted_flag_kernel<int64_t><<<gi_gpu_grid(count, 256), 256, 0, st>>>(probes, count, s->flag);
+		CKL("gi_gpu_unsorted_flag_kernel");
 		CK(cudaMemcpyAsync(&h, s->flag, sizeof(int), cudaMemcpyDeviceToHost, st));
 		CK(cudaStreamSynchronize(st));
 		do_sort = h != 0;
@@ -1361,7 +983,7 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 				b1;
 
 	sort_bit_range<K>(img, &b0, &b1);
-	probe_pairs_kernel<K><<<grid_for(count, 256), 256, 0, st>>>(probes, count, (SKey *) s->skeys[0], s->sidx[0]);
+	probe_pairs_kernel<K><<<gi_gpu_grid(count, 256), 256, 0, st>>>(probes, count, (SKey *) s->skeys[0], s->sidx[0]);
 	CKL("probe_pairs_kernel");
 	cub::DoubleBuffer<SKey> dk((SKey *) s->skeys[0], (SKey *) s->skeys[1]);
 	cub::DoubleBuffer<uint32_t> dv(s->sidx[0], s->sidx[1]);
@@ -1432,33 +1054,10 @@ finish_build(GpuImage *img, const void *sorted, bool check, GiError *err)
 	return build_levels<int64_t>(img, (const int64_t *) sorted, err);
 }
 
-/* Sort pairs for the key width. */
-static GiStatus
-sort_pairs_kw(GpuImage *img, const void *keys_in, const uint64_t *pay_in,
-			  uint64_t *pay_out, void *keys_out, GiError *err)
-{
-	if (img->kw == 4)
-		return sort_pairs<int32_t>(img, (const int32_t *) keys_in, pay_in, pay_out,
-								   (int32_t *) keys_out, err);
-	return sort_pairs<int64_t>(img, (const int64_t *) keys_in, pay_in, pay_out,
-							   (int64_t *) keys_out, err);
-}
-
-/* Is a GPU usable?  Initializes CUDA on the first call. */
-GI_EXPORT bool
-gi_gpu_probe(char *why, size_t whylen)
-{
-	bool		ok = dev_probe();
-
-	if (!ok && why && whylen)
-		snprintf(why, whylen, "%s", g_dev.why);
-	return ok;
-}
-
 /* Build from sorted host keys: pinned async upload, then the levels. */
-GI_EXPORT GiStatus
-gi_gpu_build(const GiBuildParams *params, const int64_t *keys,
-			 const uint64_t *payloads, size_t n, GiImage **out, GiError *err)
+GiStatus
+gi_gpu_btree_build(const GiBuildParams *params, const int64_t *keys, size_t n,
+				   GiImage **out, GiError *err)
 {
 	ImageGuard	guard;
 	DevBuf		ks;
@@ -1467,15 +1066,12 @@ gi_gpu_build(const GiBuildParams *params, const int64_t *keys,
 				t2;
 	bool		bad = false;
 
-	(void) payloads;			/* not needed by any query op on the device */
 	*out = NULL;
-	if (params->structure == GI_STRUCT_VEB)
-		return gpu_veb_build(params, keys, n, out, err);
 	CKS(image_create(params, n, guard, err));
 	GpuImage   *img = guard.img;
 
-	CKS(dev_alloc(ks, n * img->kw, "the sorted keys", err));
-	CKS(upload_i64(ks.p, keys, n, img->kw, img->stream, &bad, err));
+	CKS(gi_gpu_alloc(ks, n * img->kw, "the sorted keys", err));
+	CKS(gi_gpu_upload(ks.p, keys, n, img->kw, img->stream, &bad, err));
 	if (bad)
 		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
 	CK(cudaStreamSynchronize(img->stream));
@@ -1492,11 +1088,11 @@ gi_gpu_build(const GiBuildParams *params, const int64_t *keys,
 
 /* Build from unsorted host pairs: upload, CUB sort on the device, levels,
  * and the sorted arrays back to the host when asked. */
-GI_EXPORT GiStatus
-gi_gpu_build_unsorted(const GiBuildParams *params, const int64_t *keys,
-					  const uint64_t *payloads, size_t n,
-					  int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
-					  GiImage **out, GiError *err)
+GiStatus
+gi_gpu_btree_build_unsorted(const GiBuildParams *params, const int64_t *keys,
+							const uint64_t *payloads, size_t n,
+							int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
+							GiImage **out, GiError *err)
 {
 	ImageGuard	guard;
 	DevBuf		kin,
@@ -1512,27 +1108,24 @@ gi_gpu_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 	bool		want_pay = payloads && sorted_payloads_out;
 
 	*out = NULL;
-	if (params->structure == GI_STRUCT_VEB)
-		return gpu_veb_build_unsorted(params, keys, payloads, n, sorted_keys_out,
-									  sorted_payloads_out, out, err);
 	CKS(image_create(params, n, guard, err));
 	GpuImage   *img = guard.img;
 
-	CKS(dev_alloc(kin, n * img->kw, "the unsorted keys", err));
-	CKS(dev_alloc(ks, n * img->kw, "the sorted keys", err));
+	CKS(gi_gpu_alloc(kin, n * img->kw, "the unsorted keys", err));
+	CKS(gi_gpu_alloc(ks, n * img->kw, "the sorted keys", err));
 	if (want_pay)
 	{
-		CKS(dev_alloc(pin, n * 8, "the unsorted payloads", err));
-		CKS(dev_alloc(pout, n * 8, "the sorted payloads", err));
+		CKS(gi_gpu_alloc(pin, n * 8, "the unsorted payloads", err));
+		CKS(gi_gpu_alloc(pout, n * 8, "the sorted payloads", err));
 	}
-	CKS(upload_i64(kin.p, keys, n, img->kw, img->stream, &bad, err));
+	CKS(gi_gpu_upload(kin.p, keys, n, img->kw, img->stream, &bad, err));
 	if (bad)
 		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
 	if (want_pay)
-		CKS(upload_u64(pin.p, payloads, n, img->stream, err));
+		CKS(gi_gpu_upload(pin.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
 	CK(cudaStreamSynchronize(img->stream));
 	t1 = gi_now_ms();
-	CKS(sort_pairs_kw(img, kin.p, (const uint64_t *) pin.p, (uint64_t *) pout.p, ks.p, err));
+	CKS(gi_gpu_sort_pairs(img->kw, img->geo.n, img->stream, kin.p, (const uint64_t *) pin.p, (uint64_t *) pout.p, ks.p, err));
 	CK(cudaStreamSynchronize(img->stream));
 	t2 = gi_now_ms();
 	cudaFree(kin.release());
@@ -1540,9 +1133,9 @@ gi_gpu_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 	CKS(finish_build(img, ks.p, false, err));
 	t3 = gi_now_ms();
 	if (sorted_keys_out)
-		CKS(download_i64(sorted_keys_out, ks.p, n, img->kw, img->stream, err));
+		CKS(gi_gpu_download(sorted_keys_out, ks.p, n, img->kw, img->stream, err));
 	if (want_pay)				/* (without payloads there are none to return) */
-		CKS(download_i64((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
+		CKS(gi_gpu_download((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
 	t4 = gi_now_ms();
 	img->hdr.build.transfer_ms = (t1 - t0) + (t4 - t3);
 	img->hdr.build.sort_ms = t2 - t1;
@@ -1554,88 +1147,18 @@ gi_gpu_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 }
 
 /* Free an image and its device memory. */
-GI_EXPORT void
-gi_gpu_free(GiImage *image)
+void
+gi_gpu_btree_free(GiImage *image)
 {
-	if (image && image->structure == GI_STRUCT_VEB)
-	{
-		gpu_veb_free(image);
-		return;
-	}
 	image_release((GpuImage *) image);
 }
 
-/* Answer a host batch: chunks uploaded through pinned memory, searched,
- * and the results copied back in the caller's order. */
-GI_EXPORT GiStatus
-gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
-			 const int64_t *probes_hi, size_t nprobes, uint64_t *first,
-			 uint64_t *last, GiError *err)
-{
-	GpuImage   *img = (GpuImage *) image;
-	ScratchGuard sg;
-	DevBuf		dp,
-				dh,
-				df,
-				dl;
-	double		t0 = gi_now_ms(),
-				sort_ms = 0,
-				search_ms = 0,
-				xfer_ms = 0;
-	size_t		cap;
-
-	if (image->structure == GI_STRUCT_VEB)
-		return gpu_veb_query(image, op, probes, probes_hi, nprobes, first, last, err);
-	CKS(need_device(err));
-	if (img->geo.n == 0)
-	{
-		memset(first, 0, nprobes * sizeof(uint64_t));
-		memset(last, 0, nprobes * sizeof(uint64_t));
-		return GI_OK;
-	}
-	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
-	CKS(scratch_for(img, cap, &sg.s, err));
-	CKS(dev_alloc(dp, cap * 8, "the probes", err));
-	if (probes_hi)
-		CKS(dev_alloc(dh, cap * 8, "the upper bounds", err));
-	CKS(dev_alloc(df, cap * 8, "the results", err));
-	CKS(dev_alloc(dl, cap * 8, "the results", err));
-	for (size_t off = 0; off < nprobes; off += cap)
-	{
-		size_t		cnt = std::min(cap, nprobes - off);
-		double		a = gi_now_ms();
-
-		CKS(upload_i64(dp.p, probes + off, cnt, 8, img->stream, NULL, err));
-		if (probes_hi)
-			CKS(upload_i64(dh.p, probes_hi + off, cnt, 8, img->stream, NULL, err));
-		CK(cudaStreamSynchronize(img->stream));
-		xfer_ms += gi_now_ms() - a;
-		CKS(query_device(img, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
-						 (uint64_t *) df.p, (uint64_t *) dl.p, sg.s, &sort_ms, &search_ms, err));
-		a = gi_now_ms();
-		CKS(download_i64((int64_t *) first + off, df.p, cnt, 8, img->stream, err));
-		CKS(download_i64((int64_t *) last + off, dl.p, cnt, 8, img->stream, err));
-		xfer_ms += gi_now_ms() - a;
-	}
-	img->hdr.last_query.transfer_ms = xfer_ms;
-	img->hdr.last_query.sort_ms = sort_ms;
-	img->hdr.last_query.search_ms = search_ms;
-	img->hdr.last_query.build_ms = 0;
-	img->hdr.last_query.total_ms = gi_now_ms() - t0;
-	return GI_OK;
-}
-
 /* Describe a GPU image. */
-GI_EXPORT void
-gi_gpu_info(const GiImage *image, GiImageInfo *info)
+void
+gi_gpu_btree_info(const GiImage *image, GiImageInfo *info)
 {
 	const GpuImage *img = (const GpuImage *) image;
 
-	if (image->structure == GI_STRUCT_VEB)
-	{
-		gpu_veb_info(image, info);
-		return;
-	}
 	info->engine = GI_ENGINE_GPU;
 	info->structure = img->hdr.structure;
 	info->key_bytes = img->hdr.key_bytes;
@@ -1649,7 +1172,7 @@ gi_gpu_info(const GiImage *image, GiImageInfo *info)
 	info->leaves = img->ins ? img->ins->nleaves : (img->hdr.n ? img->geo.leaf.nodes : 0);
 	if (img->ins)
 	{
-		info->device_bytes += gi_gpu_int_ins_bytes(img->ins);
+		info->device_bytes += gi_gpu_btree_ins_bytes(img->ins);
 		info->host_bytes += 2 * img->ins->list_cap * sizeof(void *);
 	}
 	info->inserted = img->inserted;
@@ -1661,19 +1184,19 @@ gi_gpu_info(const GiImage *image, GiImageInfo *info)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Internal entry points (gpu_btree.cuh)                                     */
+/* Device-resident entry points (gpu_engine.cuh, gpu_btree.cuh)             */
 /* ------------------------------------------------------------------------ */
 
 /* Read the query policy. */
 void
-gpuidx_dev_get_policy(GiGpuPolicy *p)
+gi_gpu_dev_get_policy(GiGpuPolicy *p)
 {
 	*p = g_policy;
 }
 
 /* Replace the query policy. */
 void
-gpuidx_dev_set_policy(const GiGpuPolicy *p)
+gi_gpu_dev_set_policy(const GiGpuPolicy *p)
 {
 	g_policy = *p;
 	if (g_policy.group != 2 && g_policy.group != 4 && g_policy.group != 8 &&
@@ -1683,9 +1206,9 @@ gpuidx_dev_set_policy(const GiGpuPolicy *p)
 
 /* Build from device-resident keys (and payloads), sorting them if asked. */
 GiStatus
-gpuidx_dev_build(const GiBuildParams *params, const void *d_keys,
-				 const uint64_t *d_payloads, size_t n, bool sorted,
-				 uint64_t *d_payloads_out, GiImage **out, GiError *err)
+gi_gpu_btree_dev_build(const GiBuildParams *params, const void *d_keys,
+					   const uint64_t *d_payloads, size_t n, bool sorted,
+					   uint64_t *d_payloads_out, GiImage **out, GiError *err)
 {
 	ImageGuard	guard;
 	DevBuf		ks;
@@ -1693,9 +1216,6 @@ gpuidx_dev_build(const GiBuildParams *params, const void *d_keys,
 				t1;
 
 	*out = NULL;
-	if (params->structure == GI_STRUCT_VEB)
-		return gpu_veb_dev_build(params, d_keys, d_payloads, n, sorted, d_payloads_out,
-								 out, err);
 	CKS(image_create(params, n, guard, err));
 	GpuImage   *img = guard.img;
 
@@ -1706,8 +1226,8 @@ gpuidx_dev_build(const GiBuildParams *params, const void *d_keys,
 	}
 	else
 	{
-		CKS(dev_alloc(ks, n * img->kw, "the sorted keys", err));
-		CKS(sort_pairs_kw(img, d_keys, d_payloads, d_payloads_out, ks.p, err));
+		CKS(gi_gpu_alloc(ks, n * img->kw, "the sorted keys", err));
+		CKS(gi_gpu_sort_pairs(img->kw, img->geo.n, img->stream, d_keys, d_payloads, d_payloads_out, ks.p, err));
 	}
 	CK(cudaStreamSynchronize(img->stream));
 	t1 = gi_now_ms();
@@ -1722,30 +1242,24 @@ gpuidx_dev_build(const GiBuildParams *params, const void *d_keys,
 
 /* Allocate reusable query scratch for an image. */
 GiStatus
-gpuidx_dev_scratch_create(const GiImage *image, size_t max_probes,
-						  GiGpuScratch **out, GiError *err)
+gi_gpu_btree_scratch_create(const GiImage *image, size_t max_probes,
+							GiGpuScratch **out, GiError *err)
 {
-	CKS(need_device(err));
-	if (image->structure == GI_STRUCT_VEB)
-	{
-		*out = NULL;			/* the vEB search needs no scratch */
-		return GI_OK;
-	}
 	return scratch_for((const GpuImage *) image, max_probes, out, err);
 }
 
 /* Free query scratch. */
 void
-gpuidx_dev_scratch_free(GiGpuScratch *s)
+gi_gpu_btree_scratch_free(GiGpuScratch *s)
 {
 	scratch_free(s);
 }
 
 /* Answer a device-resident batch. */
 GiStatus
-gpuidx_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
-				 const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
-				 uint64_t *d_last, GiGpuScratch *scratch, GiError *err)
+gi_gpu_btree_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+					   const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
+					   uint64_t *d_last, GiGpuScratch *scratch, GiError *err)
 {
 	GpuImage   *img = (GpuImage *) image;
 	ScratchGuard sg;
@@ -1753,15 +1267,6 @@ gpuidx_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 				sort_ms = 0,
 				search_ms = 0;
 
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
-	CKS(need_device(err));
-	if ((op == GI_OP_RANGE) != (d_hi != NULL))
-		return gi_set_error(err, GI_ERR_INVALID, "upper bounds go with range queries only");
-	if (nprobes == 0)
-		return GI_OK;
-	if (image->structure == GI_STRUCT_VEB)
-		return gpu_veb_dev_query(image, op, d_probes, d_hi, nprobes, d_first, d_last, err);
 	if (img->geo.n == 0)
 	{
 		CK(cudaMemsetAsync(d_first, 0, nprobes * 8, img->stream));
@@ -1786,93 +1291,73 @@ gpuidx_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 
 /* The image's stream. */
 cudaStream_t
-gpuidx_dev_stream(const GiImage *image)
+gi_gpu_btree_stream(const GiImage *image)
 {
-	if (image->structure == GI_STRUCT_VEB)
-		return gpu_veb_stream(image);
 	return ((const GpuImage *) image)->stream;
 }
 
 /* ------------------------------------------------------------------------ */
-/* Helpers shared with gpu_veb.cu (gpu_veb.cuh)                               */
+/* Shared with gpu_insert.cu (gpu_btree.cuh)                                 */
 /* ------------------------------------------------------------------------ */
 
-/* Fail with GI_ERR_NO_DEVICE unless a GPU is usable. */
-GiStatus
-gi_gpu_int_need_device(GiError *err)
+/* Free one directory set (gpu_btree.cuh). */
+void
+gi_gpu_btree_dir_free(GpuDir *d)
 {
-	return need_device(err);
+	if (d->node)
+		cudaFree(d->node);
+	if (d->base)
+		cudaFree(d->base);
+	if (d->max)
+		cudaFree(d->max);
+	memset(d, 0, sizeof(*d));
 }
 
-/* Name of the device (after a successful probe). */
-const char *
-gi_gpu_int_device_name(void)
+/* Free the insertable state and its segments (gpu_btree.cuh). */
+void
+gi_gpu_btree_ins_free(GpuIns *ins)
 {
-	return g_dev.name;
+	if (!ins)
+		return;
+	for (uint32_t s = 0; s < ins->nsegs; s++)
+	{
+		if (ins->h_kseg[s])
+			cudaFree(ins->h_kseg[s]);
+		if (ins->h_pseg[s])
+			cudaFree(ins->h_pseg[s]);
+	}
+	if (ins->d_kseg)
+		cudaFree(ins->d_kseg);
+	if (ins->d_pseg)
+		cudaFree(ins->d_pseg);
+	gi_gpu_btree_dir_free(&ins->dir);
+	gi_gpu_btree_dir_free(&ins->spare);
+	if (ins->inner2)
+		cudaFree(ins->inner2);
+	if (ins->prefix2)
+		cudaFree(ins->prefix2);
+	free(ins->h_kseg);
+	free(ins->h_pseg);
+	free(ins);
 }
 
-/* Multiprocessors of the device (after a successful probe). */
-int
-gi_gpu_int_sm_count(void)
+/* Device bytes of one directory set. */
+static uint64_t
+dir_bytes(const GpuDir *d, int kw)
 {
-	return g_dev.sms > 0 ? g_dev.sms : 1;
+	return d->cap ? d->cap * (sizeof(uint32_t) + kw) + (d->cap + 1) * sizeof(uint64_t) : 0;
 }
 
-/* upload_i64 for the vEB engine. */
-GiStatus
-gi_gpu_int_upload(void *dst, const int64_t *src, size_t n, int width,
-				  cudaStream_t stream, bool *out_of_range, GiError *err)
+/* Device bytes of segments, both directory sets, the spare internal levels
+ * and the segment lists (the internal levels in use are in device_bytes). */
+uint64_t
+gi_gpu_btree_ins_bytes(const GpuIns *ins)
 {
-	return upload_i64(dst, src, n, width, stream, out_of_range, err);
-}
-
-/* download_i64 for the vEB engine. */
-GiStatus
-gi_gpu_int_download(int64_t *dst, const void *src, size_t n, int width,
-					cudaStream_t stream, GiError *err)
-{
-	return download_i64(dst, src, n, width, stream, err);
-}
-
-/* sort_pairs for a stream and key width outside any B+ tree image. */
-GiStatus
-gi_gpu_int_sort_pairs(int kw, size_t n, cudaStream_t stream, const void *keys_in,
-					  const uint64_t *pay_in, uint64_t *pay_out, void *keys_out,
-					  GiError *err)
-{
-	GpuImage	tmp;
-
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.kw = kw;
-	tmp.geo.n = n;
-	tmp.stream = stream;
-	return sort_pairs_kw(&tmp, keys_in, pay_in, pay_out, keys_out, err);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Helpers shared with gpu_insert.cu (gpu_btree_int.cuh)                      */
-/* ------------------------------------------------------------------------ */
-
-/* Grid for an elementwise kernel over n items. */
-unsigned
-gi_gpu_int_grid(uint64_t n, unsigned block)
-{
-	return grid_for(n, block);
-}
-
-/* sort_pairs on an image's stream for n pairs (not the image's own n). */
-GiStatus
-gi_gpu_int_sort_image_pairs(GpuImage *img, uint64_t n, const void *keys_in,
-							const uint64_t *pay_in, uint64_t *pay_out,
-							void *keys_out, GiError *err)
-{
-	GpuImage	tmp;
-
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.kw = img->kw;
-	tmp.geo.n = n;
-	tmp.stream = img->stream;
-	return sort_pairs_kw(&tmp, keys_in, pay_in, pay_out, keys_out, err);
+	if (!ins)
+		return 0;
+	return ins->seg_bytes + dir_bytes(&ins->dir, ins->kw) + dir_bytes(&ins->spare, ins->kw) +
+		(ins->inner2 ? ins->inner_cap2 * NODE_BYTES + (ins->inner_cap2 + 1) * sizeof(uint32_t) : 0) +
+		2 * ins->list_cap * sizeof(void *);
 }
 
 /* Build the internal levels over leaf max keys (see gpu_btree_int.cuh). */
@@ -1890,8 +1375,8 @@ build_inner(cudaStream_t st, const K *leaf_max, uint64_t nleaves, Geo *g,
 		DevBuf		nd,
 					pf;
 
-		CKS(dev_alloc(nd, want * NODE_BYTES, "the internal nodes", err));
-		CKS(dev_alloc(pf, (want + 1) * sizeof(uint32_t), "the child prefix sums", err));
+		CKS(gi_gpu_alloc(nd, want * NODE_BYTES, "the internal nodes", err));
+		CKS(gi_gpu_alloc(pf, (want + 1) * sizeof(uint32_t), "the child prefix sums", err));
 		if (*nodes)
 			cudaFree(*nodes);
 		if (*prefix)
@@ -1905,7 +1390,7 @@ build_inner(cudaStream_t st, const K *leaf_max, uint64_t nleaves, Geo *g,
 		bool		bottom = l == g->nint - 1;
 		uint64_t	slots = g->lev[l].nodes * M;
 
-		build_level_kernel<K><<<grid_for(slots, 256), 256, 0, st>>>(
+		build_level_kernel<K><<<gi_gpu_grid(slots, 256), 256, 0, st>>>(
 			(K *) *nodes, *prefix, (const K *) NULL, leaf_max, g->lev[l].nodes,
 			g->off[l], g->lev[l], g->off[l + 1], bottom,
 			bottom ? Cut{0, 0, 0} : g->lev[l + 1], Cut{0, 0, 0}, nleaves);
@@ -1916,11 +1401,11 @@ build_inner(cudaStream_t st, const K *leaf_max, uint64_t nleaves, Geo *g,
 	return GI_OK;
 }
 
-/* Key-width dispatch of build_inner. */
+/* Key-width dispatch of build_inner (gpu_btree.cuh). */
 GiStatus
-gi_gpu_int_build_inner(int kw, cudaStream_t st, const void *leaf_max,
-					   uint64_t nleaves, Geo *g, void **nodes, uint32_t **prefix,
-					   uint64_t *cap, GiError *err)
+gi_gpu_btree_build_inner(int kw, cudaStream_t st, const void *leaf_max,
+						 uint64_t nleaves, Geo *g, void **nodes, uint32_t **prefix,
+						 uint64_t *cap, GiError *err)
 {
 	if (kw == 4)
 		return build_inner<int32_t>(st, (const int32_t *) leaf_max, nleaves, g, nodes, prefix,

@@ -1,99 +1,198 @@
 /*
- * gpu_btree.cuh - internal entry points of the GPU engine, for the kernel
- * benchmark and tests (bench/kernel/).  Not part of engine.h: src/ never uses
- * these.  They work on arrays already resident on the device and return only
- * once the device work is finished.
+ * gpu_btree.cuh - inside the GPU B+ tree, the twin of engine/cpu_btree.h:
+ * the image struct, the level geometry and the insertable leaf level that
+ * cuda/gpu_btree.cu (the static tree and its search) and cuda/gpu_insert.cu
+ * (CUBPT batch insertion) share, and the functions cuda/gpu_engine.cu
+ * dispatches B+ tree images to.  Internal to the GPU engine; nothing here
+ * has default visibility.
  */
 #ifndef GPUIDX_GPU_BTREE_CUH
 #define GPUIDX_GPU_BTREE_CUH
 
-#include "engine_impl.h"
+#include "gpu_engine.cuh"
+#include "gpu_util.cuh"
+#include "cut_twin.h"
 
-#include <cuda_runtime.h>
+#include <climits>
+#include <cstdio>
 
-#ifdef __cplusplus
-extern "C"
+#define NODE_BYTES		128			/* one node: a cache line */
+#define MAX_INT_LEVELS	40
+
+/* ------------------------------------------------------------------------ */
+/* Geometry                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* One level cut per CUBPT formulas 1 and 2 (engine/cut_twin.h). */
+typedef GiCut Cut;
+
+/* The whole tree's shape, root level first. */
+typedef struct Geo
 {
-#endif
+	uint64_t	n;
+	int			m;				/* keys per node */
+	Cut			leaf;			/* n keys cut into leaves (static form) */
+	int			nint;			/* internal levels */
+	Cut			lev[MAX_INT_LEVELS];	/* level l's nodes and its children's
+										 * cut */
+	uint64_t	off[MAX_INT_LEVELS + 1];	/* first global node of a level;
+											 * off[nint] = internal nodes */
+	uint64_t	inodes;
+} Geo;
 
-/* Query tuning knobs (process-wide; the defaults are what the engine uses). */
-typedef struct GiGpuPolicy
+template <class K> struct KeyLimits;
+template <> struct KeyLimits<int32_t>
 {
-	int			sort_mode;		/* -1 auto (Harmonia partial sort when it
-								 * pays), 0 never sort, 1 always sort */
-	int			sort_bits;		/* top bits sorted on; 0 = from the formula */
-	int			group;			/* threads per probe: 2, 4, 8, 16 or 32 (int64:
-								 * up to 16); 2 by default */
-} GiGpuPolicy;
+	static constexpr int64_t lo = INT32_MIN;
+	static constexpr int64_t hi = INT32_MAX;
+	typedef uint32_t SKey;		/* sortable probe key */
+};
+template <> struct KeyLimits<int64_t>
+{
+	static constexpr int64_t lo = INT64_MIN;
+	static constexpr int64_t hi = INT64_MAX;
+	typedef uint64_t SKey;
+};
 
-/* Read / replace the query policy. */
-void		gpuidx_dev_get_policy(GiGpuPolicy *p);
-void		gpuidx_dev_set_policy(const GiGpuPolicy *p);
-
-/*
- * Build an image from n keys already on the device.  d_keys holds int32 when
- * params->key_bytes is 2 or 4 and int64 when it is 8.  With sorted=false the
- * pairs are sorted on the device by (key, payload); d_payloads (may be NULL)
- * are then sorted along into d_payloads_out when that is not NULL.  The input
- * arrays are left untouched.
- */
-GiStatus	gpuidx_dev_build(const GiBuildParams *params, const void *d_keys,
-							 const uint64_t *d_payloads, size_t n, bool sorted,
-							 uint64_t *d_payloads_out, GiImage **out,
-							 GiError *err);
-
-/* Device scratch for queries of up to max_probes probes per call chunk. */
-typedef struct GiGpuScratch GiGpuScratch;
-GiStatus	gpuidx_dev_scratch_create(const GiImage *image, size_t max_probes,
-									  GiGpuScratch **out, GiError *err);
-void		gpuidx_dev_scratch_free(GiGpuScratch *s);
+/* ------------------------------------------------------------------------ */
+/* Images                                                                    */
+/* ------------------------------------------------------------------------ */
 
 /*
- * Answer a batch whose probes (and d_hi for ranges) are on the device; the
- * results go to d_first / d_last on the device.  scratch may be NULL
- * (allocated and freed inside).  Timings land in image->last_query.
+ * The insertable leaf level (gpu_insert.cu), made by the first insertion:
+ * leaves are nodes of M key slots in a node array of fixed-size segments
+ * found through a device list of segment pointers (CUBPT 3.1), payloads in a
+ * parallel segmented array of M uint64 a node, and a directory in key order
+ * (leaf ordinal -> node id, rank base).
  */
-GiStatus	gpuidx_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
-							 const int64_t *d_hi, size_t nprobes,
-							 uint64_t *d_first, uint64_t *d_last,
-							 GiGpuScratch *scratch, GiError *err);
+typedef struct GpuDir
+{
+	uint32_t   *node;			/* leaf ordinal -> node id */
+	uint64_t   *base;			/* rank bases; [nleaves] = n */
+	void	   *max;			/* each leaf's max key (the inner levels' input) */
+	uint64_t	cap;			/* leaves the arrays have room for */
+} GpuDir;
+
+typedef struct GpuIns
+{
+	int			seg_shift;		/* a segment holds 2^seg_shift nodes */
+	uint32_t	nsegs;			/* segments allocated */
+	uint32_t	list_cap;		/* room in the device segment lists */
+	void	  **h_kseg;			/* host copies of the lists */
+	uint64_t  **h_pseg;
+	void	  **d_kseg;			/* device lists: key / payload segments */
+	uint64_t  **d_pseg;			/* entries NULL when the image keeps no
+								 * payloads */
+	uint64_t	nnodes;			/* node ids in use: 0..nnodes-1 */
+	uint64_t	nleaves;
+	GpuDir		dir;			/* the directory in use */
+	GpuDir		spare;			/* the next batch writes its directory here,
+								 * then the two swap (no allocation a batch) */
+	void	   *inner2;			/* spare internal-level arrays, likewise */
+	uint32_t   *prefix2;
+	uint64_t	inner_cap;		/* nodes the arrays in use have room for */
+	uint64_t	inner_cap2;
+	bool		has_pay;
+	bool		payloads_stale; /* hdr.device_payloads needs a refresh */
+	int			kw;
+	uint64_t	seg_bytes;		/* device bytes of the segments */
+} GpuIns;
+
+typedef struct GpuImage
+{
+	GiImage		hdr;			/* must be first */
+	int			kw;				/* device key width: 4 or 8 */
+	Geo			geo;
+	void	   *d_leaves;		/* padded leaf slots (static form) */
+	void	   *d_nodes;
+	uint32_t   *d_prefix;
+	cudaStream_t stream;
+	int64_t		kmin,
+				kmax;
+	uint64_t	distinct;
+	uint64_t	device_bytes;	/* static form: leaves + internal levels */
+	size_t		mem_limit;		/* GiBuildParams.device_memory_limit */
+	char		device_name[64];
+	/* Batch insertion (gpu_insert.cu). */
+	GpuIns	   *ins;			/* NULL while the image is static */
+	bool		broken;			/* an insertion failed: only free it */
+	uint64_t	inserted;
+	uint64_t	insert_batches;
+	GiTimings	last_insert;
+	double		convert_ms;		/* the one-time conversion */
+	double		inner_ms;		/* last insertion: internal level re-cut */
+	double		refresh_ms;		/* last payload refresh for select */
+} GpuImage;
+
+/* ------------------------------------------------------------------------ */
+/* The B+ tree (cuda/gpu_btree.cu)                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Build from n sorted host keys (gi_gpu_build for B+ tree images). */
+GiStatus	gi_gpu_btree_build(const GiBuildParams *params, const int64_t *keys,
+							   size_t n, GiImage **out, GiError *err);
+
+/* Build from unsorted host pairs (gi_gpu_build_unsorted). */
+GiStatus	gi_gpu_btree_build_unsorted(const GiBuildParams *params,
+										const int64_t *keys,
+										const uint64_t *payloads, size_t n,
+										int64_t *sorted_keys_out,
+										uint64_t *sorted_payloads_out,
+										GiImage **out, GiError *err);
+
+/* Build from device-resident keys (gi_gpu_dev_build). */
+GiStatus	gi_gpu_btree_dev_build(const GiBuildParams *params, const void *d_keys,
+								   const uint64_t *d_payloads, size_t n, bool sorted,
+								   uint64_t *d_payloads_out, GiImage **out,
+								   GiError *err);
+
+/* Free an image and its device memory. */
+void		gi_gpu_btree_free(GiImage *image);
+
+/* Answer a device-resident batch of nprobes > 0 (gi_gpu_dev_query). */
+GiStatus	gi_gpu_btree_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+								   const int64_t *d_hi, size_t nprobes,
+								   uint64_t *d_first, uint64_t *d_last,
+								   GiGpuScratch *scratch, GiError *err);
+
+/* Describe an image. */
+void		gi_gpu_btree_info(const GiImage *image, GiImageInfo *info);
+
+/* Query scratch of the image's key type (gi_gpu_dev_scratch_create). */
+GiStatus	gi_gpu_btree_scratch_create(const GiImage *image, size_t max_probes,
+										GiGpuScratch **out, GiError *err);
+void		gi_gpu_btree_scratch_free(GiGpuScratch *s);
+
+/* The image's stream. */
+cudaStream_t gi_gpu_btree_stream(const GiImage *image);
 
 /*
- * Batch insertion (gi_image_insert) of n entries already on the device:
- * d_keys as in gpuidx_dev_build (int32 for 2- and 4-byte keys, int64 for 8),
- * d_payloads given exactly when the image keeps payloads
- * (hdr.device_payloads).  sorted=true promises the batch is sorted by (key,
- * payload) and skips the device sort.  The input arrays are left untouched.
- * Timings land in gi_image_info's last_insert.
+ * Cut the internal levels over nleaves leaves whose max keys are leaf_max
+ * (device, key width kw) into g (g->n and g->leaf are left alone) and build
+ * them into *nodes / *prefix: arrays with room for *cap nodes (and *cap + 1
+ * prefix sums) that are reused when large enough, else freed and replaced
+ * by larger ones (*cap updated).
  */
-GiStatus	gpuidx_dev_insert(GiImage *image, const void *d_keys,
-							  const uint64_t *d_payloads, size_t n, bool sorted,
-							  GiError *err);
+GiStatus	gi_gpu_btree_build_inner(int kw, cudaStream_t st, const void *leaf_max,
+									 uint64_t nleaves, Geo *g, void **nodes,
+									 uint32_t **prefix, uint64_t *cap, GiError *err);
+
+/* Free one directory set, and the whole insertable state (NULL is fine). */
+void		gi_gpu_btree_dir_free(GpuDir *d);
+void		gi_gpu_btree_ins_free(GpuIns *ins);
+
+/* Device bytes the insertable state holds beside the internal levels. */
+uint64_t	gi_gpu_btree_ins_bytes(const GpuIns *ins);
+
+/* ------------------------------------------------------------------------ */
+/* Batch insertion (cuda/gpu_insert.cu; gi_gpu_insert in engine_impl.h)      */
+/* ------------------------------------------------------------------------ */
 
 /*
- * Turn a bulk-built image into the insertable form now (what the first
- * insertion does anyway), so that benchmarks can time it apart.  A no-op
- * for an image already insertable or empty.
+ * After insertions, rebuild hdr.device_payloads (rank order) from the leaves
+ * if it is stale; gi_gpu_select calls this before using it (a no-op for
+ * images never inserted into).
  */
-GiStatus	gpuidx_dev_make_insertable(GiImage *image, GiError *err);
-
-/*
- * Milliseconds of the last insertion's internal-level re-cut (part of
- * last_insert.build_ms), of the one-time conversion to the insertable form,
- * and of the last refresh of the rank-ordered payload copy for select.
- */
-void		gpuidx_dev_insert_stats(const GiImage *image, double *inner_ms,
-									double *convert_ms, double *refresh_ms);
-
-/* Rebuild the rank-ordered device payload copy now if insertions made it
- * stale (gi_image_select does this itself when needed). */
-GiStatus	gpuidx_dev_refresh_payloads(GiImage *image, GiError *err);
-
-/* The stream the image's work runs on. */
-cudaStream_t gpuidx_dev_stream(const GiImage *image);
-
-#ifdef __cplusplus
-}
-#endif
+GiStatus	gi_gpu_btree_refresh_payloads(GiImage *image, GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_CUH */

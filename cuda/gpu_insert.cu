@@ -50,18 +50,17 @@
  *     max keys into the internal layers level by level: the internal levels
  *     are ~1/M of the leaves, a re-cut is one cheap kernel per level and
  *     keeps them in the dense Harmonia layout the search needs.  Its time is
- *     kept apart (gpuidx_dev_insert_stats) so that its share can be seen.
+ *     kept apart (gi_gpu_dev_insert_stats) so that its share can be seen.
  *
  * The rank-ordered payload copy that select.cu reads (hdr.device_payloads)
  * goes stale on insertion and is rebuilt lazily by one gather kernel when a
- * selection needs it (gi_gpu_int_refresh_payloads).
+ * selection needs it (gi_gpu_btree_refresh_payloads).
  *
  * Errors: on any failure after the batch was validated the image is marked
  * broken and can only be freed; all device memory it holds is owned by the
  * image or by scope guards at every point, so nothing leaks.
  */
-#include "gpu_btree_int.cuh"
-#include "gpu_veb.cuh"
+#include "gpu_btree.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
@@ -70,8 +69,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-
-#define GI_EXPORT extern "C" __attribute__((visibility("default")))
 
 #define BLOCK			256
 #define SEG_SHIFT_MIN	10			/* 2^10 nodes: 128 KiB of keys */
@@ -161,7 +158,7 @@ layout_leaves_kernel(const K *src, Cut src_cut, const uint64_t *src_pay, uint64_
 		uint64_t	j = t / M;
 		uint32_t	s = (uint32_t) (t % M);
 		uint64_t	size = j < cut.h ? cut.ave : cut.ave - 1;
-		uint64_t	start = cut_start(j, cut.ave, cut.h);
+		uint64_t	start = gi_cut_start(j, cut.ave, cut.h);
 		K			key = (K) KeyLimits<K>::hi;
 		uint64_t	pay = 0;
 
@@ -176,7 +173,7 @@ layout_leaves_kernel(const K *src, Cut src_cut, const uint64_t *src_pay, uint64_
 				uint64_t	li;
 				uint32_t	sl;
 
-				cut_locate(r, src_cut.ave, src_cut.h, &li, &sl);
+				gi_cut_locate(r, src_cut.ave, src_cut.h, &li, &sl);
 				key = src[li * M + sl];
 			}
 			if (src_pay)
@@ -561,8 +558,8 @@ merge_split_kernel(const K *bk, const uint64_t *bp, const uint32_t *U, const uin
 		uint32_t	u = U[t];
 		uint64_t	old = dir_base[u + 1] - dir_base[u];
 		uint64_t	c = C[t];
-		Cut			cc = cut_items(old + c, Node<K>::F);
-		uint64_t	start = cut_start(g, cc.ave, cc.h);
+		Cut			cc = gi_cut(old + c, Node<K>::F);
+		uint64_t	start = gi_cut_start(g, cc.ave, cc.h);
 		uint32_t	size = (uint32_t) (g < cc.h ? cc.ave : cc.ave - 1);
 		uint64_t	nid = g == 0 ? dir_node[u] : first_free + aoff + g - 1;
 		uint64_t	ord = u + aoff + g;
@@ -681,22 +678,6 @@ ties_unordered_kernel(const K *k, const uint64_t *p, uint64_t n, unsigned long l
 	}
 }
 
-/* Count positions i > 0 whose key differs from key i-1 (distinct keys of a
- * batch laid out into an empty image). */
-template <class K>
-__global__ void
-count_changes_kernel(const K *k, uint64_t n, unsigned long long *count)
-{
-	uint32_t	mine = 0;
-
-	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
-		 i += (uint64_t) gridDim.x * blockDim.x)
-		mine += k[i - 1] != k[i];
-	mine = __reduce_add_sync(0xffffffffu, mine);
-	if ((threadIdx.x & 31) == 0 && mine)
-		atomicAdd(count, (unsigned long long) mine);
-}
-
 /* ------------------------------------------------------------------------ */
 /* The insertable state                                                      */
 /* ------------------------------------------------------------------------ */
@@ -705,74 +686,14 @@ count_changes_kernel(const K *k, uint64_t n, unsigned long long *count)
 static unsigned
 grid(uint64_t n)
 {
-	return gi_gpu_int_grid(n, BLOCK);
-}
-
-/* Free one directory set. */
-static void
-dir_free(GpuDir *d)
-{
-	if (d->node)
-		cudaFree(d->node);
-	if (d->base)
-		cudaFree(d->base);
-	if (d->max)
-		cudaFree(d->max);
-	memset(d, 0, sizeof(*d));
-}
-
-/* Free the insertable state and its segments. */
-void
-gi_gpu_int_ins_free(GpuIns *ins)
-{
-	if (!ins)
-		return;
-	for (uint32_t s = 0; s < ins->nsegs; s++)
-	{
-		if (ins->h_kseg[s])
-			cudaFree(ins->h_kseg[s]);
-		if (ins->h_pseg[s])
-			cudaFree(ins->h_pseg[s]);
-	}
-	if (ins->d_kseg)
-		cudaFree(ins->d_kseg);
-	if (ins->d_pseg)
-		cudaFree(ins->d_pseg);
-	dir_free(&ins->dir);
-	dir_free(&ins->spare);
-	if (ins->inner2)
-		cudaFree(ins->inner2);
-	if (ins->prefix2)
-		cudaFree(ins->prefix2);
-	free(ins->h_kseg);
-	free(ins->h_pseg);
-	free(ins);
-}
-
-/* Device bytes of one directory set. */
-static uint64_t
-dir_bytes(const GpuDir *d, int kw)
-{
-	return d->cap ? d->cap * (sizeof(uint32_t) + kw) + (d->cap + 1) * sizeof(uint64_t) : 0;
-}
-
-/* Device bytes of segments, both directory sets, the spare internal levels
- * and the segment lists (the internal levels in use are in device_bytes). */
-uint64_t
-gi_gpu_int_ins_bytes(const GpuIns *ins)
-{
-	if (!ins)
-		return 0;
-	return ins->seg_bytes + dir_bytes(&ins->dir, ins->kw) + dir_bytes(&ins->spare, ins->kw) +
-		(ins->inner2 ? ins->inner_cap2 * NODE_BYTES + (ins->inner_cap2 + 1) * sizeof(uint32_t) : 0) +
-		2 * ins->list_cap * sizeof(void *);
+	return gi_gpu_grid(n, BLOCK);
 }
 
 /* Device bytes the image holds in all (for the memory limit). */
 static uint64_t
 held_bytes(const GpuImage *img)
 {
-	uint64_t	b = img->device_bytes + gi_gpu_int_ins_bytes(img->ins);
+	uint64_t	b = img->device_bytes + gi_gpu_btree_ins_bytes(img->ins);
 
 	if (img->hdr.device_payloads)
 		b += img->hdr.n * sizeof(uint64_t);
@@ -804,10 +725,10 @@ dir_reserve(GpuImage *img, GpuDir *d, uint64_t need, GiError *err)
 	if (d->cap >= need && d->node)
 		return GI_OK;
 	CKS(check_limit(img, cap * (sizeof(uint32_t) + sizeof(uint64_t) + img->kw), "the leaf directory", err));
-	CKS(dev_alloc(nb, cap * sizeof(uint32_t), "the leaf directory", err));
-	CKS(dev_alloc(bb, (cap + 1) * sizeof(uint64_t), "the leaf directory", err));
-	CKS(dev_alloc(mb, cap * img->kw, "the leaf max keys", err));
-	dir_free(d);
+	CKS(gi_gpu_alloc(nb, cap * sizeof(uint32_t), "the leaf directory", err));
+	CKS(gi_gpu_alloc(bb, (cap + 1) * sizeof(uint64_t), "the leaf directory", err));
+	CKS(gi_gpu_alloc(mb, cap * img->kw, "the leaf max keys", err));
+	gi_gpu_btree_dir_free(d);
 	d->node = (uint32_t *) nb.release();
 	d->base = (uint64_t *) bb.release();
 	d->max = mb.release();
@@ -855,8 +776,8 @@ reserve_nodes(GpuImage *img, uint64_t need, GiError *err)
 		DevBuf		dk,
 					dp;
 
-		CKS(dev_alloc(dk, cap * sizeof(void *), "the segment list", err));
-		CKS(dev_alloc(dp, cap * sizeof(void *), "the payload segment list", err));
+		CKS(gi_gpu_alloc(dk, cap * sizeof(void *), "the segment list", err));
+		CKS(gi_gpu_alloc(dp, cap * sizeof(void *), "the payload segment list", err));
 		if (ins->d_kseg)
 			cudaFree(ins->d_kseg);
 		if (ins->d_pseg)
@@ -871,13 +792,13 @@ reserve_nodes(GpuImage *img, uint64_t need, GiError *err)
 					p;
 		uint32_t	s = ins->nsegs;
 
-		CKS(dev_alloc(k, seg_key, "a node segment", err));
+		CKS(gi_gpu_alloc(k, seg_key, "a node segment", err));
 		ins->h_kseg[s] = k.release();
 		ins->nsegs = s + 1;
 		ins->seg_bytes += seg_key;
 		if (seg_pay)
 		{
-			CKS(dev_alloc(p, seg_pay, "a payload segment", err));
+			CKS(gi_gpu_alloc(p, seg_pay, "a payload segment", err));
 			ins->h_pseg[s] = (uint64_t *) p.release();
 			ins->seg_bytes += seg_pay;
 		}
@@ -902,7 +823,7 @@ recut_inner(GpuImage *img, GiError *err)
 
 	if (!ins->inner2 || ins->inner_cap2 < ins->nleaves / 16 + 2)
 		CKS(check_limit(img, (ins->nleaves / 16 + 64) * (NODE_BYTES + 4), "the internal levels", err));
-	CKS(gi_gpu_int_build_inner(img->kw, img->stream, ins->dir.max, ins->nleaves, &g,
+	CKS(gi_gpu_btree_build_inner(img->kw, img->stream, ins->dir.max, ins->nleaves, &g,
 							   &ins->inner2, &ins->prefix2, &cap, err));
 	ins->inner_cap2 = cap;
 	if (g.inodes + ins->nleaves >= UINT32_MAX)
@@ -933,7 +854,7 @@ layout(GpuImage *img, const K *src, Cut src_cut, const uint64_t *src_pay, uint64
 	   bool has_pay, GiError *err)
 {
 	GpuIns	   *ins;
-	Cut			cut = cut_items(n, Node<K>::F);
+	Cut			cut = gi_cut(n, Node<K>::F);
 	int			shift = SEG_SHIFT_MIN;
 
 	ins = (GpuIns *) calloc(1, sizeof(GpuIns));
@@ -974,7 +895,7 @@ layout(GpuImage *img, const K *src, Cut src_cut, const uint64_t *src_pay, uint64
 		ins->inner2 = NULL;
 		ins->prefix2 = NULL;
 		ins->inner_cap2 = 0;
-		CKS(gi_gpu_int_build_inner(img->kw, img->stream, ins->dir.max, ins->nleaves, &g,
+		CKS(gi_gpu_btree_build_inner(img->kw, img->stream, ins->dir.max, ins->nleaves, &g,
 								   &ins->inner2, &ins->prefix2, &cap, err));
 		ins->inner_cap2 = cap;
 	}
@@ -1000,7 +921,7 @@ refresh_payloads(GpuImage *img, GiError *err)
 		return GI_OK;
 	/* the stale copy stays until the new one exists: a failure here leaves
 	 * the image as it was */
-	CKS(dev_alloc(out, img->hdr.n * sizeof(uint64_t), "the payloads in rank order", err));
+	CKS(gi_gpu_alloc(out, img->hdr.n * sizeof(uint64_t), "the payloads in rank order", err));
 	gather_payloads_kernel<K><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, img->stream>>>(
 		ins->d_pseg, ins->seg_shift, ins->dir.node, ins->dir.base, ins->nleaves,
 		(uint64_t *) out.p);
@@ -1068,8 +989,8 @@ sort_batch(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, K *bk
 	CK(cudaStreamSynchronize(st));
 	if (!h[0])
 		return GI_OK;
-	CKS(dev_alloc(tk, b * sizeof(K), "the batch sort", err));
-	CKS(dev_alloc(tp, b * sizeof(uint64_t), "the batch sort", err));
+	CKS(gi_gpu_alloc(tk, b * sizeof(K), "the batch sort", err));
+	CKS(gi_gpu_alloc(tp, b * sizeof(uint64_t), "the batch sort", err));
 	tb = temp_bytes;
 	CK(cub::DeviceRadixSort::SortPairs(temp, tb, pays, (uint64_t *) tp.p, keys, (K *) tk.p,
 									   (int64_t) b, 0, h[1] ? 64 - __builtin_clzll(h[1]) : 1, st));
@@ -1131,7 +1052,7 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 	CK(cub::DeviceRunLengthEncode::Encode(nullptr, tb_rle, (const uint32_t *) NULL, (uint32_t *) NULL,
 										  (uint32_t *) NULL, (uint32_t *) NULL, (int64_t) b, st));
 	tb1 = std::max(tb_sort, tb_rle);
-	CKS(dev_alloc(A1.buf, (sorted ? 0 : span(b * sizeof(K)) + (pays ? span(b * 8) : 0)) +
+	CKS(gi_gpu_alloc(A1.buf, (sorted ? 0 : span(b * sizeof(K)) + (pays ? span(b * 8) : 0)) +
 				  3 * span(b * sizeof(uint32_t)) + 3 * span(8) + span(tb1),
 				  "the batch scratch", err));
 	K		   *sk = sorted ? NULL : A1.take<K>(b);
@@ -1159,8 +1080,8 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 		unsigned long long changes = 0;
 
 		CK(cudaMemsetAsync(d_fresh, 0, sizeof(unsigned long long), st));
-		count_changes_kernel<K><<<grid(b), BLOCK, 0, st>>>(bk, b, d_fresh);
-		CKL("count_changes_kernel");
+		gi_gpu_count_changes_kernel<K><<<grid(b), BLOCK, 0, st>>>(bk, b, d_fresh);
+		CKL("gi_gpu_count_changes_kernel");
 		CK(cudaMemcpyAsync(&changes, d_fresh, sizeof(changes), cudaMemcpyDeviceToHost, st));
 		CK(cudaMemcpyAsync(&ends[0], bk, sizeof(K), cudaMemcpyDeviceToHost, st));
 		CK(cudaMemcpyAsync(&ends[1], bk + b - 1, sizeof(K), cudaMemcpyDeviceToHost, st));
@@ -1225,7 +1146,7 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb3, (const uint32_t *) NULL, (uint32_t *) NULL,
 									 (int64_t) R, st));
 	tb2 = std::max(tb2, tb3);
-	CKS(dev_alloc(A2.buf, 2 * span((R + 1) * sizeof(uint64_t)) + 2 * span((R + 1) * sizeof(uint32_t)) +
+	CKS(gi_gpu_alloc(A2.buf, 2 * span((R + 1) * sizeof(uint64_t)) + 2 * span((R + 1) * sizeof(uint32_t)) +
 				  span((nl + 1) * sizeof(uint32_t)) + span(tb2), "the touched leaves' scratch", err));
 	uint64_t   *cnt = A2.take<uint64_t>(R + 1);
 	uint64_t   *offs = A2.take<uint64_t>(R + 1);
@@ -1270,7 +1191,7 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 	 * leaf that stays one node, a warp per node of the split ones. */
 	if (S)
 	{
-		CKS(dev_alloc(A3.buf, span((uint64_t) S * M * sizeof(K)) + (bp ? span((uint64_t) S * M * 8) : 0),
+		CKS(gi_gpu_alloc(A3.buf, span((uint64_t) S * M * sizeof(K)) + (bp ? span((uint64_t) S * M * 8) : 0),
 					  "the split leaves' old entries", err));
 		K		   *ak = A3.take<K>((uint64_t) S * M);
 		uint64_t   *ap = bp ? A3.take<uint64_t>((uint64_t) S * M) : NULL;
@@ -1372,15 +1293,15 @@ gi_gpu_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 				xfer;
 	GiStatus	st;
 
-	CKS(gi_gpu_int_need_device(err));
+	CKS(gi_gpu_need_device(err));
 	if (image->structure != GI_STRUCT_BTREE || img->broken || n == 0)
 		return insert_checked(img, NULL, payloads, n, false, err);
-	CKS(dev_alloc(dk, n * img->kw, "the batch keys", err));
+	CKS(gi_gpu_alloc(dk, n * img->kw, "the batch keys", err));
 	if (payloads)
-		CKS(dev_alloc(dp, n * sizeof(uint64_t), "the batch payloads", err));
-	CKS(gi_gpu_int_upload(dk.p, keys, n, img->kw, img->stream, &bad, err));
+		CKS(gi_gpu_alloc(dp, n * sizeof(uint64_t), "the batch payloads", err));
+	CKS(gi_gpu_upload(dk.p, keys, n, img->kw, img->stream, &bad, err));
 	if (payloads)
-		CKS(gi_gpu_int_upload(dp.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
+		CKS(gi_gpu_upload(dp.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
 	CK(cudaStreamSynchronize(img->stream));
 	if (bad)					/* nothing changed yet: the image stays usable */
 		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes",
@@ -1394,33 +1315,31 @@ gi_gpu_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 	return GI_OK;
 }
 
-/* Batch insertion from device-resident arrays (gpu_btree.cuh). */
+/* Batch insertion from device-resident arrays (gpu_engine.cuh). */
 GiStatus
-gpuidx_dev_insert(GiImage *image, const void *d_keys, const uint64_t *d_payloads,
+gi_gpu_dev_insert(GiImage *image, const void *d_keys, const uint64_t *d_payloads,
 				  size_t n, bool sorted, GiError *err)
 {
 	GiStatus	st;
 
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
-	CKS(gi_gpu_int_need_device(err));
+	gi_clear_error(err);
+	CKS(gi_gpu_need_device(err));
 	st = insert_checked((GpuImage *) image, d_keys, d_payloads, n, sorted, err);
 	if (st == GI_OK)
 		((GpuImage *) image)->last_insert.transfer_ms = 0;
 	return st;
 }
 
-/* Convert a bulk-built image to the insertable form (gpu_btree.cuh). */
+/* Convert a bulk-built image to the insertable form (gpu_engine.cuh). */
 GiStatus
-gpuidx_dev_make_insertable(GiImage *image, GiError *err)
+gi_gpu_dev_make_insertable(GiImage *image, GiError *err)
 {
 	GpuImage   *img = (GpuImage *) image;
 	GiStatus	st;
 	double		t0 = gi_now_ms();
 
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
-	CKS(gi_gpu_int_need_device(err));
+	gi_clear_error(err);
+	CKS(gi_gpu_need_device(err));
 	if (image->structure != GI_STRUCT_BTREE)
 		return gi_set_error(err, GI_ERR_UNSUPPORTED, "only B+ tree images become insertable");
 	if (img->broken)
@@ -1443,9 +1362,9 @@ gpuidx_dev_make_insertable(GiImage *image, GiError *err)
 	return st;
 }
 
-/* Timings of the last insertion's parts (gpu_btree.cuh). */
+/* Timings of the last insertion's parts (gpu_engine.cuh). */
 void
-gpuidx_dev_insert_stats(const GiImage *image, double *inner_ms, double *convert_ms,
+gi_gpu_dev_insert_stats(const GiImage *image, double *inner_ms, double *convert_ms,
 						double *refresh_ms)
 {
 	const GpuImage *img = (const GpuImage *) image;
@@ -1457,7 +1376,7 @@ gpuidx_dev_insert_stats(const GiImage *image, double *inner_ms, double *convert_
 
 /* Refresh the rank-ordered payload copy when insertions made it stale. */
 GiStatus
-gi_gpu_int_refresh_payloads(GiImage *image, GiError *err)
+gi_gpu_btree_refresh_payloads(GiImage *image, GiError *err)
 {
 	GpuImage   *img = (GpuImage *) image;
 
@@ -1471,9 +1390,9 @@ gi_gpu_int_refresh_payloads(GiImage *image, GiError *err)
 	return refresh_payloads<int64_t>(img, err);
 }
 
-/* gpuidx_dev_refresh_payloads: the same, for benchmarks. */
+/* gi_gpu_dev_refresh_payloads: the same, for benchmarks. */
 GiStatus
-gpuidx_dev_refresh_payloads(GiImage *image, GiError *err)
+gi_gpu_dev_refresh_payloads(GiImage *image, GiError *err)
 {
-	return gi_gpu_int_refresh_payloads(image, err);
+	return gi_gpu_btree_refresh_payloads(image, err);
 }

@@ -29,7 +29,7 @@
  * before any mapping, never wrapped.
  */
 #include "gpu_veb.cuh"
-#include "cuda_check.cuh"
+#include "veb_twin.h"
 
 #include <cub/device/device_scan.cuh>
 
@@ -38,35 +38,13 @@
 #include <cstdlib>
 #include <cstring>
 
-#define NONE32			0xFFFFFFFFu
-#define NONE64			0xFFFFFFFFFFFFFFFFull
-#define MAX_BITS		31		/* first-element bits for W = 64 */
 #define MAX_DEPTH		6		/* pending frames of a summary search */
-#define LINEAR_STEPS	8		/* keys compared before a binary search */
-#define HOST_QCHUNK		(1u << 24)	/* probes per host round trip */
 #define BLOCK			256		/* threads per block of the build kernels */
-
-/* Hash-table fill ratio in percent: as the CPU twin (cpu_veb.c). */
-#ifndef VEB_FILL_PERCENT
-#define VEB_FILL_PERCENT	50
-#endif
-
-/* One cluster of word length >= 8 (32 bytes): as cpu_veb.c's VebCluster. */
-typedef struct GVebCluster
-{
-	uint32_t	min;
-	uint32_t	max;
-	uint32_t	first;
-	uint32_t	last;
-	uint32_t	summary;
-	uint32_t	slots;
-	uint64_t	table;
-} GVebCluster;
 
 /* What the search kernels read of an image. */
 typedef struct VebDev
 {
-	const GVebCluster *cl;
+	const VebCluster *cl;
 	const unsigned long long *tab;
 	const uint64_t *rs;			/* run_start, nd + 1 */
 	uint64_t	hash_a;
@@ -82,7 +60,7 @@ typedef struct VebDev
 /* What the build kernels work on. */
 typedef struct VebBuildDev
 {
-	GVebCluster *cl;
+	VebCluster *cl;
 	unsigned long long *tab;
 	const uint64_t *x;			/* nd mapped distinct keys */
 	uint32_t   *fe;				/* nd first-element bit fields */
@@ -105,7 +83,7 @@ typedef struct VebImage
 	int			leaf_level;		/* level of the 16-bit bitmaps: 3 or 4 */
 	uint64_t	nd;
 	uint64_t   *d_run_start;
-	GVebCluster *d_clusters;
+	VebCluster *d_clusters;
 	unsigned long long *d_table;
 	uint64_t	nclusters;
 	uint64_t	nbitmaps;
@@ -122,68 +100,8 @@ typedef struct VebImage
 } VebImage;
 
 /* ------------------------------------------------------------------------ */
-/* Errors and device buffers                                                 */
-/* ------------------------------------------------------------------------ */
-
-/* Grid for a grid-stride kernel over n items: at most what fits at once. */
-static unsigned
-veb_grid(uint64_t n, unsigned block)
-{
-	uint64_t	want = (n + block - 1) / block;
-	uint64_t	cap = (uint64_t) gi_gpu_int_sm_count() * (2048 / block);
-
-	if (want < 1)
-		want = 1;
-	return (unsigned) (want < cap ? want : cap);
-}
-
-/* ------------------------------------------------------------------------ */
 /* Words, slots and hashing (cpu_veb.c)                                      */
 /* ------------------------------------------------------------------------ */
-
-/* Mask of the low w bits, w <= 64. */
-__host__ __device__ __forceinline__ uint64_t
-low_mask(int w)
-{
-	return w >= 64 ? NONE64 : ((1ull << w) - 1);
-}
-
-/* Bits [s, s + w) of the W-bit word x, counted from the left. */
-__host__ __device__ __forceinline__ uint64_t
-word_at(uint64_t x, int s, int w, int W)
-{
-	return (x >> (W - s - w)) & low_mask(w);
-}
-
-/* Order-preserving map of a signed key to the W-bit universe. */
-__host__ __device__ __forceinline__ uint64_t
-map_key(int64_t k, int W)
-{
-	if (W == 32)
-		return (uint64_t) ((uint32_t) (int32_t) k ^ 0x80000000u);
-	return (uint64_t) k ^ (1ull << 63);
-}
-
-/* First-element bit of slot j on level L (Fig. 4). */
-__host__ __device__ __forceinline__ int
-slot_bit(int L, int j)
-{
-	return (1 << L) - 1 + j;
-}
-
-/* All first-element bits of level L. */
-__host__ __device__ __forceinline__ uint32_t
-level_bits(int L)
-{
-	return (uint32_t) ((1ull << (1 << L)) - 1) << ((1 << L) - 1);
-}
-
-/* Highest set bit of a non-zero word. */
-__device__ __forceinline__ uint32_t
-top_bit(uint32_t bits)
-{
-	return 31 - (uint32_t) __clz((int) bits);
-}
 
 /* Lowest set bit of a non-zero word. */
 __device__ __forceinline__ uint32_t
@@ -192,19 +110,10 @@ low_bit(uint32_t bits)
 	return (uint32_t) __ffs((int) bits) - 1;
 }
 
-/* Table slot for key in a table of slots entries (universal hash). */
-__device__ __forceinline__ uint32_t
-hash_slot(uint64_t a, uint64_t b, uint32_t key, uint32_t slots)
-{
-	uint32_t	h = (uint32_t) ((a * key + b) >> 32);
-
-	return (uint32_t) (((uint64_t) h * slots) >> 32);
-}
-
 /* Cluster number of the child keyed by key, or NONE32. */
 __device__ __forceinline__ uint32_t
 find_child(const unsigned long long *tab0, uint64_t a, uint64_t b,
-		   const GVebCluster *c, uint32_t key)
+		   const VebCluster *c, uint32_t key)
 {
 	uint32_t	slots = c->slots;
 	const unsigned long long *tab = tab0 + c->table;
@@ -228,7 +137,7 @@ find_child(const unsigned long long *tab0, uint64_t a, uint64_t b,
 
 /* The child bitmap slot keyed by key (0..15), or 0. */
 __device__ __forceinline__ unsigned long long
-find_bitmap(const VebDev &t, const GVebCluster *c, uint32_t key)
+find_bitmap(const VebDev &t, const VebCluster *c, uint32_t key)
 {
 	uint32_t	slots = c->slots;
 	const unsigned long long *tab = t.tab + c->table;
@@ -250,27 +159,13 @@ find_bitmap(const VebDev &t, const GVebCluster *c, uint32_t key)
 	}
 }
 
-/* Bitmap of a child bitmap slot. */
-__device__ __forceinline__ uint32_t
-slot_bits(unsigned long long e)
-{
-	return (uint32_t) (e & 0xFFFF);
-}
-
-/* Distinct index of the first value of a child bitmap slot. */
-__device__ __forceinline__ uint32_t
-slot_first(unsigned long long e)
-{
-	return (uint32_t) (e >> 32);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Queries (cpu_veb.c's, one thread per probe)                               */
 /* ------------------------------------------------------------------------ */
 
 /* Child of c keyed by key in the search image. */
 __device__ __forceinline__ uint32_t
-child_of(const VebDev &t, const GVebCluster *c, uint32_t key)
+child_of(const VebDev &t, const VebCluster *c, uint32_t key)
 {
 	return find_child(t.tab, t.hash_a, t.hash_b, c, key);
 }
@@ -298,7 +193,7 @@ summary_pred(const VebDev &t, uint32_t s, int L0, uint32_t y)
 	{
 		const int	w = W >> L;
 		const int	half = w >> 1;
-		const GVebCluster *c;
+		const VebCluster *c;
 		uint32_t	h;
 		uint32_t	lo;
 		uint32_t	child;
@@ -360,7 +255,7 @@ summary_pred(const VebDev &t, uint32_t s, int L0, uint32_t y)
 	}
 	while (depth-- > 0)
 	{
-		const GVebCluster *c = &t.cl[frame_cluster[depth]];
+		const VebCluster *c = &t.cl[frame_cluster[depth]];
 		int			half = frame_half[depth];
 
 		if (frame_key[depth] != NONE32)
@@ -391,7 +286,7 @@ summary_succ(const VebDev &t, uint32_t s, int L0, uint32_t y)
 	{
 		const int	w = W >> L;
 		const int	half = w >> 1;
-		const GVebCluster *c;
+		const VebCluster *c;
 		uint32_t	h;
 		uint32_t	lo;
 		uint32_t	child;
@@ -450,7 +345,7 @@ summary_succ(const VebDev &t, uint32_t s, int L0, uint32_t y)
 	}
 	while (depth-- > 0)
 	{
-		const GVebCluster *c = &t.cl[frame_cluster[depth]];
+		const VebCluster *c = &t.cl[frame_cluster[depth]];
 		int			half = frame_half[depth];
 
 		if (r == NONE64)
@@ -477,7 +372,7 @@ veb_pred(const VebDev &t, uint64_t x)
 	{
 		const int	w = W >> L;
 		const int	half = w >> 1;
-		const GVebCluster *c = &t.cl[cur];
+		const VebCluster *c = &t.cl[cur];
 		uint32_t	h = (uint32_t) (y >> half);
 		uint32_t	lo = (uint32_t) (y & low_mask(half));
 		uint32_t	child;
@@ -528,7 +423,7 @@ veb_succ(const VebDev &t, uint64_t x)
 	{
 		const int	w = W >> L;
 		const int	half = w >> 1;
-		const GVebCluster *c = &t.cl[cur];
+		const VebCluster *c = &t.cl[cur];
 		uint32_t	h = (uint32_t) (y >> half);
 		uint32_t	lo = (uint32_t) (y & low_mask(half));
 		uint32_t	child;
@@ -549,7 +444,7 @@ veb_succ(const VebDev &t, uint64_t x)
 		child = child_of(t, c, h);
 		if (child != NONE32 && lo <= t.cl[child].max)
 		{
-			const GVebCluster *cc = &t.cl[child];
+			const VebCluster *cc = &t.cl[child];
 
 			if (lo <= cc->min)
 				return cc->first;
@@ -581,7 +476,7 @@ veb_exists(const VebDev &t, uint64_t x)
 	{
 		const int	w = W >> L;
 		const int	half = w >> 1;
-		const GVebCluster *c = &t.cl[cur];
+		const VebCluster *c = &t.cl[cur];
 		uint32_t	h = (uint32_t) (y >> half);
 		uint32_t	lo = (uint32_t) (y & low_mask(half));
 
@@ -736,43 +631,6 @@ scatter_distinct_kernel(const K *k, uint64_t n, const uint32_t *pos,
 	}
 }
 
-/*
- * First index after i whose bits [0, pb) differ from x[i]'s, or nd (Eq. 8):
- * a few neighbours, then a binary search for the next prefix.
- */
-__device__ uint64_t
-prefix_end(const uint64_t *x, uint64_t nd, uint64_t i, int pb, int W)
-{
-	int			sh = W - pb;
-	uint64_t	pfx;
-	uint64_t	target;
-	uint64_t	lo;
-	uint64_t	hi;
-	uint64_t	k;
-
-	if (pb == 0)
-		return nd;
-	pfx = x[i] >> sh;
-	for (k = i + 1; k < nd && k <= i + LINEAR_STEPS; k++)
-		if ((x[k] >> sh) != pfx)
-			return k;
-	if (k >= nd || pfx == low_mask(pb))
-		return nd;
-	target = (pfx + 1) << sh;
-	lo = k;
-	hi = nd;
-	while (lo < hi)
-	{
-		uint64_t	mid = lo + (hi - lo) / 2;
-
-		if (x[mid] < target)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* The root's first element: distinct key 0. */
 __global__ void
 mark_root_kernel(uint32_t *fe)
@@ -866,19 +724,6 @@ count_clusters_kernel(const uint32_t *fe, uint64_t nd, uint32_t inner,
 	}
 }
 
-/* Slots of a table for at most children entries (fill ratio, one free). */
-__device__ __forceinline__ uint32_t
-table_size(uint64_t children)
-{
-	uint64_t	slots = (children * 100 + VEB_FILL_PERCENT - 1) / VEB_FILL_PERCENT;
-
-	if (children == 0)
-		return 0;
-	if (slots <= children)
-		slots = children + 1;
-	return slots > 0xFFFFFFFFull ? 0xFFFFFFFFu : (uint32_t) slots;
-}
-
 /*
  * The cluster records each key starts: bounds, first and last index, and
  * the table size of Eq. 9 (children at most min(b - m, 2^(w/2))).
@@ -902,7 +747,7 @@ init_clusters_kernel(VebBuildDev b, int W, int leaf_level)
 			int			s = j * w;
 			uint64_t	m = prefix_end(b.x, b.nd, i, s + w, W);
 			uint64_t	e = prefix_end(b.x, b.nd, i, s, W);
-			GVebCluster c;
+			VebCluster c;
 			uint64_t	bound = 1ull << (w / 2);
 
 			c.min = (uint32_t) word_at(b.x[i], s, w, W);
@@ -919,7 +764,7 @@ init_clusters_kernel(VebBuildDev b, int W, int leaf_level)
 
 /* off[i] = slots of cluster i (scanned into table offsets next). */
 __global__ void
-table_slots_kernel(const GVebCluster *cl, uint64_t nc, uint64_t *off)
+table_slots_kernel(const VebCluster *cl, uint64_t nc, uint64_t *off)
 {
 	FOR_EACH(i, nc)
 		off[i] = cl[i].slots;
@@ -927,7 +772,7 @@ table_slots_kernel(const GVebCluster *cl, uint64_t nc, uint64_t *off)
 
 /* Cluster i's table starts where the inclusive scan says, less its size. */
 __global__ void
-table_offsets_kernel(GVebCluster *cl, uint64_t nc, const uint64_t *incl)
+table_offsets_kernel(VebCluster *cl, uint64_t nc, const uint64_t *incl)
 {
 	FOR_EACH(i, nc)
 		cl[i].table = incl[i] - cl[i].slots;
@@ -944,7 +789,7 @@ locate(const VebBuildDev &b, uint64_t x, int L, int j, int W)
 
 	for (int l = 1; l <= L; l++)
 	{
-		const GVebCluster *c = &b.cl[cur];
+		const VebCluster *c = &b.cl[cur];
 		int			wp = W >> (l - 1);
 		int			sp = (j >> (L - l + 1)) * wp;
 
@@ -959,7 +804,7 @@ locate(const VebBuildDev &b, uint64_t x, int L, int j, int W)
 
 /* Put slot value v into the first free slot from key's home (atomicCAS). */
 __device__ void
-table_put(const VebBuildDev &b, const GVebCluster *c, uint32_t key,
+table_put(const VebBuildDev &b, const VebCluster *c, uint32_t key,
 		  unsigned long long v)
 {
 	unsigned long long *tab = b.tab + c->table;
@@ -996,7 +841,7 @@ link_level_kernel(VebBuildDev b, int L, int W, int leaf_level)
 			int			j = bit - ((1 << L) - 1);
 			int			s = j * w;
 			uint32_t	key = (uint32_t) word_at(b.x[i], s - (j & 1 ? w : 0), w, W);
-			GVebCluster *p = &b.cl[locate(b, b.x[i], L - 1, j >> 1, W)];
+			VebCluster *p = &b.cl[locate(b, b.x[i], L - 1, j >> 1, W)];
 
 			bits &= bits - 1;
 			if (L == leaf_level)
@@ -1059,24 +904,13 @@ struct VebGuard
 	~VebGuard() { veb_release(img); }
 };
 
-/* splitmix64 step: the image's hash constants (as cpu_veb.c). */
-static uint64_t
-splitmix(uint64_t *state)
-{
-	uint64_t	z = (*state += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
-}
-
 /* Validate params and allocate an empty image with its stream. */
 static GiStatus
 veb_create(const GiBuildParams *params, size_t n, VebGuard &guard, GiError *err)
 {
 	VebImage   *img;
 
-	CKS(gi_gpu_int_need_device(err));
+	CKS(gi_gpu_need_device(err));
 	if (params->key_bytes != 2 && params->key_bytes != 4 && params->key_bytes != 8)
 		return gi_set_error(err, GI_ERR_INVALID, "key width %d is not 2, 4 or 8", params->key_bytes);
 	if (n >= NONE32)
@@ -1092,7 +926,7 @@ veb_create(const GiBuildParams *params, size_t n, VebGuard &guard, GiError *err)
 	img->hdr.n = n;
 	img->universe = params->key_bytes == 8 ? 64 : 32;
 	img->leaf_level = img->universe == 64 ? 4 : 3;
-	snprintf(img->device_name, sizeof(img->device_name), "%s", gi_gpu_int_device_name());
+	snprintf(img->device_name, sizeof(img->device_name), "%s", gi_gpu_device_name());
 	CK(cudaStreamCreateWithFlags(&img->stream, cudaStreamNonBlocking));
 	return GI_OK;
 }
@@ -1148,9 +982,9 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	{
 		int			h[2] = {0, 0};
 
-		CKS(dev_alloc(flag, 2 * sizeof(int), "a flag", err));
+		CKS(gi_gpu_alloc(flag, 2 * sizeof(int), "a flag", err));
 		CK(cudaMemsetAsync(flag.p, 0, 2 * sizeof(int), st));
-		check_keys_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(
+		check_keys_kernel<K><<<gi_gpu_grid_resident(n, BLOCK), BLOCK, 0, st>>>(
 			keys, n, img->hdr.key_bytes == 2, (int *) flag.p);
 		CKL("check_keys_kernel");
 		CK(cudaMemcpyAsync(h, flag.p, sizeof(h), cudaMemcpyDeviceToHost, st));
@@ -1162,11 +996,11 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	}
 
 	/* 1. De-duplicate: head flags, inclusive scan, scatter. */
-	CKS(dev_alloc(pos, n * sizeof(uint32_t), "the distinct positions", err));
-	head_flags_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(keys, n, (uint32_t *) pos.p);
+	CKS(gi_gpu_alloc(pos, n * sizeof(uint32_t), "the distinct positions", err));
+	head_flags_kernel<K><<<gi_gpu_grid_resident(n, BLOCK), BLOCK, 0, st>>>(keys, n, (uint32_t *) pos.p);
 	CKL("head_flags_kernel");
 	CK(cub::DeviceScan::InclusiveSum(nullptr, tb, (uint32_t *) pos.p, (int64_t) n, st));
-	CKS(dev_alloc(temp, tb, "scan scratch", err));
+	CKS(gi_gpu_alloc(temp, tb, "scan scratch", err));
 	CK(cub::DeviceScan::InclusiveSum(temp.p, tb, (uint32_t *) pos.p, (int64_t) n, st));
 	temp.drop();
 	CK(cudaMemcpyAsync(&nd32, (uint32_t *) pos.p + n - 1, sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
@@ -1180,9 +1014,9 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	img->umin = map_key(img->kmin, W);
 	img->umax = map_key(img->kmax, W);
 	CKS(veb_limit(limit, (nd + 1) * 8, n, err));
-	CKS(dev_alloc(rs, (nd + 1) * sizeof(uint64_t), "the run starts", err));
-	CKS(dev_alloc(x, nd * sizeof(uint64_t), "the distinct keys", err));
-	scatter_distinct_kernel<K><<<veb_grid(n, BLOCK), BLOCK, 0, st>>>(
+	CKS(gi_gpu_alloc(rs, (nd + 1) * sizeof(uint64_t), "the run starts", err));
+	CKS(gi_gpu_alloc(x, nd * sizeof(uint64_t), "the distinct keys", err));
+	scatter_distinct_kernel<K><<<gi_gpu_grid_resident(n, BLOCK), BLOCK, 0, st>>>(
 		keys, n, (const uint32_t *) pos.p, nd, (uint64_t *) rs.p, (uint64_t *) x.p, W);
 	CKL("scatter_distinct_kernel");
 	CK(cudaStreamSynchronize(st));
@@ -1202,7 +1036,7 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	}
 
 	/* 2. First-element bit fields, level by level from the top. */
-	CKS(dev_alloc(fe, nd * sizeof(uint32_t), "the first-element bits", err));
+	CKS(gi_gpu_alloc(fe, nd * sizeof(uint32_t), "the first-element bits", err));
 	CK(cudaMemsetAsync(fe.p, 0, nd * sizeof(uint32_t), st));
 	mark_root_kernel<<<1, 1, 0, st>>>((uint32_t *) fe.p);
 	CKL("mark_root_kernel");
@@ -1210,23 +1044,23 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	{
 		if (L > 0)
 		{
-			mark_level_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
+			mark_level_kernel<<<gi_gpu_grid_resident(nd, BLOCK), BLOCK, 0, st>>>(
 				(const uint64_t *) x.p, (uint32_t *) fe.p, nd, L, W, anc);
 			CKL("mark_level_kernel");
 		}
 		if (L < leaf)
 		{
-			propagate_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
+			propagate_kernel<<<gi_gpu_grid_resident(nd, BLOCK), BLOCK, 0, st>>>(
 				(const uint64_t *) x.p, (uint32_t *) fe.p, nd, L, W);
 			CKL("propagate_kernel");
 		}
 	}
 
 	/* 3. Number the clusters (popcount, scan), size and place the tables. */
-	CKS(dev_alloc(base, nd * sizeof(uint32_t), "the cluster numbers", err));
-	CKS(dev_alloc(counts, 2 * sizeof(unsigned long long), "the cluster counts", err));
+	CKS(gi_gpu_alloc(base, nd * sizeof(uint32_t), "the cluster numbers", err));
+	CKS(gi_gpu_alloc(counts, 2 * sizeof(unsigned long long), "the cluster counts", err));
 	CK(cudaMemsetAsync(counts.p, 0, 2 * sizeof(unsigned long long), st));
-	count_clusters_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(
+	count_clusters_kernel<<<gi_gpu_grid_resident(nd, BLOCK), BLOCK, 0, st>>>(
 		(const uint32_t *) fe.p, nd, level_bits(leaf) - 1, level_bits(leaf),
 		(uint32_t *) base.p, (unsigned long long *) counts.p);
 	CKL("count_clusters_kernel");
@@ -1238,14 +1072,14 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 							(unsigned long long) nd);
 	img->nclusters = cnt[0];
 	img->nbitmaps = cnt[1];
-	CKS(veb_limit(limit, (nd + 1) * 8 + cnt[0] * sizeof(GVebCluster), n, err));
+	CKS(veb_limit(limit, (nd + 1) * 8 + cnt[0] * sizeof(VebCluster), n, err));
 	tb = 0;
 	CK(cub::DeviceScan::ExclusiveSum(nullptr, tb, (uint32_t *) base.p, (int64_t) nd, st));
-	CKS(dev_alloc(temp, tb, "scan scratch", err));
+	CKS(gi_gpu_alloc(temp, tb, "scan scratch", err));
 	CK(cub::DeviceScan::ExclusiveSum(temp.p, tb, (uint32_t *) base.p, (int64_t) nd, st));
 	temp.drop();
-	CKS(dev_alloc(cl, cnt[0] * sizeof(GVebCluster), "the clusters", err));
-	b.cl = (GVebCluster *) cl.p;
+	CKS(gi_gpu_alloc(cl, cnt[0] * sizeof(VebCluster), "the clusters", err));
+	b.cl = (VebCluster *) cl.p;
 	b.tab = NULL;
 	b.x = (const uint64_t *) x.p;
 	b.fe = (uint32_t *) fe.p;
@@ -1253,32 +1087,32 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	b.nd = nd;
 	b.hash_a = img->hash_a;
 	b.hash_b = img->hash_b;
-	init_clusters_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(b, W, leaf);
+	init_clusters_kernel<<<gi_gpu_grid_resident(nd, BLOCK), BLOCK, 0, st>>>(b, W, leaf);
 	CKL("init_clusters_kernel");
 	img->table_slots = 0;
 	if (cnt[0] > 0)
 	{
 		uint64_t	nc = cnt[0];
 
-		CKS(dev_alloc(off, nc * sizeof(uint64_t), "the table offsets", err));
-		table_slots_kernel<<<veb_grid(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (uint64_t *) off.p);
+		CKS(gi_gpu_alloc(off, nc * sizeof(uint64_t), "the table offsets", err));
+		table_slots_kernel<<<gi_gpu_grid_resident(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (uint64_t *) off.p);
 		CKL("table_slots_kernel");
 		tb = 0;
 		CK(cub::DeviceScan::InclusiveSum(nullptr, tb, (uint64_t *) off.p, (int64_t) nc, st));
-		CKS(dev_alloc(temp, tb, "scan scratch", err));
+		CKS(gi_gpu_alloc(temp, tb, "scan scratch", err));
 		CK(cub::DeviceScan::InclusiveSum(temp.p, tb, (uint64_t *) off.p, (int64_t) nc, st));
 		temp.drop();
-		table_offsets_kernel<<<veb_grid(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (const uint64_t *) off.p);
+		table_offsets_kernel<<<gi_gpu_grid_resident(nc, BLOCK), BLOCK, 0, st>>>(b.cl, nc, (const uint64_t *) off.p);
 		CKL("table_offsets_kernel");
 		CK(cudaMemcpyAsync(&img->table_slots, (uint64_t *) off.p + nc - 1, sizeof(uint64_t),
 							cudaMemcpyDeviceToHost, st));
 		CK(cudaStreamSynchronize(st));
 		off.drop();
 	}
-	img->device_bytes = (nd + 1) * 8 + img->nclusters * sizeof(GVebCluster) +
+	img->device_bytes = (nd + 1) * 8 + img->nclusters * sizeof(VebCluster) +
 		img->table_slots * 8;
 	CKS(veb_limit(limit, img->device_bytes, n, err));
-	CKS(dev_alloc(tab, img->table_slots * 8, "the hash tables", err));
+	CKS(gi_gpu_alloc(tab, img->table_slots * 8, "the hash tables", err));
 	if (img->table_slots)
 		CK(cudaMemsetAsync(tab.p, 0, img->table_slots * 8, st));
 	b.tab = (unsigned long long *) tab.p;
@@ -1286,12 +1120,12 @@ veb_build_levels(VebImage *img, const K *keys, bool check, size_t limit,
 	/* 4. Link the clusters into their parents, level by level from the top. */
 	for (int L = 1; L <= leaf; L++)
 	{
-		link_level_kernel<<<veb_grid(nd, BLOCK), BLOCK, 0, st>>>(b, L, W, leaf);
+		link_level_kernel<<<gi_gpu_grid_resident(nd, BLOCK), BLOCK, 0, st>>>(b, L, W, leaf);
 		CKL("link_level_kernel");
 	}
 	CK(cudaStreamSynchronize(st));
 	img->d_run_start = (uint64_t *) rs.release();
-	img->d_clusters = (GVebCluster *) cl.release();
+	img->d_clusters = (VebCluster *) cl.release();
 	img->d_table = (unsigned long long *) tab.release();
 	return GI_OK;
 }
@@ -1368,14 +1202,14 @@ veb_search(VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	}
 	if (img->universe == 64)
 	{
-		cap = (uint64_t) search_blocks_per_sm<64>() * gi_gpu_int_sm_count();
+		cap = (uint64_t) search_blocks_per_sm<64>() * gi_gpu_sm_count();
 		veb_search_kernel<64><<<(unsigned) std::min(want, cap), BLOCK, 0, img->stream>>>(
 			t, (int) op, probes, hi, count, first, last);
 		CKL("veb_search_kernel<64>");
 	}
 	else
 	{
-		cap = (uint64_t) search_blocks_per_sm<32>() * gi_gpu_int_sm_count();
+		cap = (uint64_t) search_blocks_per_sm<32>() * gi_gpu_sm_count();
 		veb_search_kernel<32><<<(unsigned) std::min(want, cap), BLOCK, 0, img->stream>>>(
 			t, (int) op, probes, hi, count, first, last);
 		CKL("veb_search_kernel<32>");
@@ -1385,12 +1219,12 @@ veb_search(VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 }
 
 /* ------------------------------------------------------------------------ */
-/* Entry points (gpu_veb.cuh), dispatched to from gpu_btree.cu               */
+/* Entry points (gpu_veb.cuh), dispatched to from gpu_engine.cu              */
 /* ------------------------------------------------------------------------ */
 
 /* Build from sorted host keys: pinned upload, then the structure. */
 GiStatus
-gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
+gi_gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
 			  GiImage **out, GiError *err)
 {
 	VebGuard	guard;
@@ -1405,8 +1239,8 @@ gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
 	CKS(veb_create(params, n, guard, err));
 	VebImage   *img = guard.img;
 
-	CKS(dev_alloc(ks, n * kw, "the sorted keys", err));
-	CKS(gi_gpu_int_upload(ks.p, keys, n, kw, img->stream, &bad, err));
+	CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
+	CKS(gi_gpu_upload(ks.p, keys, n, kw, img->stream, &bad, err));
 	CK(cudaStreamSynchronize(img->stream));
 	if (bad)
 		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
@@ -1424,7 +1258,7 @@ gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
 /* Build from unsorted host pairs: upload, CUB sort, structure, and the
  * sorted arrays back to the host when asked. */
 GiStatus
-gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
+gi_gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 					   const uint64_t *payloads, size_t n,
 					   int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
 					   GiImage **out, GiError *err)
@@ -1447,21 +1281,21 @@ gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 	CKS(veb_create(params, n, guard, err));
 	VebImage   *img = guard.img;
 
-	CKS(dev_alloc(kin, n * kw, "the unsorted keys", err));
-	CKS(dev_alloc(ks, n * kw, "the sorted keys", err));
+	CKS(gi_gpu_alloc(kin, n * kw, "the unsorted keys", err));
+	CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
 	if (want_pay)
 	{
-		CKS(dev_alloc(pin, n * 8, "the unsorted payloads", err));
-		CKS(dev_alloc(pout, n * 8, "the sorted payloads", err));
+		CKS(gi_gpu_alloc(pin, n * 8, "the unsorted payloads", err));
+		CKS(gi_gpu_alloc(pout, n * 8, "the sorted payloads", err));
 	}
-	CKS(gi_gpu_int_upload(kin.p, keys, n, kw, img->stream, &bad, err));
+	CKS(gi_gpu_upload(kin.p, keys, n, kw, img->stream, &bad, err));
 	if (want_pay)
-		CKS(gi_gpu_int_upload(pin.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
+		CKS(gi_gpu_upload(pin.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
 	CK(cudaStreamSynchronize(img->stream));
 	if (bad)
 		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
 	t1 = gi_now_ms();
-	CKS(gi_gpu_int_sort_pairs(kw, n, img->stream, kin.p, (const uint64_t *) pin.p,
+	CKS(gi_gpu_sort_pairs(kw, n, img->stream, kin.p, (const uint64_t *) pin.p,
 							   (uint64_t *) pout.p, ks.p, err));
 	CK(cudaStreamSynchronize(img->stream));
 	t2 = gi_now_ms();
@@ -1471,9 +1305,9 @@ gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 	CKS(veb_finish(img, ks.p, params->key_bytes == 2, params->device_memory_limit, err));
 	t3 = gi_now_ms();
 	if (sorted_keys_out)
-		CKS(gi_gpu_int_download(sorted_keys_out, ks.p, n, kw, img->stream, err));
+		CKS(gi_gpu_download(sorted_keys_out, ks.p, n, kw, img->stream, err));
 	if (want_pay)
-		CKS(gi_gpu_int_download((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
+		CKS(gi_gpu_download((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
 	t4 = gi_now_ms();
 	img->hdr.build.transfer_ms = (t1 - t0) + (t4 - t3);
 	img->hdr.build.sort_ms = t2 - t1;
@@ -1486,7 +1320,7 @@ gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 
 /* Build from device-resident keys (and payloads), sorting them if asked. */
 GiStatus
-gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
+gi_gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
 				  const uint64_t *d_payloads, size_t n, bool sorted,
 				  uint64_t *d_payloads_out, GiImage **out, GiError *err)
 {
@@ -1507,8 +1341,8 @@ gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
 	}
 	else
 	{
-		CKS(dev_alloc(ks, n * kw, "the sorted keys", err));
-		CKS(gi_gpu_int_sort_pairs(kw, n, img->stream, d_keys, d_payloads, d_payloads_out,
+		CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
+		CKS(gi_gpu_sort_pairs(kw, n, img->stream, d_keys, d_payloads, d_payloads_out,
 								   ks.p, err));
 	}
 	CK(cudaStreamSynchronize(img->stream));
@@ -1525,69 +1359,14 @@ gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
 
 /* Free an image and its device memory. */
 void
-gpu_veb_free(GiImage *image)
+gi_gpu_veb_free(GiImage *image)
 {
 	veb_release((VebImage *) image);
 }
 
-/* Answer a host batch in chunks: pinned upload, search, results back. */
-GiStatus
-gpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
-			  const int64_t *probes_hi, size_t nprobes, uint64_t *first,
-			  uint64_t *last, GiError *err)
-{
-	VebImage   *img = (VebImage *) image;
-	DevBuf		dp,
-				dh,
-				df,
-				dl;
-	double		t0 = gi_now_ms(),
-				search_ms = 0,
-				xfer_ms = 0;
-	size_t		cap;
-
-	CKS(gi_gpu_int_need_device(err));
-	memset(&image->last_query, 0, sizeof(image->last_query));
-	if (img->nd == 0)
-	{
-		memset(first, 0, nprobes * sizeof(uint64_t));
-		memset(last, 0, nprobes * sizeof(uint64_t));
-		return GI_OK;
-	}
-	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
-	CKS(dev_alloc(dp, cap * 8, "the probes", err));
-	if (probes_hi)
-		CKS(dev_alloc(dh, cap * 8, "the upper bounds", err));
-	CKS(dev_alloc(df, cap * 8, "the results", err));
-	CKS(dev_alloc(dl, cap * 8, "the results", err));
-	for (size_t off = 0; off < nprobes; off += cap)
-	{
-		size_t		cnt = std::min(cap, nprobes - off);
-		double		a = gi_now_ms();
-
-		CKS(gi_gpu_int_upload(dp.p, probes + off, cnt, 8, img->stream, NULL, err));
-		if (probes_hi)
-			CKS(gi_gpu_int_upload(dh.p, probes_hi + off, cnt, 8, img->stream, NULL, err));
-		CK(cudaStreamSynchronize(img->stream));
-		xfer_ms += gi_now_ms() - a;
-		a = gi_now_ms();
-		CKS(veb_search(img, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
-						(uint64_t *) df.p, (uint64_t *) dl.p, err));
-		search_ms += gi_now_ms() - a;
-		a = gi_now_ms();
-		CKS(gi_gpu_int_download((int64_t *) first + off, df.p, cnt, 8, img->stream, err));
-		CKS(gi_gpu_int_download((int64_t *) last + off, dl.p, cnt, 8, img->stream, err));
-		xfer_ms += gi_now_ms() - a;
-	}
-	image->last_query.transfer_ms = xfer_ms;
-	image->last_query.search_ms = search_ms;
-	image->last_query.total_ms = gi_now_ms() - t0;
-	return GI_OK;
-}
-
 /* Answer a device-resident batch (results on the device). */
 GiStatus
-gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+gi_gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 				  const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
 				  uint64_t *d_last, GiError *err)
 {
@@ -1603,10 +1382,10 @@ gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 
 /* Describe a GPU veb image. */
 void
-gpu_veb_info(const GiImage *image, GiImageInfo *info)
+gi_gpu_veb_info(const GiImage *image, GiImageInfo *info)
 {
 	const VebImage *img = (const VebImage *) image;
-	uint64_t	structure_bytes = img->nclusters * sizeof(GVebCluster) +
+	uint64_t	structure_bytes = img->nclusters * sizeof(VebCluster) +
 		img->table_slots * 8;
 
 	info->engine = GI_ENGINE_GPU;
@@ -1630,7 +1409,7 @@ gpu_veb_info(const GiImage *image, GiImageInfo *info)
 
 /* The image's stream. */
 cudaStream_t
-gpu_veb_stream(const GiImage *image)
+gi_gpu_veb_stream(const GiImage *image)
 {
 	return ((const VebImage *) image)->stream;
 }

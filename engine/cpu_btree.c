@@ -39,10 +39,8 @@
  *
  * No PostgreSQL headers here.
  */
-#include "cpu_engine.h"
+#include "cpu_btree.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,12 +60,8 @@
  */
 #define DEFAULT_SORT_MIN	4096
 #define PROBES_PER_THREAD	65536
-#define MAX_THREADS			32
 #ifndef SORT_BLOCK
 #define SORT_BLOCK			(1 << 18)	/* probes sorted together */
-#endif
-#ifndef SORT_BITS
-#define SORT_BITS			16	/* top bits of the span the block sort uses */
 #endif
 
 /* Count of the 32 int32 keys below p (vectorized by the compiler). */
@@ -130,7 +124,7 @@ descend(const CpuBtree *t, int64_t p, const int wide)
 	uint64_t	leaf = descend_to_leaf(t, p, wide);
 	uint64_t	start;
 
-	start = cut_start(leaf, t->leaf_ave, t->leaf_h);
+	start = gi_cut_start(leaf, t->leaf_ave, t->leaf_h);
 	if (wide)
 		return start + count_below64((const int64_t *) t->leaf_keys + start, p);
 	return start + count_below32((const int32_t *) t->leaf_keys + start,
@@ -503,76 +497,6 @@ answer_block(const CpuBtree *t, GiOp op, const int64_t *probes,
 					  first, last, 0, 0);
 }
 
-/*
- * Order a block of probes for locality (Harmonia's partial sort): an LSD
- * radix sort of the rebased probes p - min on their top SORT_BITS bits only.
- * Probes that share those bits are close in value, so they fall into the
- * same or neighbouring leaves whatever their order among themselves; the
- * order only affects speed, never answers.  Returns the arrays holding the
- * result (keys/pos or tmp_keys/tmp_pos) through *out_keys and *out_pos.
- * Shared with the vEB tree (cpu_engine.h).
- */
-void
-gi_cpu_sort_probe_block(const int64_t *probes, size_t count, uint64_t *keys,
-						uint32_t *pos, uint64_t *tmp_keys, uint32_t *tmp_pos,
-						int64_t *min_out, uint64_t **out_keys,
-						uint32_t **out_pos)
-{
-	int64_t		min = probes[0];
-	int64_t		max = probes[0];
-	uint64_t	span;
-	int			bits;
-	int			shift;
-	size_t		i;
-
-	for (i = 1; i < count; i++)
-	{
-		if (probes[i] < min)
-			min = probes[i];
-		if (probes[i] > max)
-			max = probes[i];
-	}
-	for (i = 0; i < count; i++)
-	{
-		keys[i] = (uint64_t) probes[i] - (uint64_t) min;
-		pos[i] = (uint32_t) i;
-	}
-	span = (uint64_t) max - (uint64_t) min;
-	bits = span ? 64 - __builtin_clzll(span) : 0;
-	shift = bits > SORT_BITS ? bits - SORT_BITS : 0;
-	for (; shift < bits; shift += 8)
-	{
-		size_t		offset[256];
-		size_t		sum = 0;
-		uint64_t   *swap_keys;
-		uint32_t   *swap_pos;
-		int			b;
-
-		memset(offset, 0, sizeof(offset));
-		for (i = 0; i < count; i++)
-			offset[(keys[i] >> shift) & 255]++;
-		for (b = 0; b < 256; b++)
-		{
-			size_t		c = offset[b];
-
-			offset[b] = sum;
-			sum += c;
-		}
-		for (i = 0; i < count; i++)
-		{
-			size_t		at = offset[(keys[i] >> shift) & 255]++;
-
-			tmp_keys[at] = keys[i];
-			tmp_pos[at] = pos[i];
-		}
-		swap_keys = keys, keys = tmp_keys, tmp_keys = swap_keys;
-		swap_pos = pos, pos = tmp_pos, tmp_pos = swap_pos;
-	}
-	*min_out = min;
-	*out_keys = keys;
-	*out_pos = pos;
-}
-
 /* One thread's share of a batch, and the scratch it sorts in. */
 typedef struct QueryTask
 {
@@ -593,11 +517,11 @@ typedef struct QueryTask
 	double		search_ms;
 } QueryTask;
 
-/* Run one task: blocks of probes, each sorted if large enough, searched. */
-static void *
-run_task(void *arg)
+/* Run task i: blocks of probes, each sorted if large enough, searched. */
+static void
+run_task(void *arg, int i)
 {
-	QueryTask  *q = (QueryTask *) arg;
+	QueryTask  *q = &((QueryTask *) arg)[i];
 	size_t		at = q->begin;
 
 	while (at < q->end)
@@ -623,21 +547,6 @@ run_task(void *arg)
 		q->search_ms += gi_now_ms() - t1;
 		at += count;
 	}
-	return NULL;
-}
-
-/* A non-negative integer from the environment, or dflt. */
-static long
-env_long(const char *name, long dflt)
-{
-	const char *s = getenv(name);
-	char	   *end;
-	long		v;
-
-	if (s == NULL || *s == '\0')
-		return dflt;
-	v = strtol(s, &end, 10);
-	return (*end == '\0' && v >= 0) ? v : dflt;
 }
 
 /* Answer a batch (cpu_engine.h). */
@@ -648,18 +557,13 @@ gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 {
 	CpuBtree   *t = (CpuBtree *) image;
 	double		t0 = gi_now_ms();
-	QueryTask	tasks[MAX_THREADS];
-	pthread_t	threads[MAX_THREADS];
-	bool		started[MAX_THREADS];
-	long		nthreads;
+	QueryTask	tasks[GI_CPU_MAX_THREADS];
+	int			nthreads;
 	size_t		sort_min;
 	size_t		per;
 	size_t		block;
 	GiStatus	st = GI_OK;
-	long		i;
-	sigset_t	all;
-	sigset_t	saved;
-	bool		masked = false;
+	int			i;
 
 	memset(&image->last_query, 0, sizeof(image->last_query));
 	if (image->structure != GI_STRUCT_BTREE)
@@ -672,22 +576,8 @@ gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 		return GI_OK;
 
 	/* Threads: one per PROBES_PER_THREAD probes, capped by the cores. */
-	nthreads = env_long("GI_CPU_THREADS", 0);
-	if (nthreads == 0)
-	{
-		long		cores = sysconf(_SC_NPROCESSORS_ONLN);
-
-		nthreads = (long) (nprobes / PROBES_PER_THREAD);
-		if (cores > 0 && nthreads > cores)
-			nthreads = cores;
-	}
-	if (nthreads < 1)
-		nthreads = 1;
-	if (nthreads > MAX_THREADS)
-		nthreads = MAX_THREADS;
-	if ((size_t) nthreads > nprobes)
-		nthreads = (long) nprobes;
-	sort_min = (size_t) env_long("GI_CPU_SORT_MIN", DEFAULT_SORT_MIN);
+	nthreads = gi_cpu_threads_for(nprobes, PROBES_PER_THREAD);
+	sort_min = gi_setting_cpu_sort_min(DEFAULT_SORT_MIN);
 	if (sort_min < 2)
 		sort_min = 2;
 
@@ -705,8 +595,7 @@ gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 		q->probes_hi = probes_hi;
 		q->first = first;
 		q->last = last;
-		q->begin = (size_t) i * per < nprobes ? (size_t) i * per : nprobes;
-		q->end = q->begin + per < nprobes ? q->begin + per : nprobes;
+		gi_cpu_slice(nprobes, nthreads, i, &q->begin, &q->end);
 		q->sort_min = sort_min;
 		if (block >= sort_min && t->hdr.n > 0)
 		{
@@ -722,29 +611,7 @@ gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 
 	if (st == GI_OK)
 	{
-		/*
-		 * Workers must never take the host's signals (in a PostgreSQL backend
-		 * the handlers belong to the main thread): block all signals while
-		 * they are created so they inherit the full mask.
-		 */
-		if (nthreads > 1)
-		{
-			sigfillset(&all);
-			masked = pthread_sigmask(SIG_SETMASK, &all, &saved) == 0;
-		}
-		for (i = 1; i < nthreads; i++)
-			started[i] = pthread_create(&threads[i], NULL, run_task, &tasks[i]) == 0;
-		if (masked)
-			pthread_sigmask(SIG_SETMASK, &saved, NULL);
-		run_task(&tasks[0]);
-		for (i = 1; i < nthreads; i++)
-		{
-			/* A thread that could not start runs here instead. */
-			if (started[i])
-				pthread_join(threads[i], NULL);
-			else
-				run_task(&tasks[i]);
-		}
+		gi_cpu_run_tasks(nthreads, run_task, tasks);
 		for (i = 0; i < nthreads; i++)
 		{
 			/* Phases overlap across threads: report the slowest thread. */
@@ -779,7 +646,7 @@ fill_inner_level(CpuBtree *t, LevelCut cut, uint64_t node_base,
 
 	for (j = 0; j < cut.nodes; j++)
 	{
-		uint64_t	first = cut_start(j, cut.ave, cut.h);
+		uint64_t	first = gi_cut_start(j, cut.ave, cut.h);
 		uint64_t	count = j < cut.h ? cut.ave : cut.ave - 1;
 		uint64_t	node = node_base + j;
 		uint64_t	c;
@@ -793,7 +660,7 @@ fill_inner_level(CpuBtree *t, LevelCut cut, uint64_t node_base,
 			if (child_is_leaf)
 			{
 				/* A leaf's max is the key just before the next leaf. */
-				uint64_t	end = cut_start(child + 1, child_cut.ave, child_cut.h);
+				uint64_t	end = gi_cut_start(child + 1, child_cut.ave, child_cut.h);
 
 				max = t->wide ? ((int64_t *) t->leaf_keys)[end - 1] :
 					((int32_t *) t->leaf_keys)[end - 1];
@@ -943,6 +810,24 @@ oom:
 	gi_cpu_btree_free(&t->hdr);
 	return gi_set_error(err, GI_ERR_HOST_OOM,
 						"out of host memory building an image of %zu keys", n);
+}
+
+/* Free the insertable form's segments and directory (cpu_btree.h). */
+void
+gi_cpu_btree_free_insertable(CpuBtree *t)
+{
+	uint64_t	s;
+
+	for (s = 0; s < t->seg_count; s++)
+		free(t->seg_keys[s]);
+	free(t->seg_keys);
+	free(t->dir_node);
+	free(t->dir_base);
+	t->seg_keys = NULL;
+	t->seg_count = t->seg_slots = 0;
+	t->dir_node = NULL;
+	t->dir_base = NULL;
+	t->nodes_used = 0;
 }
 
 /* Free an image (cpu_engine.h). */

@@ -1,16 +1,14 @@
 /*
  * cpu_engine.c - the CPU engine's entry points (engine_impl.h), dispatched
- * on the image's structure, and the small thread helper its structures
- * share.  No PostgreSQL headers here.
+ * on the image's structure to the B+ tree (cpu_btree.c) or the vEB tree
+ * (cpu_veb.c), and the selection: the query here, the hit mask and SPACE
+ * compaction in cpu_space.c; the twin of cuda/gpu_engine.cu.  Insertion
+ * (gi_cpu_insert) is the B+ tree's alone and lives in cpu_insert.c.
+ * No PostgreSQL headers here.
  */
 #include "cpu_engine.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <unistd.h>
-
-#define MAX_THREADS		32
 
 /* Build an image of the requested structure (engine_impl.h). */
 GiStatus
@@ -64,101 +62,55 @@ gi_cpu_info(const GiImage *image, GiImageInfo *info)
 		gi_cpu_btree_info(image, info);
 }
 
-/* GI_CPU_THREADS if set to a positive number, else 0. */
-static long
-env_threads(void)
+/*
+ * Select the payloads of every entry the batch hits (engine_impl.h): the
+ * structure answers the ranges, cpu_space.c turns them into the payloads.
+ */
+GiStatus
+gi_cpu_select(GiImage *image, GiOp op, const int64_t *probes,
+			  const int64_t *probes_hi, size_t nprobes, GiSelectOrder order,
+			  uint64_t **out, size_t *nout, GiError *err)
 {
-	const char *s = getenv("GI_CPU_THREADS");
-	char	   *end;
-	long		v;
+	double		t0 = gi_now_ms();
+	size_t		n = image->n;
+	uint64_t   *first = NULL,
+			   *last = NULL;
+	GiStatus	st;
+	double		t_search,
+				t_compact = 0;
 
-	if (s == NULL || *s == '\0')
-		return 0;
-	v = strtol(s, &end, 10);
-	return (*end == '\0' && v > 0) ? v : 0;
-}
-
-/* Threads gi_cpu_parallel_for would use for count items. */
-int
-gi_cpu_threads_for(size_t count, size_t min_per_thread)
-{
-	long		nthreads = env_threads();
-
-	if (nthreads == 0)
+	if (image->payloads == NULL && n > 0)
+		return gi_set_error(err, GI_ERR_INVALID, "image was built without payloads");
+	/* After batch insertions the rank-ordered copy is rebuilt once here. */
+	st = gi_cpu_btree_refresh_payloads(image, err);
+	if (st != GI_OK)
+		return st;
+	first = malloc((nprobes ? nprobes : 1) * sizeof(uint64_t));
+	last = malloc((nprobes ? nprobes : 1) * sizeof(uint64_t));
+	if (first == NULL || last == NULL)
 	{
-		long		cores = sysconf(_SC_NPROCESSORS_ONLN);
-
-		nthreads = (long) (count / (min_per_thread ? min_per_thread : 1));
-		if (cores > 0 && nthreads > cores)
-			nthreads = cores;
+		st = gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory selecting from %zu entries", n);
+		goto done;
 	}
-	if (nthreads > MAX_THREADS)
-		nthreads = MAX_THREADS;
-	if ((size_t) nthreads > count)
-		nthreads = (long) count;
-	return nthreads < 1 ? 1 : (int) nthreads;
-}
-
-typedef struct Slice
-{
-	GiCpuSliceFn fn;
-	void	   *arg;
-	size_t		begin;
-	size_t		end;
-} Slice;
-
-/* Thread body: run one slice. */
-static void *
-run_slice(void *p)
-{
-	Slice	   *s = (Slice *) p;
-
-	s->fn(s->arg, s->begin, s->end);
-	return NULL;
-}
-
-/* Run fn over [0, count) in one slice per thread (cpu_engine.h). */
-void
-gi_cpu_parallel_for(size_t count, size_t min_per_thread, GiCpuSliceFn fn,
-					void *arg)
-{
-	int			nthreads = gi_cpu_threads_for(count, min_per_thread);
-	Slice		slices[MAX_THREADS];
-	pthread_t	threads[MAX_THREADS];
-	bool		started[MAX_THREADS];
-	size_t		per;
-	sigset_t	all;
-	sigset_t	saved;
-	bool		masked = false;
-	int			i;
-
-	if (count == 0)
-		return;
-	if (nthreads == 1)
+	if (nprobes > 0)
 	{
-		fn(arg, 0, count);
-		return;
+		st = gi_cpu_query(image, op, probes, probes_hi, nprobes, first, last, err);
+		if (st != GI_OK)
+			goto done;
 	}
-	per = (count + nthreads - 1) / nthreads;
-	for (i = 0; i < nthreads; i++)
-	{
-		slices[i].fn = fn;
-		slices[i].arg = arg;
-		slices[i].begin = (size_t) i * per < count ? (size_t) i * per : count;
-		slices[i].end = slices[i].begin + per < count ? slices[i].begin + per : count;
-	}
-	sigfillset(&all);
-	masked = pthread_sigmask(SIG_SETMASK, &all, &saved) == 0;
-	for (i = 1; i < nthreads; i++)
-		started[i] = pthread_create(&threads[i], NULL, run_slice, &slices[i]) == 0;
-	if (masked)
-		pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	run_slice(&slices[0]);
-	for (i = 1; i < nthreads; i++)
-	{
-		if (started[i])
-			pthread_join(threads[i], NULL);
-		else
-			run_slice(&slices[i]);
-	}
+	t_search = gi_now_ms() - t0;
+	st = gi_cpu_select_hits(first, last, nprobes, image->payloads, n, order, out, nout,
+							&t_compact, err);
+	if (st != GI_OK)
+		goto done;
+	image->last_query.search_ms = t_search;
+	image->last_query.build_ms = t_compact;
+	image->last_query.sort_ms = 0;
+	image->last_query.transfer_ms = 0;
+	image->last_query.total_ms = gi_now_ms() - t0;
+
+done:
+	free(first);
+	free(last);
+	return st;
 }

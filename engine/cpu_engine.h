@@ -1,115 +1,16 @@
 /*
  * cpu_engine.h - inside the CPU engine: one set of functions per structure
- * behind gi_cpu_build / gi_cpu_query / gi_cpu_free / gi_cpu_info
- * (engine_impl.h), which engine/cpu_engine.c dispatches on the structure.
- * No PostgreSQL headers here.
+ * behind gi_cpu_build / gi_cpu_query / gi_cpu_free / gi_cpu_info /
+ * gi_cpu_select (engine_impl.h), which engine/cpu_engine.c dispatches on the
+ * structure, and what the structures share (the probe block sort, the
+ * thread pool of cpu_pool.h).  The B+ tree's private struct is in
+ * cpu_btree.h.  No PostgreSQL headers here.
  */
 #ifndef GPUIDX_CPU_ENGINE_H
 #define GPUIDX_CPU_ENGINE_H
 
+#include "cpu_pool.h"
 #include "engine_impl.h"
-
-#define ORDER32			32		/* int32 keys per node: 128 bytes */
-#define ORDER64			16		/* int64 keys per node: 128 bytes */
-
-/*
- * A CPU B+ tree image (engine/cpu_btree.c builds and searches it,
- * engine/cpu_insert.c makes it insertable and inserts into it).  Bulk-built,
- * the leaf level is the sorted key array leaf_keys cut by formulas 1-2.
- * Once insertable, leaf_keys is gone and the leaves are nodes of order keys
- * in a node array of fixed-size segments (seg_keys[s]: 2^seg_shift nodes,
- * their keys and then, when the image keeps payloads, their payloads), found
- * in key order through the leaf directory; cpu_insert.c's header says more.
- * The internal levels (inner_keys, child_start) have the same Harmonia
- * layout in both forms; their bottom level's children are leaf ordinals.
- */
-typedef struct CpuBtree
-{
-	GiImage		hdr;			/* must be first */
-	int			wide;			/* keys stored as int64 (else int32) */
-	int			order;			/* m: keys per node */
-	int			inner_levels;	/* internal levels, root first */
-	uint64_t	inner_nodes;	/* internal nodes in all */
-	void	   *leaf_keys;		/* n sorted keys + order padding (static) */
-	void	   *inner_keys;		/* inner_nodes * order keys */
-	uint64_t   *child_start;	/* inner_nodes + 1 prefix sums */
-	uint64_t	leaf_count;		/* leaves (static cut or directory) */
-	uint64_t	leaf_ave;		/* formula 2's ave for the leaf level */
-	uint64_t	leaf_h;			/* formula 2's h for the leaf level */
-	int64_t		min_key;
-	int64_t		max_key;
-	uint64_t	distinct;
-	uint64_t	host_bytes;		/* everything the image holds but hdr.payloads */
-
-	/* The insertable form (engine/cpu_insert.c); insertable == 0 before. */
-	int			insertable;
-	int			has_payloads;	/* leaf nodes carry payloads */
-	int			fill;			/* split target: entries per new leaf */
-	int			seg_shift;		/* log2 of the nodes in a segment */
-	uint64_t	seg_count;		/* segments allocated */
-	uint64_t	seg_slots;		/* room in seg_keys */
-	char	  **seg_keys;		/* segment pointers */
-	uint64_t	nodes_used;		/* node ids handed out */
-	uint64_t   *dir_node;		/* leaf ordinal -> node id */
-	uint64_t   *dir_base;		/* leaf ordinal -> rank base; [leaf_count] = n */
-	int			payloads_stale; /* hdr.payloads is not in rank order */
-	uint64_t	inserted;
-	uint64_t	insert_batches;
-	GiTimings	last_insert;
-	double		convert_ms;		/* the one-off conversion (first insert) */
-	double		inner_ms;		/* last re-cut of the internal levels */
-} CpuBtree;
-
-/* One level's cut per formulas 1 and 2. */
-typedef struct LevelCut
-{
-	uint64_t	items;			/* K: keys or child nodes to distribute */
-	uint64_t	nodes;			/* node_num */
-	uint64_t	ave;			/* items in each of the first h nodes */
-	uint64_t	h;
-} LevelCut;
-
-/* Cut K > 0 items into nodes of at most m items (CUBPT formulas 1 and 2). */
-static inline LevelCut
-cut_level(uint64_t items, int m)
-{
-	LevelCut	c;
-
-	c.items = items;
-	c.nodes = (items + m - 1) / m;
-	c.ave = (items + c.nodes - 1) / c.nodes;
-	c.h = items - c.nodes * (c.ave - 1);
-	return c;
-}
-
-/* Index of the first item of node j in a level cut by (ave, h). */
-static inline uint64_t
-cut_start(uint64_t j, uint64_t ave, uint64_t h)
-{
-	return j * (ave - 1) + (j < h ? j : h);
-}
-
-/* Keys of leaf node id of an insertable tree (key width fixed per call). */
-static inline __attribute__((always_inline)) void *
-ins_node_keys(const CpuBtree *t, uint64_t node, const int wide)
-{
-	uint64_t	in_seg = node & ((UINT64_C(1) << t->seg_shift) - 1);
-
-	return t->seg_keys[node >> t->seg_shift] +
-		in_seg * (uint64_t) t->order * (wide ? 8 : 4);
-}
-
-/* Payloads of leaf node id (has_payloads only). */
-static inline uint64_t *
-ins_node_payloads(const CpuBtree *t, uint64_t node)
-{
-	uint64_t	seg_nodes = UINT64_C(1) << t->seg_shift;
-	uint64_t	in_seg = node & (seg_nodes - 1);
-	uint64_t	key_bytes = seg_nodes * (uint64_t) t->order * (t->wide ? 8 : 4);
-
-	return (uint64_t *) (t->seg_keys[node >> t->seg_shift] + key_bytes) +
-		in_seg * (uint64_t) t->order;
-}
 
 /* The B+ tree (engine/cpu_btree.c). */
 GiStatus	gi_cpu_btree_build(const GiBuildParams *params, const int64_t *keys,
@@ -122,19 +23,10 @@ GiStatus	gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 void		gi_cpu_btree_info(const GiImage *image, GiImageInfo *info);
 
 /*
- * The first leaf ordinal whose largest key >= p, for p within the stored
- * type's range and p <= max_key (engine/cpu_btree.c).
- */
-uint64_t	gi_cpu_btree_leaf_of(const CpuBtree *t, int64_t p);
-
-/*
  * Put hdr.payloads back in rank order after insertions (engine/cpu_insert.c;
  * gi_cpu_select calls it; a no-op unless stale).
  */
 GiStatus	gi_cpu_btree_refresh_payloads(GiImage *image, GiError *err);
-
-/* Free the insertable form's node segments and directory (cpu_insert.c). */
-void		gi_cpu_btree_free_insertable(CpuBtree *t);
 
 /* The van Emde Boas tree (engine/cpu_veb.c). */
 GiStatus	gi_cpu_veb_build(const GiBuildParams *params, const int64_t *keys,
@@ -148,9 +40,10 @@ void		gi_cpu_veb_info(const GiImage *image, GiImageInfo *info);
 
 /*
  * Partially radix-sort a block of count probes (count <= 2^32) on the top
- * bits of p - min, for locality (engine/cpu_btree.c says how); the rebased
+ * bits of p - min, for locality (Harmonia's partial sort); the rebased
  * probes and their positions in the block come back through *out_keys and
- * *out_pos, which point into keys/pos or tmp_keys/tmp_pos.
+ * *out_pos, which point into keys/pos or tmp_keys/tmp_pos (engine/
+ * cpu_sort.c; the B+ tree and the vEB tree both use it).
  */
 void		gi_cpu_sort_probe_block(const int64_t *probes, size_t count,
 									uint64_t *keys, uint32_t *pos,
@@ -158,20 +51,16 @@ void		gi_cpu_sort_probe_block(const int64_t *probes, size_t count,
 									int64_t *min_out, uint64_t **out_keys,
 									uint32_t **out_pos);
 
-/* A slice [begin, end) of a data-parallel loop, run by one thread. */
-typedef void (*GiCpuSliceFn) (void *arg, size_t begin, size_t end);
-
 /*
- * Run fn over [0, count) cut into one contiguous slice per thread: one
- * thread per min_per_thread items, at most the cores (GI_CPU_THREADS
- * overrides).  Workers start with every signal blocked (in a backend the
- * handlers belong to the main thread); a worker that cannot start runs on
- * the caller's thread.  Returns when every slice is done.
+ * The payloads of every entry the ranges [first[i], last[i]) hit among the
+ * n entries whose rank-ordered payloads are payloads: a hit mask, SPACE
+ * compaction and, for GI_ORDER_PAYLOAD, a sort (engine/cpu_space.c).  *out
+ * is malloc'ed (at least one element); *compact_ms receives the time of
+ * the mask and the compaction.
  */
-void		gi_cpu_parallel_for(size_t count, size_t min_per_thread,
-								GiCpuSliceFn fn, void *arg);
-
-/* Threads gi_cpu_parallel_for would use for count items. */
-int			gi_cpu_threads_for(size_t count, size_t min_per_thread);
+GiStatus	gi_cpu_select_hits(const uint64_t *first, const uint64_t *last,
+							   size_t nprobes, const uint64_t *payloads, size_t n,
+							   GiSelectOrder order, uint64_t **out, size_t *nout,
+							   double *compact_ms, GiError *err);
 
 #endif							/* GPUIDX_CPU_ENGINE_H */

@@ -65,7 +65,7 @@
  *
  * No PostgreSQL headers here.
  */
-#include "cpu_engine.h"
+#include "cpu_btree.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -249,7 +249,7 @@ fill_inner(CpuBtree *t, InnerPlan *plan)
 
 		for (j = 0; j < cut.nodes; j++)
 		{
-			uint64_t	first = cut_start(j, cut.ave, cut.h);
+			uint64_t	first = gi_cut_start(j, cut.ave, cut.h);
 			uint64_t	count = j < cut.h ? cut.ave : cut.ave - 1;
 			uint64_t	node = plan->level_base[k] + j;
 			uint64_t	c;
@@ -300,24 +300,6 @@ count_host_bytes(CpuBtree *t)
 		(t->inner_nodes + 1) * sizeof(uint64_t);
 }
 
-/* Free the insertable form's segments and directory (cpu_engine.h). */
-void
-gi_cpu_btree_free_insertable(CpuBtree *t)
-{
-	uint64_t	s;
-
-	for (s = 0; s < t->seg_count; s++)
-		free(t->seg_keys[s]);
-	free(t->seg_keys);
-	free(t->dir_node);
-	free(t->dir_base);
-	t->seg_keys = NULL;
-	t->seg_count = t->seg_slots = 0;
-	t->dir_node = NULL;
-	t->dir_base = NULL;
-	t->nodes_used = 0;
-}
-
 /* What the conversion's threads share. */
 typedef struct ConvertTask
 {
@@ -336,7 +318,7 @@ convert_slice(void *arg, size_t begin, size_t end)
 
 	for (j = begin; j < end; j++)
 	{
-		uint64_t	first = cut_start(j, c->cut.ave, c->cut.h);
+		uint64_t	first = gi_cut_start(j, c->cut.ave, c->cut.h);
 		uint32_t	count = (uint32_t) (j < c->cut.h ? c->cut.ave : c->cut.ave - 1);
 		uint32_t	s;
 

@@ -13,10 +13,15 @@
  *
  * No PostgreSQL headers here.
  */
-#include "engine_impl.h"
+#include "cpu_engine.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Top bits of a probe block's span that gi_cpu_sort_probe_block sorts on. */
+#ifndef SORT_BITS
+#define SORT_BITS			16
+#endif
 
 #define RADIX_BITS		8
 #define RADIX_BUCKETS	(1 << RADIX_BITS)
@@ -259,4 +264,74 @@ gi_host_sort_pairs(const int64_t *keys, const uint64_t *payloads, size_t n,
 	free(tmp_v);
 	free(hist);
 	return GI_OK;
+}
+
+/*
+ * Order a block of probes for locality (Harmonia's partial sort): an LSD
+ * radix sort of the rebased probes p - min on their top SORT_BITS bits only.
+ * Probes that share those bits are close in value, so they fall into the
+ * same or neighbouring leaves whatever their order among themselves; the
+ * order only affects speed, never answers.  Returns the arrays holding the
+ * result (keys/pos or tmp_keys/tmp_pos) through *out_keys and *out_pos.
+ * Shared by the B+ tree and the vEB tree (cpu_engine.h).
+ */
+void
+gi_cpu_sort_probe_block(const int64_t *probes, size_t count, uint64_t *keys,
+						uint32_t *pos, uint64_t *tmp_keys, uint32_t *tmp_pos,
+						int64_t *min_out, uint64_t **out_keys,
+						uint32_t **out_pos)
+{
+	int64_t		min = probes[0];
+	int64_t		max = probes[0];
+	uint64_t	span;
+	int			bits;
+	int			shift;
+	size_t		i;
+
+	for (i = 1; i < count; i++)
+	{
+		if (probes[i] < min)
+			min = probes[i];
+		if (probes[i] > max)
+			max = probes[i];
+	}
+	for (i = 0; i < count; i++)
+	{
+		keys[i] = (uint64_t) probes[i] - (uint64_t) min;
+		pos[i] = (uint32_t) i;
+	}
+	span = (uint64_t) max - (uint64_t) min;
+	bits = span ? 64 - __builtin_clzll(span) : 0;
+	shift = bits > SORT_BITS ? bits - SORT_BITS : 0;
+	for (; shift < bits; shift += 8)
+	{
+		size_t		offset[256];
+		size_t		sum = 0;
+		uint64_t   *swap_keys;
+		uint32_t   *swap_pos;
+		int			b;
+
+		memset(offset, 0, sizeof(offset));
+		for (i = 0; i < count; i++)
+			offset[(keys[i] >> shift) & 255]++;
+		for (b = 0; b < 256; b++)
+		{
+			size_t		c = offset[b];
+
+			offset[b] = sum;
+			sum += c;
+		}
+		for (i = 0; i < count; i++)
+		{
+			size_t		at = offset[(keys[i] >> shift) & 255]++;
+
+			tmp_keys[at] = keys[i];
+			tmp_pos[at] = pos[i];
+		}
+		swap_keys = keys, keys = tmp_keys, tmp_keys = swap_keys;
+		swap_pos = pos, pos = tmp_pos, tmp_pos = swap_pos;
+	}
+	*min_out = min;
+	*out_keys = keys;
+	*out_pos = pos;
 }

@@ -3,9 +3,9 @@
  *
  * The same phases as the GPU version (003 in shared/seeds): count the set
  * bits of each chunk of the mask, prefix-sum the counts into output offsets,
- * then write out only the chunks that have a set bit.  gi_cpu_select builds
- * the hit mask from a query batch's ranges and compacts the image's payloads
- * through it.
+ * then write out only the chunks that have a set bit.  gi_cpu_select_hits
+ * builds the hit mask from a query batch's ranges (gi_cpu_select in
+ * cpu_engine.c runs the query) and compacts the image's payloads through it.
  */
 #include "cpu_engine.h"
 
@@ -128,45 +128,25 @@ set_bit_range(uint64_t *mask, uint64_t from, uint64_t to)
 		mask[(to - 1) / 64] = ~UINT64_C(0);
 }
 
-/* Select the payloads of every entry the batch hits (engine_impl.h). */
+/* The payloads of every entry the ranges hit (cpu_engine.h). */
 GiStatus
-gi_cpu_select(GiImage *image, GiOp op, const int64_t *probes,
-			  const int64_t *probes_hi, size_t nprobes, GiSelectOrder order,
-			  uint64_t **out, size_t *nout, GiError *err)
+gi_cpu_select_hits(const uint64_t *first, const uint64_t *last, size_t nprobes,
+				   const uint64_t *payloads, size_t n, GiSelectOrder order,
+				   uint64_t **out, size_t *nout, double *compact_ms, GiError *err)
 {
 	double		t0 = gi_now_ms();
-	size_t		n = image->n;
-	uint64_t   *first = NULL,
-			   *last = NULL,
-			   *mask = NULL,
+	uint64_t   *mask = NULL,
 			   *result = NULL;
 	size_t		i,
 				count = 0;
 	GiStatus	st;
-	double		t_search,
-				t_compact;
 
-	if (image->payloads == NULL && n > 0)
-		return gi_set_error(err, GI_ERR_INVALID, "image was built without payloads");
-	/* After batch insertions the rank-ordered copy is rebuilt once here. */
-	st = gi_cpu_btree_refresh_payloads(image, err);
-	if (st != GI_OK)
-		return st;
-	first = malloc((nprobes ? nprobes : 1) * sizeof(uint64_t));
-	last = malloc((nprobes ? nprobes : 1) * sizeof(uint64_t));
 	mask = calloc((n + 63) / 64 + 1, sizeof(uint64_t));
-	if (first == NULL || last == NULL || mask == NULL)
+	if (mask == NULL)
 	{
 		st = gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory selecting from %zu entries", n);
 		goto done;
 	}
-	if (nprobes > 0)
-	{
-		st = gi_cpu_query(image, op, probes, probes_hi, nprobes, first, last, err);
-		if (st != GI_OK)
-			goto done;
-	}
-	t_search = gi_now_ms() - t0;
 	for (i = 0; i < nprobes; i++)
 		if (last[i] > first[i])
 			set_bit_range(mask, first[i], last[i]);
@@ -178,10 +158,10 @@ gi_cpu_select(GiImage *image, GiOp op, const int64_t *probes,
 		st = gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for %zu hits", count);
 		goto done;
 	}
-	st = gi_cpu_compact(mask, image->payloads, 8, n, 0, result, &count, err);
+	st = gi_cpu_compact(mask, payloads, 8, n, 0, result, &count, err);
 	if (st != GI_OK)
 		goto done;
-	t_compact = gi_now_ms() - t0 - t_search;
+	*compact_ms = gi_now_ms() - t0;
 
 	if (order == GI_ORDER_PAYLOAD && count > 1)
 	{
@@ -206,19 +186,12 @@ gi_cpu_select(GiImage *image, GiOp op, const int64_t *probes,
 		if (st != GI_OK)
 			goto done;
 	}
-	image->last_query.search_ms = t_search;
-	image->last_query.build_ms = t_compact;
-	image->last_query.sort_ms = 0;
-	image->last_query.transfer_ms = 0;
-	image->last_query.total_ms = gi_now_ms() - t0;
 	*out = result;
 	*nout = count;
 	result = NULL;
 	st = GI_OK;
 
 done:
-	free(first);
-	free(last);
 	free(mask);
 	free(result);
 	return st;

@@ -1,8 +1,9 @@
 /*
  * cpu_veb.c - the CPU engine's van Emde Boas tree, built in parallel from
- * sorted keys (Mayr et al., "Are van Emde Boas trees viable on the GPU?"),
- * and the classic one-at-a-time insertion build (their Algorithm 2) kept as
- * the build-time baseline (cpu_veb.h).  The GPU vEB mirrors this file.
+ * sorted keys (Mayr et al., "Are van Emde Boas trees viable on the GPU?").
+ * The GPU vEB (cuda/gpu_veb.cu) mirrors this file and shares its arithmetic
+ * through veb_twin.h; the classic one-at-a-time insertion build (their
+ * Algorithm 2), the build-time baseline, is test/common/veb_classic.c.
  *
  * Universe.  Keys are mapped to unsigned words by flipping the sign bit
  * (order preserving): W = 32 bits for 2- and 4-byte keys (depth d = 5),
@@ -59,44 +60,17 @@
  * No PostgreSQL headers here.
  */
 #include "cpu_engine.h"
-#include "cpu_veb.h"
+#include "veb_twin.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NONE32			UINT32_MAX
-#define NONE64			UINT64_MAX
-#define MAX_BITS		31		/* first-element bits for W = 64 */
 #define MAX_DEPTH		6		/* levels of clusters, with bitmaps, +1 */
-#define LINEAR_STEPS	8		/* keys compared before a binary search */
 #define BUILD_PER_THREAD	(1 << 16)	/* keys per build thread */
 #define PROBES_PER_THREAD	65536	/* probes per query thread */
 #define DEFAULT_SORT_MIN	4096	/* sort blocks of at least this many */
 #define SORT_BLOCK			(1 << 18)	/* probes sorted together */
-
-/*
- * Hash-table fill ratio, in percent of the slots: 50 keeps a miss at about
- * 2.5 probes under linear probing; the bound of Eq. 9 already overestimates
- * small clusters.
- */
-#ifndef VEB_FILL_PERCENT
-#define VEB_FILL_PERCENT	50
-#endif
-
-/* One cluster of word length >= 8 (32 bytes). */
-typedef struct VebCluster
-{
-	uint32_t	min;			/* word of the minimum (bits [s, s + w)) */
-	uint32_t	max;			/* word of the maximum */
-	uint32_t	first;			/* distinct index of the minimum (a) */
-	uint32_t	last;			/* b - 1: the maximum's index on the root's
-								 * chain of children */
-	uint32_t	summary;		/* summary cluster, or its bitmap when w = 8;
-								 * NONE32 (0 for w = 8) when single-valued */
-	uint32_t	slots;			/* hash-table slots; 0 = no children */
-	uint64_t	table;			/* index of the first slot */
-} VebCluster;
 
 /*
  * A hash-table slot, 64 bits, 0 when empty.  A child cluster (w >= 8):
@@ -131,52 +105,6 @@ typedef struct CpuVeb
  * Words, slots and hashing
  * --------------------------------------------------------------------- */
 
-/* Mask of the low w bits, w <= 64. */
-static inline uint64_t
-low_mask(int w)
-{
-	return w >= 64 ? UINT64_MAX : (((uint64_t) 1 << w) - 1);
-}
-
-/* Bits [s, s + w) of the W-bit word x, counted from the left. */
-static inline uint64_t
-word_at(uint64_t x, int s, int w, int W)
-{
-	return (x >> (W - s - w)) & low_mask(w);
-}
-
-/* Order-preserving map of a signed key to the W-bit universe. */
-static inline uint64_t
-map_key(int64_t k, int W)
-{
-	if (W == 32)
-		return (uint64_t) ((uint32_t) (int32_t) k ^ 0x80000000u);
-	return (uint64_t) k ^ ((uint64_t) 1 << 63);
-}
-
-/* First-element bit of slot j on level L (Fig. 4). */
-static inline int
-slot_bit(int L, int j)
-{
-	return (1 << L) - 1 + j;
-}
-
-/* All first-element bits of level L. */
-static inline uint32_t
-level_bits(int L)
-{
-	return (uint32_t) (((uint64_t) 1 << (1 << L)) - 1) << ((1 << L) - 1);
-}
-
-/* Table slot for key in a table of slots entries (universal hash). */
-static inline uint64_t
-hash_slot(const CpuVeb *t, uint32_t key, uint32_t slots)
-{
-	uint32_t	h = (uint32_t) ((t->hash_a * key + t->hash_b) >> 32);
-
-	return ((uint64_t) h * slots) >> 32;
-}
-
 /* Cluster number of the child keyed by key, or NONE32. */
 static inline uint32_t
 find_child(const CpuVeb *t, const VebCluster *c, uint32_t key)
@@ -186,7 +114,7 @@ find_child(const CpuVeb *t, const VebCluster *c, uint32_t key)
 
 	if (c->slots == 0)
 		return NONE32;
-	i = (uint32_t) hash_slot(t, key, c->slots);
+	i = (uint32_t) hash_slot(t->hash_a, t->hash_b, key, c->slots);
 	for (;;)
 	{
 		VebSlot		e = tab[i];
@@ -209,7 +137,7 @@ find_bitmap(const CpuVeb *t, const VebCluster *c, uint32_t key)
 
 	if (c->slots == 0)
 		return 0;
-	i = (uint32_t) hash_slot(t, key, c->slots);
+	i = (uint32_t) hash_slot(t->hash_a, t->hash_b, key, c->slots);
 	for (;;)
 	{
 		VebSlot		e = tab[i];
@@ -223,20 +151,6 @@ find_bitmap(const CpuVeb *t, const VebCluster *c, uint32_t key)
 	}
 }
 
-/* Bitmap of a child bitmap slot. */
-static inline uint32_t
-slot_bits(VebSlot e)
-{
-	return (uint32_t) (e & 0xFFFF);
-}
-
-/* Distinct index of the first value of a child bitmap slot. */
-static inline uint32_t
-slot_first(VebSlot e)
-{
-	return (uint32_t) (e >> 32);
-}
-
 /*
  * Set bits of a 32-bit word.  Portable builds have no popcnt instruction and
  * __builtin_popcount becomes a library call; this is a few inline ops.
@@ -248,13 +162,6 @@ popcount32(uint32_t v)
 	v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
 	v = (v + (v >> 4)) & 0x0F0F0F0Fu;
 	return (int) ((v * 0x01010101u) >> 24);
-}
-
-/* Highest set bit of a non-zero 32-bit word. */
-static inline uint32_t
-top_bit(uint32_t bits)
-{
-	return 31 - (uint32_t) __builtin_clz(bits);
 }
 
 /* ---------------------------------------------------------------------
@@ -765,20 +672,6 @@ query_slice(void *arg, size_t begin, size_t end)
 	free(tmp_pos);
 }
 
-/* A non-negative integer from the environment, or dflt. */
-static size_t
-env_size(const char *name, size_t dflt)
-{
-	const char *s = getenv(name);
-	char	   *end;
-	long long	v;
-
-	if (s == NULL || *s == '\0')
-		return dflt;
-	v = strtoll(s, &end, 10);
-	return (*end == '\0' && v >= 0) ? (size_t) v : dflt;
-}
-
 /* Answer a batch (cpu_engine.h). */
 GiStatus
 gi_cpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
@@ -798,7 +691,7 @@ gi_cpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 	q.probes_hi = op == GI_OP_RANGE ? probes_hi : NULL;
 	q.first = first;
 	q.last = last;
-	q.sort_min = env_size("GI_CPU_SORT_MIN", DEFAULT_SORT_MIN);
+	q.sort_min = gi_setting_cpu_sort_min(DEFAULT_SORT_MIN);
 	if (q.sort_min < 2)
 		q.sort_min = 2;
 	gi_cpu_parallel_for(nprobes, PROBES_PER_THREAD, query_slice, &q);
@@ -820,43 +713,6 @@ typedef struct BuildJob
 	uint32_t	ancestors[MAX_BITS];	/* bits of the slots enclosing a slot */
 	int			level;			/* the level the current step works on */
 } BuildJob;
-
-/*
- * First index after i whose bits [0, pb) differ from x[i]'s, or nd (Eq. 8):
- * a few neighbours, then a binary search for the next prefix.
- */
-static uint64_t
-prefix_end(const uint64_t *x, uint64_t nd, uint64_t i, int pb, int W)
-{
-	int			sh = W - pb;
-	uint64_t	pfx;
-	uint64_t	target;
-	uint64_t	lo;
-	uint64_t	hi;
-	uint64_t	k;
-
-	if (pb == 0)
-		return nd;
-	pfx = x[i] >> sh;
-	for (k = i + 1; k < nd && k <= i + LINEAR_STEPS; k++)
-		if ((x[k] >> sh) != pfx)
-			return k;
-	if (k >= nd || pfx == low_mask(pb))
-		return nd;
-	target = (pfx + 1) << sh;
-	lo = k;
-	hi = nd;
-	while (lo < hi)
-	{
-		uint64_t	mid = lo + (hi - lo) / 2;
-
-		if (x[mid] < target)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
 
 /* Position from the left of the first bit where a and b differ (W if none). */
 static inline int
@@ -935,19 +791,6 @@ propagate_slice(void *arg, size_t begin, size_t end)
 	}
 }
 
-/* Slots of a table for at most children entries (fill ratio, one free). */
-static uint32_t
-table_size(uint64_t children)
-{
-	uint64_t	slots = (children * 100 + VEB_FILL_PERCENT - 1) / VEB_FILL_PERCENT;
-
-	if (children == 0)
-		return 0;
-	if (slots <= children)
-		slots = children + 1;
-	return slots > UINT32_MAX ? UINT32_MAX : (uint32_t) slots;
-}
-
 /*
  * Set up the cluster records of keys [begin, end): bounds, first and last
  * index, and the table size of Eq. 9 (children at most min(b - m, 2^(w/2))).
@@ -1020,7 +863,7 @@ static void
 table_put(CpuVeb *t, const VebCluster *c, uint32_t key, VebSlot v)
 {
 	VebSlot    *tab = t->table + c->table;
-	uint32_t	i = (uint32_t) hash_slot(t, key, c->slots);
+	uint32_t	i = (uint32_t) hash_slot(t->hash_a, t->hash_b, key, c->slots);
 
 	for (;;)
 	{
@@ -1103,17 +946,6 @@ link_level_slice(void *arg, size_t begin, size_t end)
 			}
 		}
 	}
-}
-
-/* splitmix64 step: the image's hash constants. */
-static uint64_t
-splitmix(uint64_t *state)
-{
-	uint64_t	z = (*state += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
 }
 
 /* Check that keys are sorted and fit key_bytes. */
@@ -1340,375 +1172,4 @@ gi_cpu_veb_info(const GiImage *image, GiImageInfo *info)
 	info->hash_bytes = t->table_slots * sizeof(VebSlot);
 	info->space_overhead = t->nd ?
 		(double) structure_bytes / ((double) t->nd * image->key_bytes) : 0.0;
-}
-
-/* ---------------------------------------------------------------------
- * The insertion build (Algorithm 2): the baseline of cpu_veb.h
- * --------------------------------------------------------------------- */
-
-typedef struct InsNode InsNode;
-
-/* A child in a node's hash table: a node, or a bitmap when w = 4. */
-typedef struct InsEntry
-{
-	uint64_t	key_plus1;		/* 0 = free slot */
-	union
-	{
-		InsNode    *node;
-		uint32_t	bits;
-	}			u;
-} InsEntry;
-
-/* A cluster of word length >= 8, allocated when first needed. */
-struct InsNode
-{
-	uint64_t	min;
-	uint64_t	max;
-	bool		empty;
-	int			w;
-	InsNode    *summary;		/* word length w/2 >= 8 */
-	uint32_t	summary_bits;	/* word length w/2 = 4 */
-	uint32_t	count;			/* children */
-	uint32_t	cap;			/* table slots, a power of two */
-	InsEntry   *children;
-};
-
-struct GiVebInsertTree
-{
-	int			universe;
-	int64_t		min_key;
-	int64_t		max_key;
-	InsNode    *root;
-	uint64_t	bytes;
-	bool		oom;
-};
-
-/* A new empty node of word length w, or NULL. */
-static InsNode *
-ins_new_node(GiVebInsertTree *t, int w)
-{
-	InsNode    *v = calloc(1, sizeof(InsNode));
-
-	if (v == NULL)
-	{
-		t->oom = true;
-		return NULL;
-	}
-	v->empty = true;
-	v->w = w;
-	t->bytes += sizeof(InsNode);
-	return v;
-}
-
-/* Home slot of a child key in a table of cap slots (cap a power of two). */
-static inline uint32_t
-ins_home(uint64_t key, uint32_t cap)
-{
-	return (uint32_t) ((key * 0x9E3779B97F4A7C15ULL) >> 32) & (cap - 1);
-}
-
-/* The entry of child key h, or NULL. */
-static InsEntry *
-ins_find(const InsNode *v, uint64_t h)
-{
-	uint32_t	i;
-
-	if (v->cap == 0)
-		return NULL;
-	for (i = ins_home(h, v->cap);; i = (i + 1) & (v->cap - 1))
-	{
-		if (v->children[i].key_plus1 == 0)
-			return NULL;
-		if (v->children[i].key_plus1 == h + 1)
-			return &v->children[i];
-	}
-}
-
-/* The entry of child key h, added (table grown at half full) if missing. */
-static InsEntry *
-ins_find_or_add(GiVebInsertTree *t, InsNode *v, uint64_t h)
-{
-	InsEntry   *e = ins_find(v, h);
-	uint32_t	i;
-
-	if (e != NULL)
-		return e;
-	if (2 * (v->count + 1) > v->cap)
-	{
-		uint32_t	cap = v->cap ? 2 * v->cap : 4;
-		InsEntry   *old = v->children;
-		InsEntry   *grown = calloc(cap, sizeof(InsEntry));
-		uint32_t	k;
-
-		if (grown == NULL)
-		{
-			t->oom = true;
-			return NULL;
-		}
-		for (k = 0; k < v->cap; k++)
-		{
-			if (old[k].key_plus1 == 0)
-				continue;
-			for (i = ins_home(old[k].key_plus1 - 1, cap); grown[i].key_plus1;
-				 i = (i + 1) & (cap - 1))
-				;
-			grown[i] = old[k];
-		}
-		t->bytes += (uint64_t) (cap - v->cap) * sizeof(InsEntry);
-		free(old);
-		v->children = grown;
-		v->cap = cap;
-	}
-	for (i = ins_home(h, v->cap); v->children[i].key_plus1; i = (i + 1) & (v->cap - 1))
-		;
-	v->children[i].key_plus1 = h + 1;
-	v->count++;
-	return &v->children[i];
-}
-
-/* Algorithm 2: insert x (not yet present) into v. */
-static void
-ins_insert(GiVebInsertTree *t, InsNode *v, uint64_t x)
-{
-	int			half = v->w / 2;
-	uint64_t	h;
-	uint64_t	lo;
-	InsEntry   *e;
-
-	if (v->empty)
-	{
-		v->min = v->max = x;
-		v->empty = false;
-		return;
-	}
-	if (x == v->min || x == v->max)
-		return;
-	if (x < v->min)
-	{
-		uint64_t	swap = x;
-
-		x = v->min;
-		v->min = swap;
-	}
-	if (x > v->max)
-		v->max = x;
-	h = x >> half;
-	lo = x & low_mask(half);
-	if ((e = ins_find_or_add(t, v, h)) == NULL)
-		return;
-	if (half == 4)
-	{
-		/* Children and summary of a cluster of word length 8 are bitmaps. */
-		if (e->u.bits == 0)
-			v->summary_bits |= 1u << h;
-		e->u.bits |= 1u << lo;
-		return;
-	}
-	if (e->u.node == NULL && (e->u.node = ins_new_node(t, half)) == NULL)
-		return;
-	if (e->u.node->empty)
-	{
-		if (v->summary == NULL && (v->summary = ins_new_node(t, half)) == NULL)
-			return;
-		ins_insert(t, v->summary, h);
-	}
-	ins_insert(t, e->u.node, lo);
-}
-
-/* Algorithm 1: largest value <= y in v (non-empty), or NONE64. */
-static uint64_t
-ins_pred(const InsNode *v, uint64_t y)
-{
-	int			half = v->w / 2;
-	uint64_t	h = y >> half;
-	uint64_t	lo = y & low_mask(half);
-	const InsEntry *e;
-	uint64_t	hp;
-
-	if (y >= v->max)
-		return v->max;
-	if (y < v->min)
-		return NONE64;
-	e = ins_find(v, h);
-	if (half == 4)
-	{
-		uint32_t	bits = e ? e->u.bits & ((2u << lo) - 1) : 0;
-
-		if (bits)
-			return (h << 4) | top_bit(bits);
-		if ((bits = v->summary_bits & ((1u << h) - 1)) == 0)
-			return v->min;
-		hp = top_bit(bits);
-		return (hp << 4) | top_bit(ins_find(v, hp)->u.bits);
-	}
-	if (e && lo >= e->u.node->min)
-		return (h << half) | ins_pred(e->u.node, lo);
-	hp = h == 0 ? NONE64 : ins_pred(v->summary, h - 1);
-	if (hp == NONE64)
-		return v->min;
-	return (hp << half) | ins_find(v, hp)->u.node->max;
-}
-
-/* Smallest value >= y in v (non-empty), or NONE64. */
-static uint64_t
-ins_succ(const InsNode *v, uint64_t y)
-{
-	int			half = v->w / 2;
-	uint64_t	h = y >> half;
-	uint64_t	lo = y & low_mask(half);
-	const InsEntry *e;
-	uint64_t	hn;
-
-	if (y <= v->min)
-		return v->min;
-	if (y > v->max)
-		return NONE64;
-	e = ins_find(v, h);
-	if (half == 4)
-	{
-		uint32_t	bits = e ? e->u.bits & ~((1u << lo) - 1) : 0;
-
-		if (bits)
-			return (h << 4) | (uint32_t) __builtin_ctz(bits);
-		bits = v->summary_bits & 0xFFFF & ~((2u << h) - 1);
-		hn = (uint32_t) __builtin_ctz(bits);
-		return (hn << 4) | (uint32_t) __builtin_ctz(ins_find(v, hn)->u.bits);
-	}
-	if (e && lo <= e->u.node->max)
-		return (h << half) | ins_succ(e->u.node, lo);
-	hn = ins_succ(v->summary, h + 1);
-	return (hn << half) | ins_find(v, hn)->u.node->min;
-}
-
-/* Is y in v? */
-static bool
-ins_exists(const InsNode *v, uint64_t y)
-{
-	int			half = v->w / 2;
-	const InsEntry *e;
-
-	if (v->empty)
-		return false;
-	if (y == v->min || y == v->max)
-		return true;
-	e = ins_find(v, y >> half);
-	if (e == NULL)
-		return false;
-	if (half == 4)
-		return (e->u.bits >> (y & 15)) & 1;
-	return ins_exists(e->u.node, y & low_mask(half));
-}
-
-/* Free v and everything below it. */
-static void
-ins_free(InsNode *v)
-{
-	uint32_t	i;
-
-	if (v == NULL)
-		return;
-	if (v->w > 8)
-		for (i = 0; i < v->cap; i++)
-			if (v->children[i].key_plus1)
-				ins_free(v->children[i].u.node);
-	ins_free(v->summary);
-	free(v->children);
-	free(v);
-}
-
-/* One-at-a-time build (cpu_veb.h). */
-GiStatus
-gi_veb_insert_build(const int64_t *keys, size_t n, int key_bytes,
-					GiVebInsertTree **out, GiError *err)
-{
-	GiVebInsertTree *t;
-	size_t		i;
-
-	*out = NULL;
-	if (key_bytes != 2 && key_bytes != 4 && key_bytes != 8)
-		return gi_set_error(err, GI_ERR_INVALID, "key width %d is not 2, 4 or 8",
-							key_bytes);
-	t = calloc(1, sizeof(GiVebInsertTree));
-	if (t == NULL)
-		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory");
-	t->universe = key_bytes == 8 ? 64 : 32;
-	t->bytes = sizeof(GiVebInsertTree);
-	t->root = ins_new_node(t, t->universe);
-	for (i = 0; i < n && !t->oom; i++)
-	{
-		if (i == 0 || keys[i] < t->min_key)
-			t->min_key = keys[i];
-		if (i == 0 || keys[i] > t->max_key)
-			t->max_key = keys[i];
-		ins_insert(t, t->root, map_key(keys[i], t->universe));
-	}
-	if (t->oom)
-	{
-		gi_veb_insert_free(t);
-		return gi_set_error(err, GI_ERR_HOST_OOM,
-							"out of host memory inserting %zu keys", n);
-	}
-	*out = t;
-	return GI_OK;
-}
-
-/* Map a mapped key back to a signed key. */
-static int64_t
-unmap_key(uint64_t u, int W)
-{
-	if (W == 32)
-		return (int64_t) (int32_t) (uint32_t) (u ^ 0x80000000u);
-	return (int64_t) (u ^ ((uint64_t) 1 << 63));
-}
-
-/* Largest key <= p (cpu_veb.h). */
-bool
-gi_veb_insert_pred(const GiVebInsertTree *t, int64_t p, int64_t *key)
-{
-	if (t->root->empty || p < t->min_key)
-		return false;
-	if (p >= t->max_key)
-		*key = t->max_key;
-	else
-		*key = unmap_key(ins_pred(t->root, map_key(p, t->universe)), t->universe);
-	return true;
-}
-
-/* Smallest key >= p (cpu_veb.h). */
-bool
-gi_veb_insert_succ(const GiVebInsertTree *t, int64_t p, int64_t *key)
-{
-	if (t->root->empty || p > t->max_key)
-		return false;
-	if (p <= t->min_key)
-		*key = t->min_key;
-	else
-		*key = unmap_key(ins_succ(t->root, map_key(p, t->universe)), t->universe);
-	return true;
-}
-
-/* Is p a key (cpu_veb.h)? */
-bool
-gi_veb_insert_exists(const GiVebInsertTree *t, int64_t p)
-{
-	if (t->root->empty || p < t->min_key || p > t->max_key)
-		return false;
-	return ins_exists(t->root, map_key(p, t->universe));
-}
-
-/* Bytes allocated (cpu_veb.h). */
-uint64_t
-gi_veb_insert_bytes(const GiVebInsertTree *t)
-{
-	return t->bytes;
-}
-
-/* Free the tree (cpu_veb.h). */
-void
-gi_veb_insert_free(GiVebInsertTree *t)
-{
-	if (t == NULL)
-		return;
-	ins_free(t->root);
-	free(t);
 }

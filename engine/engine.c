@@ -1,40 +1,12 @@
 /*
- * engine.c - dispatch from the engine interface to the CPU or GPU engine,
- * plus the small helpers both share.  No PostgreSQL headers here.
+ * engine.c - dispatch from the engine interface (engine.h) to the CPU or
+ * GPU engine, after checking the arguments every engine needs.  The helpers
+ * both engines share are in engine_util.c.  No PostgreSQL headers here.
  */
 #include "engine_impl.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-/* Fill err and return status. */
-GiStatus
-gi_set_error(GiError *err, GiStatus status, const char *fmt,...)
-{
-	if (err)
-	{
-		va_list		ap;
-
-		err->status = status;
-		va_start(ap, fmt);
-		vsnprintf(err->message, sizeof(err->message), fmt, ap);
-		va_end(ap);
-	}
-	return status;
-}
-
-/* Monotonic clock in milliseconds. */
-double
-gi_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
-}
 
 /* Check the parameters every engine needs. */
 static GiStatus
@@ -51,6 +23,22 @@ check_params(const GiBuildParams *params, GiError *err)
 	if (params->engine != GI_ENGINE_CPU && params->engine != GI_ENGINE_GPU)
 		return gi_set_error(err, GI_ERR_INVALID, "unknown engine %d",
 							(int) params->engine);
+	return GI_OK;
+}
+
+/* Clear err, check what every build needs and clear *out. */
+static GiStatus
+begin_build(const GiBuildParams *params, const int64_t *keys, size_t n,
+			GiImage **out, GiError *err)
+{
+	GiStatus	st;
+
+	gi_clear_error(err);
+	if ((st = check_params(params, err)) != GI_OK)
+		return st;
+	if (out == NULL || (n > 0 && keys == NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "missing build arrays");
+	*out = NULL;
 	return GI_OK;
 }
 
@@ -97,13 +85,8 @@ gi_image_build(const GiBuildParams *params, const int64_t *keys,
 {
 	GiStatus	st;
 
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
-	if ((st = check_params(params, err)) != GI_OK)
+	if ((st = begin_build(params, keys, n, out, err)) != GI_OK)
 		return st;
-	if (out == NULL || (n > 0 && keys == NULL))
-		return gi_set_error(err, GI_ERR_INVALID, "missing build arrays");
-	*out = NULL;
 	if (params->engine == GI_ENGINE_GPU)
 	{
 		st = gi_gpu_build(params, keys, payloads, n, out, err);
@@ -133,13 +116,8 @@ gi_image_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 	uint64_t   *sp;
 	double		t0;
 
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
-	if ((st = check_params(params, err)) != GI_OK)
+	if ((st = begin_build(params, keys, n, out, err)) != GI_OK)
 		return st;
-	if (out == NULL || (n > 0 && keys == NULL))
-		return gi_set_error(err, GI_ERR_INVALID, "missing build arrays");
-	*out = NULL;
 	if (params->engine == GI_ENGINE_GPU)
 		return gi_gpu_build_unsorted(params, keys, payloads, n,
 									 sorted_keys_out, sorted_payloads_out,
@@ -203,8 +181,7 @@ GiStatus
 gi_image_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 				size_t n, GiError *err)
 {
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
+	gi_clear_error(err);
 	if (image == NULL)
 		return gi_set_error(err, GI_ERR_INVALID, "no image");
 	if (image->structure != GI_STRUCT_BTREE)
@@ -229,8 +206,7 @@ gi_image_query(GiImage *image, GiOp op, const int64_t *probes,
 			   const int64_t *probes_hi, size_t nprobes, uint64_t *first,
 			   uint64_t *last, GiError *err)
 {
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
+	gi_clear_error(err);
 	if (image == NULL)
 		return gi_set_error(err, GI_ERR_INVALID, "no image");
 	if (op < GI_OP_POINT || op > GI_OP_RANGE)
@@ -252,8 +228,7 @@ gi_image_select(GiImage *image, GiOp op, const int64_t *probes,
 				const int64_t *probes_hi, size_t nprobes, GiSelectOrder order,
 				uint64_t **out, size_t *nout, GiError *err)
 {
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
+	gi_clear_error(err);
 	if (image == NULL || out == NULL || nout == NULL)
 		return gi_set_error(err, GI_ERR_INVALID, "missing select arguments");
 	*out = NULL;
@@ -277,8 +252,7 @@ gi_compact(GiEngineKind engine, const uint64_t *mask, const void *values,
 		   int value_bytes, size_t n, size_t chunk_bits, void *out,
 		   size_t *nout, GiError *err)
 {
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
+	gi_clear_error(err);
 	if (nout == NULL || (n > 0 && (mask == NULL || values == NULL || out == NULL)))
 		return gi_set_error(err, GI_ERR_INVALID, "missing compaction arrays");
 	if (value_bytes != 4 && value_bytes != 8)
@@ -329,23 +303,8 @@ GiStatus
 gi_sort_pairs(const int64_t *keys, const uint64_t *payloads, size_t n,
 			  int64_t *keys_out, uint64_t *payloads_out, GiError *err)
 {
-	if (err)
-		err->status = GI_OK, err->message[0] = '\0';
+	gi_clear_error(err);
 	if (n > 0 && (keys == NULL || keys_out == NULL || (payloads && payloads_out == NULL)))
 		return gi_set_error(err, GI_ERR_INVALID, "missing sort arrays");
 	return gi_host_sort_pairs(keys, payloads, n, keys_out, payloads_out, err);
-}
-
-/* Engine name for messages and gpuidx_info. */
-const char *
-gi_engine_name(GiEngineKind engine)
-{
-	return engine == GI_ENGINE_GPU ? "gpu" : "cpu";
-}
-
-/* Structure name for messages and gpuidx_info. */
-const char *
-gi_structure_name(GiStructure structure)
-{
-	return structure == GI_STRUCT_VEB ? "veb" : "btree";
 }

@@ -10,6 +10,7 @@
 #define GPUIDX_ENGINE_IMPL_H
 
 #include "engine.h"
+#include "engine_util.h"
 
 #ifdef __cplusplus
 extern "C"
@@ -28,16 +29,6 @@ struct GiImage
 								 * (set by engine.c); NULL if built without */
 	void	   *device_payloads;	/* GPU engine: device copy, likewise */
 };
-
-/* Set err to status and a printf-style message; returns status. */
-GiStatus	gi_set_error(GiError *err, GiStatus status, const char *fmt,...)
-#ifdef __GNUC__
-			__attribute__((format(printf, 3, 4)))
-#endif
-			;
-
-/* Monotonic wall clock in milliseconds. */
-double		gi_now_ms(void);
 
 /* CPU engine (engine/cpu_*.c). */
 GiStatus	gi_cpu_build(const GiBuildParams *params, const int64_t *keys,
@@ -61,7 +52,7 @@ GiStatus	gi_cpu_insert(GiImage *image, const int64_t *keys,
 GiStatus	gi_gpu_insert(GiImage *image, const int64_t *keys,
 						  const uint64_t *payloads, size_t n, GiError *err);
 
-/* SPACE compaction and selection, CPU twin (engine/cpu_space.c). */
+/* Selection (engine/cpu_engine.c) and SPACE compaction (engine/cpu_space.c). */
 GiStatus	gi_cpu_select(GiImage *image, GiOp op, const int64_t *probes,
 						  const int64_t *probes_hi, size_t nprobes,
 						  GiSelectOrder order, uint64_t **out, size_t *nout,

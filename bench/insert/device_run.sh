@@ -17,9 +17,9 @@ if [ ! -x bench/insert/insert_bench ]; then
 fi
 if [ ! -x test/unit/test_engine ]; then
 	O=bench/insert/obj
-	gcc -O2 -g -std=gnu11 -Wall -Wextra -Iengine -o test/unit/test_engine test/unit/*.c \
-		$(ls engine/*.c | grep -v gpu_stub) $O/gpu_btree.o $O/gpu_insert.o $O/gpu_veb.o \
-		$O/select.o $O/space.o -L/usr/local/cuda/lib64 -lcudart_static -lrt -ldl -lpthread \
+	gcc -O2 -g -std=gnu11 -Wall -Wextra -Iengine -Itest/common -o test/unit/test_engine \
+		test/unit/*.c test/common/*.c $(ls engine/*.c | grep -v gpu_stub) $O/gpu_*.o \
+		-L/usr/local/cuda/lib64 -lcudart_static -lrt -ldl -lpthread \
 		-lstdc++ -lm >> "$OUT/build.log" 2>&1; echo "unit build rc=$?"
 fi
 step unittest; timeout ${UNIT_TIMEOUT:-90} test/unit/test_engine > "$OUT/unit.log" 2>&1; echo "unittest rc=$?"

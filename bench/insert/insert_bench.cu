@@ -2,13 +2,13 @@
  * insert_bench.cu - CUBPT batch insertion into the GPU B+ tree (no
  * PostgreSQL), against the ways a changed index could otherwise be had:
  *
- *  - GPU insertion: gpuidx_dev_insert of an unsorted device-resident batch
+ *  - GPU insertion: gi_gpu_dev_insert of an unsorted device-resident batch
  *    (int32 keys, 64-bit payloads as the real index's TIDs) into a fresh
  *    copy of a bulk-built tree already made insertable (the one-time
  *    conversion is timed on its own);
  *  - GPU rebuild: sort the batch on the device, merge it with the tree's old
  *    sorted (key, payload) arrays (already on the device) with
- *    thrust::merge, bulk-build with gpuidx_dev_build(sorted = true);
+ *    thrust::merge, bulk-build with gi_gpu_dev_build(sorted = true);
  *  - CPU insertion: gi_image_insert on a CPU image of the same entries;
  *  - vEB: a device build of the vEB structure at the same tree size (vEB
  *    images are rebuilt on change).
@@ -26,9 +26,9 @@
  *
  *   insert_bench [--small] [--reps R] [--no-cpu] [--cpu-big] [--rows N:B,...]
  */
-#include "gpu_btree.cuh"
+#include "gpu_engine.cuh"
 #include "bench_util.cuh"
-#include "gpu_veb.cuh"
+#include "gpu_util.cuh"
 
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/zip_iterator.h>
@@ -141,7 +141,7 @@ diff_kernel(const uint64_t *a, const uint64_t *b, uint64_t n, unsigned long long
 static void
 sort_pairs(const int32_t *k, const uint64_t *p, int32_t *ko, uint64_t *po, uint64_t n)
 {
-	GI_OK_OR_DIE(gi_gpu_int_sort_pairs(4, n, 0, k, p, po, ko, &er_));
+	GI_OK_OR_DIE(gi_gpu_sort_pairs(4, n, 0, k, p, po, ko, &er_));
 }
 
 /* A bulk-built GPU image of the sorted entries, keeping a device payload
@@ -153,7 +153,7 @@ build_image(const int32_t *sk, const uint64_t *sp, uint64_t n)
 	GiImage    *img = NULL;
 	void	   *d;
 
-	GI_OK_OR_DIE(gpuidx_dev_build(&params, sk, NULL, n, true, NULL, &img, &er_));
+	GI_OK_OR_DIE(gi_gpu_dev_build(&params, sk, NULL, n, true, NULL, &img, &er_));
 	CUDA_OK(cudaMalloc(&d, n * 8));
 	CUDA_OK(cudaMemcpy(d, sp, n * 8, cudaMemcpyDeviceToDevice));
 	img->device_payloads = d;
@@ -183,7 +183,7 @@ rebuild(const int32_t *ok, const uint64_t *op, uint64_t n, const int32_t *bk,
 	auto		o0 = thrust::make_zip_iterator(thrust::make_tuple(mk, mp));
 
 	thrust::merge(thrust::device, a0, a0 + n, b0, b0 + b, o0);
-	GI_OK_OR_DIE(gpuidx_dev_build(&params, mk, NULL, n + b, true, NULL, &img, &er_));
+	GI_OK_OR_DIE(gi_gpu_dev_build(&params, mk, NULL, n + b, true, NULL, &img, &er_));
 	img->device_payloads = mp;	/* rank order already: the merge's output */
 	CUDA_OK(cudaFree(sk));
 	CUDA_OK(cudaFree(sp));
@@ -220,11 +220,11 @@ check(GiImage *ins, GiImage *reb, const int32_t *mk, const uint64_t *mp, uint64_
 	{
 		const int64_t *h = op == GI_OP_RANGE ? hi : NULL;
 
-		GI_OK_OR_DIE(gpuidx_dev_query(ins, (GiOp) op, lo, h, q, f[0], l[0], NULL, &er_));
-		GI_OK_OR_DIE(gpuidx_dev_query(reb, (GiOp) op, lo, h, q, f[1], l[1], NULL, &er_));
+		GI_OK_OR_DIE(gi_gpu_dev_query(ins, (GiOp) op, lo, h, q, f[0], l[0], NULL, &er_));
+		GI_OK_OR_DIE(gi_gpu_dev_query(reb, (GiOp) op, lo, h, q, f[1], l[1], NULL, &er_));
 		mismatch_kernel<<<grid(q), 256>>>(f[0], l[0], f[1], l[1], q, d);
 	}
-	GI_OK_OR_DIE(gpuidx_dev_refresh_payloads(ins, &er_));
+	GI_OK_OR_DIE(gi_gpu_dev_refresh_payloads(ins, &er_));
 	diff_kernel<<<grid(n), 256>>>((const uint64_t *) ins->device_payloads, mp, n, d);
 	CUDA_OK(cudaMemcpy(&bad, d, 8, cudaMemcpyDeviceToHost));
 	if (ins->n != n)
@@ -382,7 +382,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 		for (int r = 0; r <= reps; r++)
 		{
 			GiImage    *v = NULL;
-			double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_build(&vp, ok, NULL, n, true, NULL, &v, &er_)); });
+			double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_build(&vp, ok, NULL, n, true, NULL, &v, &er_)); });
 
 			if (r > 0)
 				tv.push_back(ms);
@@ -442,18 +442,18 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 			for (int r = 0; r <= reps; r++)
 			{					/* insertion into a fresh, converted copy */
 				GiImage    *im = build_image(ok, opay, n);
-				double		conv = timed([&] { GI_OK_OR_DIE(gpuidx_dev_make_insertable(im, &er_)); });
+				double		conv = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_make_insertable(im, &er_)); });
 				GiImageInfo before;
 
 				gi_image_info(im, &before);
-				double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_insert(im, bk, bp, b, false, &er_)); });
+				double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_insert(im, bk, bp, b, false, &er_)); });
 				GiImageInfo info;
 				double		inner,
 							cv,
 							rf;
 
 				gi_image_info(im, &info);
-				gpuidx_dev_insert_stats(im, &inner, &cv, &rf);
+				gi_gpu_dev_insert_stats(im, &inner, &cv, &rf);
 				(void) cv;
 				if (r > 0)
 				{
@@ -467,7 +467,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 				if (r == reps)
 				{
 					bad = check(im, reb, mk, mp, n + b, skew_key, 1 << 20);
-					gpuidx_dev_insert_stats(im, &inner, &cv, &rf);	/* the refresh */
+					gi_gpu_dev_insert_stats(im, &inner, &cv, &rf);	/* the refresh */
 					t_parts.push_back(fmt("| %.0e | %.0e | %s | %" PRIu64 " -> %" PRIu64 " | %.1f | %.2f |",
 										  (double) n, (double) b, dname,
 										  before.leaves, info.leaves,
@@ -529,10 +529,10 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 		CUDA_OK(cudaMalloc(&f, q * 8));
 		CUDA_OK(cudaMalloc(&l, q * 8));
 		gen_point_probes_kernel<<<grid(q), 256>>>(pr, q, ok, n, 99 + q);
-		GI_OK_OR_DIE(gpuidx_dev_scratch_create(im, q, &sc, &er_));
+		GI_OK_OR_DIE(gi_gpu_dev_scratch_create(im, q, &sc, &er_));
 		for (int r = 0; r <= reps; r++)
 		{
-			double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_query(im, GI_OP_POINT, pr, NULL, q, f, l, sc, &er_)); });
+			double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(im, GI_OP_POINT, pr, NULL, q, f, l, sc, &er_)); });
 
 			if (r > 0)
 				t1.push_back(ms);
@@ -541,10 +541,10 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 		CUDA_OK(cudaMalloc(&bp, b * 8));
 		gen_entries_kernel<<<grid(b), 256>>>(bk, bp, b, 4242, 0, 0, n, 0, n + b);
 		CUDA_OK(cudaDeviceSynchronize());
-		GI_OK_OR_DIE(gpuidx_dev_insert(im, bk, bp, b, false, &er_));
+		GI_OK_OR_DIE(gi_gpu_dev_insert(im, bk, bp, b, false, &er_));
 		for (int r = 0; r <= reps; r++)
 		{
-			double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_query(im, GI_OP_POINT, pr, NULL, q, f, l, sc, &er_)); });
+			double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(im, GI_OP_POINT, pr, NULL, q, f, l, sc, &er_)); });
 
 			if (r > 0)
 				t2.push_back(ms);
@@ -553,7 +553,7 @@ bench_tree(uint64_t n, const std::vector<uint64_t> &batches, int reps, bool cpu,
 							  (double) n, (double) q, median(t1), q / median(t1) / 1e6));
 		t_query.push_back(fmt("| %.0e | %.0e | insertable, after a uniform batch of %.0e | %.2f | %.2f |",
 							  (double) n, (double) q, (double) b, median(t2), q / median(t2) / 1e6));
-		gpuidx_dev_scratch_free(sc);
+		gi_gpu_dev_scratch_free(sc);
 		gi_image_free(im);
 		CUDA_OK(cudaFree(pr));
 		CUDA_OK(cudaFree(f));
@@ -639,10 +639,10 @@ main(int argc, char **argv)
 	printf("## bench/insert on %s (%d SMs), int32 keys, 64-bit payloads (heap TIDs), median of %d\n\n",
 		   prop.name, g_sms, reps);
 	printf("### Batch insertion vs a device rebuild and the CPU engine (ms a batch)\n\n");
-	printf("GPU insert: gpuidx_dev_insert of an unsorted device batch into a fresh copy already made\n"
+	printf("GPU insert: gi_gpu_dev_insert of an unsorted device batch into a fresh copy already made\n"
 		   "insertable (sort / search / merge+split+directory+inner; inner = internal-level re-cut, part\n"
 		   "of build).  Rebuild: device sort of the batch + thrust::merge with the old sorted arrays +\n"
-		   "gpuidx_dev_build(sorted).  CPU: gi_image_insert on a CPU image (host batch; build not timed).\n"
+		   "gi_gpu_dev_build(sorted).  CPU: gi_image_insert on a CPU image (host batch; build not timed).\n"
 		   "Convert: the one-time conversion of the bulk-built tree (not in the insert time).\n\n");
 	printf("| tree | batch | keys | GPU insert ms (sort / search / build; inner) | insert keys/s | rebuild ms | rebuild / insert | CPU insert ms | CPU / GPU | convert ms | check |\n");
 	printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");

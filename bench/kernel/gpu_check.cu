@@ -6,7 +6,7 @@
  *
  *   gpu_check [max_n] [seed]      (exit status 0 when everything matches)
  */
-#include "gpu_btree.cuh"
+#include "gpu_engine.cuh"
 
 #include <algorithm>
 #include <cinttypes>
@@ -209,11 +209,11 @@ run_case(size_t n, int w, int shape, size_t q)
 		cudaMalloc(&dpo, n * 8 + 8);
 		cudaMemcpy(dk, kw == 8 ? (void *) raw.data() : (void *) k32.data(), n * kw, cudaMemcpyHostToDevice);
 		cudaMemcpy(dp, pay.data(), n * 8, cudaMemcpyHostToDevice);
-		check(gpuidx_dev_build(&gparams, dk, dp, n, false, dpo, &dimg, &err) == GI_OK,
-			  "gpuidx_dev_build");
+		check(gi_gpu_dev_build(&gparams, dk, dp, n, false, dpo, &dimg, &err) == GI_OK,
+			  "gi_gpu_dev_build");
 		std::fill(gp.begin(), gp.end(), 0);
 		cudaMemcpy(gp.data(), dpo, n * 8, cudaMemcpyDeviceToHost);
-		check(gp == sp, "gpuidx_dev_build sorts payloads by (key, payload)");
+		check(gp == sp, "gi_gpu_dev_build sorts payloads by (key, payload)");
 		cudaFree(dk);
 		cudaFree(dp);
 		cudaFree(dpo);
@@ -267,14 +267,14 @@ run_case(size_t n, int w, int shape, size_t q)
 					continue;
 				if (!dimg)
 					continue;
-				gpuidx_dev_get_policy(&old);
-				gpuidx_dev_set_policy(&pol);
+				gi_gpu_dev_get_policy(&old);
+				gi_gpu_dev_set_policy(&pol);
 				cudaMemset(df, 0xab, q * 8);
 				cudaMemset(dl, 0xcd, q * 8);
-				GiStatus	st = gpuidx_dev_query(dimg, (GiOp) op, dpr, op == GI_OP_RANGE ? dph : NULL,
+				GiStatus	st = gi_gpu_dev_query(dimg, (GiOp) op, dpr, op == GI_OP_RANGE ? dph : NULL,
 												  q, df, dl, NULL, &err);
 
-				gpuidx_dev_set_policy(&old);
+				gi_gpu_dev_set_policy(&old);
 				cudaMemcpy(f.data(), df, q * 8, cudaMemcpyDeviceToHost);
 				cudaMemcpy(l.data(), dl, q * 8, cudaMemcpyDeviceToHost);
 				snprintf(tag, sizeof(tag), "gpu dev op=%d n=%zu w=%d shape=%d sort=%d bits=%d group=%d",

@@ -9,7 +9,7 @@
  *
  *   kernel_bench [--small] [--max-n N] [--max-q Q]
  */
-#include "gpu_btree.cuh"
+#include "gpu_engine.cuh"
 #include "bench_util.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -195,7 +195,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 	for (int r = 0; r <= reps; r++)
 	{
 		GiImage    *im = NULL;
-		double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_build(&params, uk, up, n, false, sp, &im, &er_)); });
+		double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_build(&params, uk, up, n, false, sp, &im, &er_)); });
 
 		if (r > 0)				/* the first is a warm-up */
 		{
@@ -212,7 +212,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 	for (int r = 0; r <= reps; r++)
 	{
 		GiImage    *im = NULL;
-		double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_build(&params, dkeys, NULL, n, true, NULL, &im, &er_)); });
+		double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_build(&params, dkeys, NULL, n, true, NULL, &im, &er_)); });
 
 		if (r > 0)
 			t_sorted.push_back(ms);
@@ -253,7 +253,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 	GiGpuScratch *scratch = NULL;
 	uint64_t	qmax = *std::max_element(qs.begin(), qs.end());
 
-	GI_OK_OR_DIE(gpuidx_dev_scratch_create(img, qmax, &scratch, &er_));
+	GI_OK_OR_DIE(gi_gpu_dev_scratch_create(img, qmax, &scratch, &er_));
 	for (uint64_t q : qs)
 	{
 		int64_t    *pr,
@@ -290,7 +290,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 
 				for (int r = 0; r <= reps; r++)
 				{
-					double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
+					double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
 
 					if (r > 0)
 						tt.push_back(ms), ts.push_back(img->last_query.sort_ms);
@@ -321,7 +321,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 		{
 			GiGpuPolicy old;
 
-			gpuidx_dev_get_policy(&old);
+			gi_gpu_dev_get_policy(&old);
 			for (int bits = -1; bits <= 16; bits += (bits < 0 ? 1 : 8))
 				for (int g = 2; g <= 8; g *= 2)
 				{
@@ -330,10 +330,10 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 
 					if (bits == 0)
 						continue;
-					gpuidx_dev_set_policy(&p);
+					gi_gpu_dev_set_policy(&p);
 					for (int r = 0; r <= reps; r++)
 					{
-						double		ms = timed([&] { GI_OK_OR_DIE(gpuidx_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
+						double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
 
 						if (r > 0)
 							tt.push_back(ms);
@@ -341,7 +341,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 					t_sweep.push_back(fmt("| %s | %.0e | %s | %d | %.3f | %.2f |", kname, (double) n, bits < 0 ? "no sort" : fmt("%d", bits).c_str(),
 										  g, median(tt), q / (median(tt) / 1e3) / 1e9));
 				}
-			gpuidx_dev_set_policy(&old);
+			gi_gpu_dev_set_policy(&old);
 		}
 
 		/* end to end through gi_image_query, and the CPU engine */
@@ -392,7 +392,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 		cudaFree(f2);
 		cudaFree(l2);
 	}
-	gpuidx_dev_scratch_free(scratch);
+	gi_gpu_dev_scratch_free(scratch);
 	gi_image_free(img);
 	gi_image_free(himg);
 	gi_image_free(cimg);

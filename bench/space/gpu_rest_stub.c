@@ -1,7 +1,8 @@
 /*
  * gpu_rest_stub.c - the GPU engine minus SPACE, for `make SPACE_ONLY=1`:
  * probes the device through the CUDA runtime and refuses images, so the
- * SPACE tests and benchmark link without cuda/gpu_btree.cu.
+ * SPACE tests and benchmark link with cuda/gpu_space.cu and gpu_util.cu
+ * alone.
  */
 #include "engine_impl.h"
 
@@ -66,4 +67,40 @@ void
 gi_gpu_info(const GiImage *image, GiImageInfo *info)
 {
 	(void) image, (void) info;
+}
+
+/* Refuse: images are not linked in this build. */
+GiStatus
+gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
+			  const int64_t *probes_hi, size_t nprobes, GiSelectOrder order,
+			  uint64_t **out, size_t *nout, GiError *err)
+{
+	(void) image, (void) op, (void) probes, (void) probes_hi, (void) nprobes;
+	(void) order, (void) out, (void) nout;
+	return gi_set_error(err, GI_ERR_UNSUPPORTED, "GPU images not linked (SPACE_ONLY build)");
+}
+
+/* Refuse: images are not linked in this build. */
+GiStatus
+gi_gpu_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
+			  size_t n, GiError *err)
+{
+	(void) image, (void) keys, (void) payloads, (void) n;
+	return gi_set_error(err, GI_ERR_UNSUPPORTED, "GPU images not linked (SPACE_ONLY build)");
+}
+
+/* No GPU image can exist in this build: nothing to keep. */
+GiStatus
+gi_gpu_attach_payloads(GiImage *image, const uint64_t *payloads, size_t n,
+					   GiError *err)
+{
+	(void) image, (void) payloads, (void) n, (void) err;
+	return GI_OK;
+}
+
+/* Nothing to release. */
+void
+gi_gpu_detach_payloads(GiImage *image)
+{
+	(void) image;
 }

@@ -17,7 +17,7 @@
  *          +8 for the two-phase local offsets);
  *   CUB:   n values + n flag bytes read + k values written.
  */
-#include "space.cuh"
+#include "gpu_space.cuh"
 
 #include <cub/cub.cuh>
 #include <algorithm>

@@ -10,7 +10,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 NV=/usr/local/cuda/bin/nvcc
 ARCH='-gencode arch=compute_90,code=sm_90'
 B=/tmp/vebbuild; mkdir -p $B
-ENGINE_C="engine/cpu_btree.c engine/cpu_engine.c engine/cpu_sort.c engine/cpu_space.c engine/cpu_veb.c engine/engine.c"
+ENGINE_C="$(ls engine/*.c | grep -v gpu_stub) test/common/veb_classic.c"
 CUDA_LIBS="-L/usr/local/cuda/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++ -lm"
 step() { echo "=== $* ($(date +%T))"; }
 {
@@ -19,10 +19,10 @@ step build
 for f in cuda/*.cu; do
 	$NV -O3 -std=c++17 $ARCH -Xcompiler -fPIC -Xcompiler -fvisibility=hidden --expt-relaxed-constexpr -Iengine -c $f -o $B/$(basename $f .cu).o &
 done
-$NV -O3 -std=c++17 $ARCH --expt-relaxed-constexpr -Iengine -Icuda -c bench/veb/gpu_veb_bench.cu -o $B/bench.o &
+$NV -O3 -std=c++17 $ARCH --expt-relaxed-constexpr -Iengine -Icuda -Ibench/common -Itest/common -c bench/veb/gpu_veb_bench.cu -o $B/bench.o &
 wait
-gcc -O2 -g -std=gnu11 -Wall -Wextra -Iengine -o $B/test_engine test/unit/test_engine.c test/unit/test_space.c $ENGINE_C $B/gpu_btree.o $B/gpu_veb.o $B/select.o $B/space.o $CUDA_LIBS || echo "unit link failed"
-gcc -O2 -g -Iengine -o $B/gpu_veb_bench $B/bench.o $ENGINE_C $B/gpu_btree.o $B/gpu_veb.o $B/select.o $B/space.o $CUDA_LIBS || echo "bench link failed"
+gcc -O2 -g -std=gnu11 -Wall -Wextra -Iengine -Itest/common -o $B/test_engine test/unit/*.c $ENGINE_C $B/gpu_*.o $CUDA_LIBS || echo "unit link failed"
+gcc -O2 -g -Iengine -Itest/common -o $B/gpu_veb_bench $B/bench.o $ENGINE_C $B/gpu_*.o $CUDA_LIBS || echo "bench link failed"
 ls -la $B
 if [ -z "$SKIP_TESTS" ]; then
 step unittest + memcheck

@@ -1,7 +1,7 @@
 /*
  * gpu_veb_bench.cu - the GPU van Emde Boas tree at kernel level (no
  * PostgreSQL): build time including the CUB sort against the CPU insertion
- * build (Algorithm 2, engine/cpu_veb.h), predecessor queries/s against a GPU
+ * build (Algorithm 2, test/common/veb_classic.h), predecessor queries/s against a GPU
  * binary search over the de-duplicated keys and against the GPU B+ tree, and
  * the space overhead over the de-duplicated raw keys.  int32 keys; the
  * paper's distributions: linear, uniform, normal, lognormal, two shifted
@@ -12,9 +12,9 @@
  *   gpu_veb_bench [--sizes 1e6,1e7,1e8] [--queries 1e7] [--cpu-max 1e7]
  *                 [--deadline seconds]
  */
-#include "gpu_btree.cuh"
+#include "gpu_engine.cuh"
 #include "bench_util.cuh"
-#include "cpu_veb.h"
+#include "veb_classic.h"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
@@ -194,7 +194,7 @@ build_timed(const GiBuildParams *p, const int32_t *d_keys, uint64_t n,
 		*out = NULL;
 		BCK(cudaDeviceSynchronize());
 		t0 = gi_now_ms();
-		if (gpuidx_dev_build(p, d_keys, NULL, n, false, NULL, out, &err) != GI_OK)
+		if (gi_gpu_dev_build(p, d_keys, NULL, n, false, NULL, out, &err) != GI_OK)
 		{
 			fprintf(stderr, "%s build: %s\n", gi_structure_name(p->structure), err.message);
 			exit(2);
@@ -351,7 +351,7 @@ main(int argc, char **argv)
 			veb_q = time_min(3, [&] {
 				GiError		err;
 
-				if (gpuidx_dev_query(veb, GI_OP_PRED, d_probes, NULL, nq, f1, l1, NULL, &err) != GI_OK)
+				if (gi_gpu_dev_query(veb, GI_OP_PRED, d_probes, NULL, nq, f1, l1, NULL, &err) != GI_OK)
 				{
 					fprintf(stderr, "veb query: %s\n", err.message);
 					exit(2);
@@ -366,7 +366,7 @@ main(int argc, char **argv)
 			bt_q = time_min(3, [&] {
 				GiError		err;
 
-				if (gpuidx_dev_query(bt, GI_OP_PRED, d_probes, NULL, nq, f2, l2, NULL, &err) != GI_OK)
+				if (gi_gpu_dev_query(bt, GI_OP_PRED, d_probes, NULL, nq, f2, l2, NULL, &err) != GI_OK)
 				{
 					fprintf(stderr, "btree query: %s\n", err.message);
 					exit(2);

@@ -17,7 +17,7 @@
  * VEB_BENCH_PROBES sets the batch size (default 10^6).
  */
 #include "engine.h"
-#include "cpu_veb.h"
+#include "veb_classic.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -7,7 +7,7 @@
  * against a plain binary search over the sorted keys.  Outputs are poisoned
  * before each call.  Every case runs for both structures: the van Emde Boas
  * tree's answers are also compared with the B+ tree's, and on the CPU its
- * insertion-build baseline (cpu_veb.h) must find the same keys.  The CPU
+ * insertion-build baseline (veb_classic.h) must find the same keys.  The CPU
  * engine is always tested; when a GPU is usable every case also runs on the
  * GPU engine, where a structure it reports GI_ERR_UNSUPPORTED for is counted
  * as skipped (neither passed nor failed).
@@ -18,7 +18,7 @@
  * Ends with the line "N passed, N failed"; exits 1 if any case failed.
  */
 #include "engine_impl.h"	/* gi_host_sort_pairs too */
-#include "cpu_veb.h"		/* the vEB insertion-build baseline */
+#include "veb_classic.h"		/* the vEB insertion-build baseline */
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  *
  * gi_compact on the CPU engine (always) and the GPU engine (when a GPU is
  * usable), every GPU plan (chunk size x prefix sum x write-out) through
- * gi_space_compact_plan_host when cuda/space.cu is linked, all against a
+ * gi_space_compact_plan_host when cuda/gpu_space.cu is linked, all against a
  * plain serial compaction; gi_image_select on the CPU engine (and the GPU
  * engine once it implements it) against brute force over the sorted keys.
  * Masks of every shape, fresh seed per run (GI_SEED repeats one), outputs
@@ -16,7 +16,7 @@
  * chunk sizes and no select cases (for compute-sanitizer).
  */
 #include "engine.h"
-#include "../../cuda/space.cuh"
+#include "../../cuda/gpu_space.cuh"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Present only when cuda/space.cu is linked in. */
+/* Present only when cuda/gpu_space.cu is linked in. */
 #pragma weak gi_space_compact_plan_host
 #pragma weak gi_space_plan_name
 
@@ -599,7 +599,7 @@ gi_test_space_main(void)
 	gpu = gi_gpu_available(why, sizeof(why));
 	printf("test_space: seed=%" PRIu64 " (GI_SEED=%" PRIu64 " to repeat), sizes up to %zu, gpu: %s%s\n",
 		   sp_seed, sp_seed, max_size, gpu ? "yes" : why,
-		   gpu && !gi_space_compact_plan_host ? " (plans: space.cu not linked)" : "");
+		   gpu && !gi_space_compact_plan_host ? " (plans: gpu_space.cu not linked)" : "");
 
 	runners[nrunners++] = (SpRunner) {"cpu", GI_ENGINE_CPU, -1, 0};
 	if (gpu)

@@ -1,14 +1,15 @@
 /*
- * space.cuh - SPACE stream compaction on device-resident arrays, for the
- * engine and the benchmarks (bench/space).
+ * gpu_space.cuh - SPACE stream compaction on device-resident arrays, for
+ * the engine and the benchmarks (bench/space), and the selection of hit
+ * payloads built on it (cuda/gpu_space.cu).
  *
  * Three phases (003 in shared/seeds): count the set bits of each chunk of the
  * mask, prefix-sum the counts, write out the values of the set bits while
  * skipping chunks that have none.  A plan picks the chunk size, the prefix
  * sum and the write-out; GI_SPACE_PLAN_DEFAULT is what the engine uses.
  */
-#ifndef GPUIDX_SPACE_CUH
-#define GPUIDX_SPACE_CUH
+#ifndef GPUIDX_GPU_SPACE_CUH
+#define GPUIDX_GPU_SPACE_CUH
 
 #include "engine_impl.h"
 
@@ -90,6 +91,19 @@ GiStatus	gi_space_compact_async(const GiSpacePlan *plan, const uint64_t *d_mask,
 								   void *d_out, unsigned long long *d_nout,
 								   void *d_scratch, size_t scratch_bytes,
 								   cudaStream_t stream, GiError *err);
+
+/*
+ * The payloads of every entry that nprobes device-resident ranges
+ * [d_first[i], d_last[i]) hit, among n entries whose rank-ordered payloads
+ * are d_payloads: a hit mask, SPACE compaction and, for GI_ORDER_PAYLOAD, a
+ * sort.  *out is a host array (malloc; at least one element) of *nout
+ * payloads; *d2h_ms receives the time of the copy back.
+ */
+GiStatus	gi_space_select_hits(const uint64_t *d_first, const uint64_t *d_last,
+								 size_t nprobes, const uint64_t *d_payloads, size_t n,
+								 GiSelectOrder order, cudaStream_t stream,
+								 uint64_t **out, size_t *nout, double *d2h_ms,
+								 GiError *err);
 #endif
 
-#endif							/* GPUIDX_SPACE_CUH */
+#endif							/* GPUIDX_GPU_SPACE_CUH */

@@ -1,14 +1,14 @@
 /*
- * cpu_veb.h - the classic van Emde Boas insertion build (Algorithm 2 of
+ * veb_classic.h - the classic van Emde Boas insertion build (Algorithm 2 of
  * Mayr et al.), one key at a time with a dynamic allocation per cluster.
  * It is the build-time baseline of the parallel build in engine/cpu_veb.c,
- * for bench/veb and the unit tests only: images are built through engine.h
- * (structure GI_STRUCT_VEB).  Both trees use 16-bit bitmaps for clusters of
+ * for bench/veb and the unit tests only (test/common/veb_classic.c; not in
+ * the module): images are built through engine.h (structure GI_STRUCT_VEB).  Both trees use 16-bit bitmaps for clusters of
  * word length 4 and hash tables for children, so that the comparison is of
  * the build methods.  No PostgreSQL headers here.
  */
-#ifndef GPUIDX_CPU_VEB_H
-#define GPUIDX_CPU_VEB_H
+#ifndef GPUIDX_VEB_CLASSIC_H
+#define GPUIDX_VEB_CLASSIC_H
 
 #include "engine.h"
 
@@ -45,4 +45,4 @@ void		gi_veb_insert_free(GiVebInsertTree *t);
 }
 #endif
 
-#endif							/* GPUIDX_CPU_VEB_H */
+#endif							/* GPUIDX_VEB_CLASSIC_H */

@@ -1,5 +1,6 @@
 /*
- * space.cu - SPACE stream compaction on the GPU (003 in shared/seeds).
+ * gpu_space.cu - SPACE stream compaction on the GPU (003 in shared/seeds),
+ * the twin of engine/cpu_space.c, and the hit-mask half of gi_gpu_select.
  *
  * Phases:
  *  1. count_tile_bits: set bits per chunk (512..4096 bits), the mask read
@@ -20,15 +21,15 @@
  * gi_space_compact_async enqueues a plan without allocating (benchmarks);
  * gi_space_compact_device keeps the simple synchronous contract.
  */
-#include "space.cuh"
+#include "gpu_space.cuh"
+#include "gpu_util.cuh"
 
 #include <cub/cub.cuh>
 #include <cuda/std/functional>
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-
-#define GI_SPACE_EXPORT extern "C" __attribute__((visibility("default")))
 
 #define SPACE_WARPS			8	/* warps per block */
 #define SPACE_THREADS		(SPACE_WARPS * 32)
@@ -46,17 +47,9 @@
 /* The engine's plan: bench/space picks it (bench/RESULTS.md). */
 const GiSpacePlan gi_space_default_plan = {1024, GI_SPACE_SCAN_TWO_PHASE, GI_SPACE_WRITE_HYBRID};
 
-/* Turn a CUDA error into a GiError naming the call. */
-static GiStatus
-space_cuda_error(GiError *err, cudaError_t rc, const char *what)
-{
-	return gi_set_error(err, rc == cudaErrorMemoryAllocation ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE,
-						"%s: %s", what, cudaGetErrorString(rc));
-}
-
 #define SPACE_CK(call) \
 	do { cudaError_t rc_ = (call); \
-		 if (rc_ != cudaSuccess) { st = space_cuda_error(err, rc_, #call); goto done; } } while (0)
+		 if (rc_ != cudaSuccess) { st = gi_gpu_fail(err, rc_, #call); goto done; } } while (0)
 
 /* Levels 1.. of the partial scan's up-sweep tree (level 0 is the counts). */
 typedef struct SpaceTree
@@ -583,7 +576,7 @@ space_layout(const GiSpacePlan *plan, size_t n, SpaceLayout *l, GiError *err)
 													::cuda::std::plus<>{}, 0ULL,
 													(int) l->nchunks);
 				if (rc != cudaSuccess)
-					return space_cuda_error(err, rc, "cub::DeviceScan::ExclusiveScan (size)");
+					return gi_gpu_fail(err, rc, "cub::DeviceScan::ExclusiveScan (size)");
 				l->temp_at = space_reserve(l, l->temp_bytes);
 				break;
 			}
@@ -792,7 +785,7 @@ gi_space_compact_device(const uint64_t *d_mask, const void *d_values, int value_
 }
 
 /* Plan name for tables: "staged/cub/1024". */
-GI_SPACE_EXPORT const char *
+GI_EXPORT const char *
 gi_space_plan_name(const GiSpacePlan *plan, char *buf, size_t len)
 {
 	static const char *const scans[] = {"cub", "twophase", "partial"};
@@ -808,7 +801,7 @@ gi_space_plan_name(const GiSpacePlan *plan, char *buf, size_t len)
 }
 
 /* Compaction of host arrays through the device under a plan (space.cuh). */
-GI_SPACE_EXPORT GiStatus
+GI_EXPORT GiStatus
 gi_space_compact_plan_host(const GiSpacePlan *plan, const uint64_t *mask,
 						   const void *values, int value_bytes, size_t n, void *out,
 						   size_t *nout, GiError *err)
@@ -843,7 +836,7 @@ done:
 }
 
 /* Compaction of host arrays through the device (engine_impl.h). */
-GI_SPACE_EXPORT GiStatus
+GI_EXPORT GiStatus
 gi_gpu_compact(const uint64_t *mask, const void *values, int value_bytes,
 			   size_t n, size_t chunk_bits, void *out, size_t *nout,
 			   GiError *err)
@@ -855,3 +848,137 @@ gi_gpu_compact(const uint64_t *mask, const void *values, int value_bytes,
 	return gi_space_compact_plan_host(&plan, mask, values, value_bytes, n, out, nout, err);
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Selection (the second half of gi_gpu_select)                              */
+/* ------------------------------------------------------------------------ */
+
+/* Set the mask bits of every probe's range [first, last); one warp a probe. */
+__global__ void
+mark_hit_ranges(const uint64_t *first, const uint64_t *last, size_t nprobes,
+				unsigned long long *mask)
+{
+	size_t		p = ((size_t) blockIdx.x * blockDim.x + threadIdx.x) / 32;
+	int			lane = threadIdx.x & 31;
+
+	if (p >= nprobes)
+		return;
+	uint64_t	f = first[p],
+				l = last[p];
+
+	if (f >= l)
+		return;
+	size_t		wf = f / 64,
+				wl = (l - 1) / 64;
+
+	for (size_t w = wf + lane; w <= wl; w += 32)
+	{
+		unsigned long long bits = ~0ULL;
+
+		if (w == wf)
+			bits &= ~0ULL << (f & 63);
+		if (w == wl && (l & 63))
+			bits &= (1ULL << (l & 63)) - 1;
+		atomicOr(&mask[w], bits);
+	}
+}
+
+/* Upper bound of the hits: the sum of the range lengths, one per probe. */
+__global__ void
+range_lengths(const uint64_t *first, const uint64_t *last, size_t nprobes,
+			  unsigned long long *len)
+{
+	size_t		p = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < nprobes)
+		len[p] = last[p] > first[p] ? last[p] - first[p] : 0;
+}
+
+/* The payloads of every entry the device-resident ranges hit (gpu_space.cuh). */
+GiStatus
+gi_space_select_hits(const uint64_t *d_first, const uint64_t *d_last, size_t nprobes,
+					 const uint64_t *d_payloads, size_t n, GiSelectOrder order,
+					 cudaStream_t stream, uint64_t **out, size_t *nout,
+					 double *d2h_ms, GiError *err)
+{
+	GiStatus	st = GI_OK;
+	size_t		words = (n + 63) / 64;
+	uint64_t   *d_out = NULL,
+			   *d_sorted = NULL,
+			   *host = NULL;
+	unsigned long long *d_mask = NULL,
+			   *d_len = NULL,
+			   *d_bound = NULL;
+	void	   *d_temp = NULL;
+	size_t		temp_bytes = 0,
+				count = 0;
+	unsigned long long bound = 0;
+	double		t0;
+
+	*out = NULL;
+	*nout = 0;
+	SPACE_CK(cudaMalloc(&d_mask, words * sizeof(unsigned long long)));
+	SPACE_CK(cudaMemsetAsync(d_mask, 0, words * sizeof(unsigned long long), stream));
+	/* The hit count is at most the sum of the range lengths (and n). */
+	SPACE_CK(cudaMalloc(&d_len, nprobes * sizeof(unsigned long long)));
+	SPACE_CK(cudaMalloc(&d_bound, sizeof(unsigned long long)));
+	range_lengths<<<(unsigned int) ((nprobes + 255) / 256), 256, 0, stream>>>(
+		d_first, d_last, nprobes, d_len);
+	SPACE_CK(cudaGetLastError());
+	SPACE_CK(cub::DeviceReduce::Sum(NULL, temp_bytes, d_len, d_bound, (int) nprobes, stream));
+	SPACE_CK(cudaMalloc(&d_temp, temp_bytes));
+	SPACE_CK(cub::DeviceReduce::Sum(d_temp, temp_bytes, d_len, d_bound, (int) nprobes, stream));
+	SPACE_CK(cudaMemcpyAsync(&bound, d_bound, sizeof(bound), cudaMemcpyDeviceToHost, stream));
+	{
+		size_t		threads = nprobes * 32;
+
+		mark_hit_ranges<<<(unsigned int) ((threads + 255) / 256), 256, 0, stream>>>(
+			d_first, d_last, nprobes, d_mask);
+		SPACE_CK(cudaGetLastError());
+	}
+	SPACE_CK(cudaStreamSynchronize(stream));
+	if (bound > n)
+		bound = n;
+	SPACE_CK(cudaMalloc(&d_out, (bound ? bound : 1) * sizeof(uint64_t)));
+	st = gi_space_compact_device((const uint64_t *) d_mask, d_payloads, 8, n, 0,
+								 d_out, &count, stream, err);
+	if (st != GI_OK)
+		goto done;
+
+	if (order == GI_ORDER_PAYLOAD && count > 1)
+	{
+		cudaFree(d_temp);
+		d_temp = NULL;
+		temp_bytes = 0;
+		SPACE_CK(cudaMalloc(&d_sorted, count * sizeof(uint64_t)));
+		SPACE_CK(cub::DeviceRadixSort::SortKeys(NULL, temp_bytes, d_out, d_sorted,
+												(int) count, 0, 64, stream));
+		SPACE_CK(cudaMalloc(&d_temp, temp_bytes));
+		SPACE_CK(cub::DeviceRadixSort::SortKeys(d_temp, temp_bytes, d_out, d_sorted,
+												(int) count, 0, 64, stream));
+	}
+	host = (uint64_t *) malloc((count ? count : 1) * sizeof(uint64_t));
+	if (host == NULL)
+	{
+		st = gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for %zu hits", count);
+		goto done;
+	}
+	t0 = gi_now_ms();
+	SPACE_CK(cudaMemcpyAsync(host, d_sorted ? d_sorted : d_out, count * sizeof(uint64_t),
+							 cudaMemcpyDeviceToHost, stream));
+	SPACE_CK(cudaStreamSynchronize(stream));
+	*d2h_ms = gi_now_ms() - t0;
+	*out = host;
+	*nout = count;
+	host = NULL;
+
+done:
+	free(host);
+	cudaFree(d_mask);
+	cudaFree(d_len);
+	cudaFree(d_bound);
+	cudaFree(d_temp);
+	cudaFree(d_out);
+	cudaFree(d_sorted);
+	return st;
+}

@@ -1,0 +1,316 @@
+/*
+ * gpu_engine.cu - the GPU engine's entry points (engine_impl.h and
+ * gpu_engine.cuh), dispatched on the image's structure to the B+ tree
+ * (gpu_btree.cu) or the van Emde Boas tree (gpu_veb.cu); the twin of
+ * engine/cpu_engine.c.  Also the payload copy kept for gi_image_select and
+ * the selection itself: the query here, the hit mask and SPACE compaction
+ * in gpu_space.cu.  Insertion (gi_gpu_insert, gi_gpu_dev_insert...) is the
+ * B+ tree's alone and lives in gpu_insert.cu, as gi_cpu_insert does in
+ * engine/cpu_insert.c.
+ *
+ * The arrows go one way: this file calls the structure files and
+ * gpu_util.cu; none of them calls back.
+ */
+#include "gpu_btree.cuh"
+#include "gpu_space.cuh"
+#include "gpu_veb.cuh"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#define HOST_QCHUNK		(1u << 24)	/* probes per host round trip */
+
+/* ------------------------------------------------------------------------ */
+/* engine_impl.h                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Is a GPU usable?  Initializes CUDA on the first call. */
+GI_EXPORT bool
+gi_gpu_probe(char *why, size_t whylen)
+{
+	return gi_gpu_device_probe(why, whylen);
+}
+
+/* Build from sorted host keys (payloads are kept by engine.c, not here). */
+GI_EXPORT GiStatus
+gi_gpu_build(const GiBuildParams *params, const int64_t *keys,
+			 const uint64_t *payloads, size_t n, GiImage **out, GiError *err)
+{
+	(void) payloads;			/* not needed by any query op on the device */
+	*out = NULL;
+	if (params->structure == GI_STRUCT_VEB)
+		return gi_gpu_veb_build(params, keys, n, out, err);
+	return gi_gpu_btree_build(params, keys, n, out, err);
+}
+
+/* Build from unsorted host pairs: the sort runs on the device. */
+GI_EXPORT GiStatus
+gi_gpu_build_unsorted(const GiBuildParams *params, const int64_t *keys,
+					  const uint64_t *payloads, size_t n,
+					  int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
+					  GiImage **out, GiError *err)
+{
+	*out = NULL;
+	if (params->structure == GI_STRUCT_VEB)
+		return gi_gpu_veb_build_unsorted(params, keys, payloads, n, sorted_keys_out,
+										 sorted_payloads_out, out, err);
+	return gi_gpu_btree_build_unsorted(params, keys, payloads, n, sorted_keys_out,
+									   sorted_payloads_out, out, err);
+}
+
+/* Free an image of either structure; NULL is fine. */
+GI_EXPORT void
+gi_gpu_free(GiImage *image)
+{
+	if (image && image->structure == GI_STRUCT_VEB)
+		gi_gpu_veb_free(image);
+	else
+		gi_gpu_btree_free(image);
+}
+
+/* Device room for a batch of count probes (and upper bounds when hi) and
+ * their first / last results. */
+static GiStatus
+alloc_batch(size_t count, bool hi, DevBuf &dp, DevBuf &dh, DevBuf &df, DevBuf &dl,
+			GiError *err)
+{
+	CKS(gi_gpu_alloc(dp, count * sizeof(int64_t), "the probes", err));
+	if (hi)
+		CKS(gi_gpu_alloc(dh, count * sizeof(int64_t), "the upper bounds", err));
+	CKS(gi_gpu_alloc(df, count * sizeof(uint64_t), "the results", err));
+	CKS(gi_gpu_alloc(dl, count * sizeof(uint64_t), "the results", err));
+	return GI_OK;
+}
+
+/* Frees query scratch made for one call. */
+struct ScratchGuard
+{
+	GiGpuScratch *s = nullptr;
+	~ScratchGuard() { gi_gpu_dev_scratch_free(s); }
+};
+
+/*
+ * Answer a host batch on an image of either structure: chunks of up to
+ * HOST_QCHUNK probes go up through the pinned slots, are answered on the
+ * device (gi_gpu_dev_query) and come back in the caller's order.
+ */
+GI_EXPORT GiStatus
+gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
+			 const int64_t *probes_hi, size_t nprobes, uint64_t *first,
+			 uint64_t *last, GiError *err)
+{
+	cudaStream_t stream;
+	ScratchGuard sg;
+	DevBuf		dp,
+				dh,
+				df,
+				dl;
+	double		t0 = gi_now_ms(),
+				sort_ms = 0,
+				search_ms = 0,
+				xfer_ms = 0;
+	size_t		cap;
+
+	CKS(gi_gpu_need_device(err));
+	memset(&image->last_query, 0, sizeof(image->last_query));
+	if (image->n == 0)
+	{
+		memset(first, 0, nprobes * sizeof(uint64_t));
+		memset(last, 0, nprobes * sizeof(uint64_t));
+		return GI_OK;
+	}
+	stream = gi_gpu_dev_stream(image);
+	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
+	CKS(gi_gpu_dev_scratch_create(image, cap, &sg.s, err));
+	CKS(alloc_batch(cap, probes_hi != NULL, dp, dh, df, dl, err));
+	for (size_t off = 0; off < nprobes; off += cap)
+	{
+		size_t		cnt = std::min(cap, nprobes - off);
+		double		a = gi_now_ms();
+
+		CKS(gi_gpu_upload(dp.p, probes + off, cnt, 8, stream, NULL, err));
+		if (probes_hi)
+			CKS(gi_gpu_upload(dh.p, probes_hi + off, cnt, 8, stream, NULL, err));
+		CK(cudaStreamSynchronize(stream));
+		xfer_ms += gi_now_ms() - a;
+		CKS(gi_gpu_dev_query(image, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
+							 (uint64_t *) df.p, (uint64_t *) dl.p, sg.s, err));
+		sort_ms += image->last_query.sort_ms;
+		search_ms += image->last_query.search_ms;
+		a = gi_now_ms();
+		CKS(gi_gpu_download((int64_t *) first + off, df.p, cnt, 8, stream, err));
+		CKS(gi_gpu_download((int64_t *) last + off, dl.p, cnt, 8, stream, err));
+		xfer_ms += gi_now_ms() - a;
+	}
+	image->last_query.transfer_ms = xfer_ms;
+	image->last_query.sort_ms = sort_ms;
+	image->last_query.search_ms = search_ms;
+	image->last_query.build_ms = 0;
+	image->last_query.total_ms = gi_now_ms() - t0;
+	return GI_OK;
+}
+
+/* Describe an image of either structure. */
+GI_EXPORT void
+gi_gpu_info(const GiImage *image, GiImageInfo *info)
+{
+	if (image->structure == GI_STRUCT_VEB)
+		gi_gpu_veb_info(image, info);
+	else
+		gi_gpu_btree_info(image, info);
+}
+
+/* Keep a device copy of an image's payloads (engine_impl.h). */
+GI_EXPORT GiStatus
+gi_gpu_attach_payloads(GiImage *image, const uint64_t *payloads, size_t n,
+					   GiError *err)
+{
+	DevBuf		d;
+
+	image->device_payloads = NULL;
+	/* an empty image keeps a one-entry copy too: that the image has payloads
+	 * is told by this pointer (gi_image_insert checks it) */
+	CKS(gi_gpu_alloc(d, (n ? n : 1) * sizeof(uint64_t), "the payloads", err));
+	if (n)
+		CK(cudaMemcpy(d.p, payloads, n * sizeof(uint64_t), cudaMemcpyHostToDevice));
+	image->device_payloads = d.release();
+	return GI_OK;
+}
+
+/* Release the device copy of the payloads. */
+GI_EXPORT void
+gi_gpu_detach_payloads(GiImage *image)
+{
+	if (image && image->device_payloads)
+	{
+		cudaFree(image->device_payloads);
+		image->device_payloads = NULL;
+	}
+}
+
+/*
+ * Select the payloads of every entry the batch hits (engine_impl.h): the
+ * probes go up, the structure answers their ranges on the device, and
+ * gpu_space.cu turns the ranges into the hit payloads.
+ */
+GI_EXPORT GiStatus
+gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
+			  const int64_t *probes_hi, size_t nprobes, GiSelectOrder order,
+			  uint64_t **out, size_t *nout, GiError *err)
+{
+	size_t		n = image->n;
+	cudaStream_t stream = gi_gpu_dev_stream(image);
+	DevBuf		dp,
+				dh,
+				df,
+				dl;
+	double		t0 = gi_now_ms(),
+				t_h2d,
+				t_search,
+				t_d2h = 0;
+	GiTimings	search_timings;
+
+	*out = NULL;
+	*nout = 0;
+	if (n == 0 || nprobes == 0)
+	{
+		*out = (uint64_t *) malloc(sizeof(uint64_t));
+		return *out ? GI_OK : gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory");
+	}
+	if (image->device_payloads == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "image was built without payloads");
+	/* after insertions: the rank-ordered copy, rebuilt from the leaves */
+	if (image->structure == GI_STRUCT_BTREE)
+		CKS(gi_gpu_btree_refresh_payloads(image, err));
+
+	CKS(alloc_batch(nprobes, probes_hi != NULL, dp, dh, df, dl, err));
+	CK(cudaMemcpyAsync(dp.p, probes, nprobes * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+	if (probes_hi)
+		CK(cudaMemcpyAsync(dh.p, probes_hi, nprobes * sizeof(int64_t),
+						   cudaMemcpyHostToDevice, stream));
+	CK(cudaStreamSynchronize(stream));
+	t_h2d = gi_now_ms() - t0;
+
+	CKS(gi_gpu_dev_query(image, op, (const int64_t *) dp.p, (const int64_t *) dh.p, nprobes,
+						 (uint64_t *) df.p, (uint64_t *) dl.p, NULL, err));
+	search_timings = image->last_query;
+	t_search = gi_now_ms() - t0 - t_h2d;
+
+	CKS(gi_space_select_hits((const uint64_t *) df.p, (const uint64_t *) dl.p, nprobes,
+							 (const uint64_t *) image->device_payloads, n, order, stream,
+							 out, nout, &t_d2h, err));
+	image->last_query = search_timings;
+	image->last_query.transfer_ms = t_h2d + t_d2h;
+	image->last_query.search_ms = t_search;
+	image->last_query.total_ms = gi_now_ms() - t0;
+	/* mask marking, compaction and the sort into heap order */
+	image->last_query.build_ms = image->last_query.total_ms - t_h2d - t_d2h - t_search;
+	return GI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device-resident entry points (gpu_engine.cuh)                             */
+/* ------------------------------------------------------------------------ */
+
+/* Build from device-resident keys (and payloads), sorting them if asked. */
+GiStatus
+gi_gpu_dev_build(const GiBuildParams *params, const void *d_keys,
+				 const uint64_t *d_payloads, size_t n, bool sorted,
+				 uint64_t *d_payloads_out, GiImage **out, GiError *err)
+{
+	*out = NULL;
+	if (params->structure == GI_STRUCT_VEB)
+		return gi_gpu_veb_dev_build(params, d_keys, d_payloads, n, sorted, d_payloads_out,
+									out, err);
+	return gi_gpu_btree_dev_build(params, d_keys, d_payloads, n, sorted, d_payloads_out,
+								  out, err);
+}
+
+/* Allocate reusable query scratch for an image (the vEB needs none). */
+GiStatus
+gi_gpu_dev_scratch_create(const GiImage *image, size_t max_probes,
+						  GiGpuScratch **out, GiError *err)
+{
+	CKS(gi_gpu_need_device(err));
+	if (image->structure == GI_STRUCT_VEB)
+	{
+		*out = NULL;
+		return GI_OK;
+	}
+	return gi_gpu_btree_scratch_create(image, max_probes, out, err);
+}
+
+/* Free query scratch; NULL is fine. */
+void
+gi_gpu_dev_scratch_free(GiGpuScratch *s)
+{
+	gi_gpu_btree_scratch_free(s);
+}
+
+/* Answer a device-resident batch on an image of either structure. */
+GiStatus
+gi_gpu_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+				 const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
+				 uint64_t *d_last, GiGpuScratch *scratch, GiError *err)
+{
+	gi_clear_error(err);
+	CKS(gi_gpu_need_device(err));
+	if ((op == GI_OP_RANGE) != (d_hi != NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "upper bounds go with range queries only");
+	if (nprobes == 0)
+		return GI_OK;
+	if (image->structure == GI_STRUCT_VEB)
+		return gi_gpu_veb_dev_query(image, op, d_probes, d_hi, nprobes, d_first, d_last, err);
+	return gi_gpu_btree_dev_query(image, op, d_probes, d_hi, nprobes, d_first, d_last,
+								  scratch, err);
+}
+
+/* The stream an image's work runs on. */
+cudaStream_t
+gi_gpu_dev_stream(const GiImage *image)
+{
+	if (image->structure == GI_STRUCT_VEB)
+		return gi_gpu_veb_stream(image);
+	return gi_gpu_btree_stream(image);
+}

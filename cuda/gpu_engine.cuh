@@ -1,0 +1,102 @@
+/*
+ * gpu_engine.cuh - the GPU engine's entry points beyond engine_impl.h, for
+ * the benchmarks and device checks (bench/): builds, queries and insertions
+ * on arrays already resident on the device.  cuda/gpu_engine.cu dispatches
+ * them on the structure; the B+ tree's own knobs and insertion entry points
+ * are defined by cuda/gpu_btree.cu and cuda/gpu_insert.cu.  Not part of
+ * engine.h: src/ never uses these.  They return only once the device work
+ * is finished.
+ */
+#ifndef GPUIDX_GPU_ENGINE_CUH
+#define GPUIDX_GPU_ENGINE_CUH
+
+#include "engine_impl.h"
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Query tuning knobs (process-wide; the defaults are what the engine uses). */
+typedef struct GiGpuPolicy
+{
+	int			sort_mode;		/* -1 auto (Harmonia partial sort when it
+								 * pays), 0 never sort, 1 always sort */
+	int			sort_bits;		/* top bits sorted on; 0 = from the formula */
+	int			group;			/* threads per probe: 2, 4, 8, 16 or 32 (int64:
+								 * up to 16); 2 by default */
+} GiGpuPolicy;
+
+/* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */
+void		gi_gpu_dev_get_policy(GiGpuPolicy *p);
+void		gi_gpu_dev_set_policy(const GiGpuPolicy *p);
+
+/*
+ * Build an image from n keys already on the device.  d_keys holds int32 when
+ * params->key_bytes is 2 or 4 and int64 when it is 8.  With sorted=false the
+ * pairs are sorted on the device by (key, payload); d_payloads (may be NULL)
+ * are then sorted along into d_payloads_out when that is not NULL.  The input
+ * arrays are left untouched.
+ */
+GiStatus	gi_gpu_dev_build(const GiBuildParams *params, const void *d_keys,
+							 const uint64_t *d_payloads, size_t n, bool sorted,
+							 uint64_t *d_payloads_out, GiImage **out,
+							 GiError *err);
+
+/* Device scratch for queries of up to max_probes probes per call chunk. */
+typedef struct GiGpuScratch GiGpuScratch;
+GiStatus	gi_gpu_dev_scratch_create(const GiImage *image, size_t max_probes,
+									  GiGpuScratch **out, GiError *err);
+void		gi_gpu_dev_scratch_free(GiGpuScratch *s);
+
+/*
+ * Answer a batch whose probes (and d_hi for ranges) are on the device; the
+ * results go to d_first / d_last on the device.  scratch may be NULL
+ * (allocated and freed inside).  Timings land in image->last_query.
+ */
+GiStatus	gi_gpu_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+							 const int64_t *d_hi, size_t nprobes,
+							 uint64_t *d_first, uint64_t *d_last,
+							 GiGpuScratch *scratch, GiError *err);
+
+/*
+ * Batch insertion (gi_image_insert) of n entries already on the device:
+ * d_keys as in gi_gpu_dev_build (int32 for 2- and 4-byte keys, int64 for 8),
+ * d_payloads given exactly when the image keeps payloads
+ * (hdr.device_payloads).  sorted=true promises the batch is sorted by (key,
+ * payload) and skips the device sort.  The input arrays are left untouched.
+ * Timings land in gi_image_info's last_insert.
+ */
+GiStatus	gi_gpu_dev_insert(GiImage *image, const void *d_keys,
+							  const uint64_t *d_payloads, size_t n, bool sorted,
+							  GiError *err);
+
+/*
+ * Turn a bulk-built image into the insertable form now (what the first
+ * insertion does anyway), so that benchmarks can time it apart.  A no-op
+ * for an image already insertable or empty.
+ */
+GiStatus	gi_gpu_dev_make_insertable(GiImage *image, GiError *err);
+
+/*
+ * Milliseconds of the last insertion's internal-level re-cut (part of
+ * last_insert.build_ms), of the one-time conversion to the insertable form,
+ * and of the last refresh of the rank-ordered payload copy for select.
+ */
+void		gi_gpu_dev_insert_stats(const GiImage *image, double *inner_ms,
+									double *convert_ms, double *refresh_ms);
+
+/* Rebuild the rank-ordered device payload copy now if insertions made it
+ * stale (gi_image_select does this itself when needed). */
+GiStatus	gi_gpu_dev_refresh_payloads(GiImage *image, GiError *err);
+
+/* The stream the image's work runs on. */
+cudaStream_t gi_gpu_dev_stream(const GiImage *image);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GPUIDX_GPU_ENGINE_CUH */

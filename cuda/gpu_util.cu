@@ -1,0 +1,437 @@
+/*
+ * gpu_util.cu - the GPU engine's device utilities (gpu_util.cuh): the CUDA
+ * error mapper, device discovery, grid sizes, pinned double-buffered host
+ * <-> device copies and the CUB pair sort.  Calls nothing else in cuda/.
+ */
+#include "gpu_util.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#define STAGE_BYTES		(32u << 20) /* one pinned staging slot */
+
+/* ------------------------------------------------------------------------ */
+/* Errors and device buffers                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Map a CUDA error to a GiStatus and a message naming the call. */
+GiStatus
+gi_gpu_fail(GiError *err, cudaError_t e, const char *what)
+{
+	GiStatus	st = (e == cudaErrorMemoryAllocation) ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE;
+
+	(void) cudaGetLastError();	/* clear a non-sticky error */
+	return gi_set_error(err, st, "CUDA %s failed: %s (%s)", what,
+						cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* cudaMalloc into a DevBuf; the message names the size and the purpose. */
+GiStatus
+gi_gpu_alloc(DevBuf &b, size_t bytes, const char *what, GiError *err)
+{
+	cudaError_t e;
+
+	if (bytes == 0)
+		return GI_OK;
+	e = cudaMalloc(&b.p, bytes);
+	if (e != cudaSuccess)
+	{
+		b.p = nullptr;
+		(void) cudaGetLastError();
+		return gi_set_error(err, e == cudaErrorMemoryAllocation ? GI_ERR_DEVICE_OOM : GI_ERR_DEVICE,
+							"CUDA cudaMalloc of %zu bytes for %s failed: %s",
+							bytes, what, cudaGetErrorString(e));
+	}
+	return GI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device discovery                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct DevState
+{
+	bool		probed;
+	bool		ok;
+	int			device;
+	int			sms;
+	int			cc_major;
+	size_t		l2_bytes;
+	size_t		total_mem;
+	char		name[64];
+	char		why[256];
+} DevState;
+
+static DevState g_dev;
+
+/* Initialize CUDA lazily and remember what the device offers. */
+static bool
+dev_probe(void)
+{
+	int			count = 0;
+	cudaError_t e;
+	cudaDeviceProp prop;
+
+	if (g_dev.probed)
+		return g_dev.ok;
+	g_dev.probed = true;
+	e = cudaGetDeviceCount(&count);
+	if (e != cudaSuccess)
+	{
+		snprintf(g_dev.why, sizeof(g_dev.why), "no usable GPU: cudaGetDeviceCount failed: %s (%s)",
+				 cudaGetErrorString(e), cudaGetErrorName(e));
+		(void) cudaGetLastError();
+		return false;
+	}
+	if (count <= 0)
+	{
+		snprintf(g_dev.why, sizeof(g_dev.why), "no GPU found (cudaGetDeviceCount returned 0)");
+		return false;
+	}
+	if ((e = cudaGetDevice(&g_dev.device)) != cudaSuccess ||
+		(e = cudaGetDeviceProperties(&prop, g_dev.device)) != cudaSuccess)
+	{
+		snprintf(g_dev.why, sizeof(g_dev.why), "cudaGetDeviceProperties failed: %s",
+				 cudaGetErrorString(e));
+		(void) cudaGetLastError();
+		return false;
+	}
+	if (prop.major < 8)
+	{
+		snprintf(g_dev.why, sizeof(g_dev.why),
+				 "GPU %.64s has compute capability %d.%d; gpuidx needs 8.0 or later",
+				 prop.name, prop.major, prop.minor);
+		return false;
+	}
+	/* Make sure a context can be created and the kernels load. */
+	if ((e = cudaFree(0)) != cudaSuccess)
+	{
+		snprintf(g_dev.why, sizeof(g_dev.why), "CUDA context creation failed: %s",
+				 cudaGetErrorString(e));
+		(void) cudaGetLastError();
+		return false;
+	}
+	g_dev.sms = prop.multiProcessorCount;
+	g_dev.cc_major = prop.major;
+	g_dev.l2_bytes = prop.l2CacheSize;
+	g_dev.total_mem = prop.totalGlobalMem;
+	snprintf(g_dev.name, sizeof(g_dev.name), "%.*s", (int) sizeof(g_dev.name) - 1, prop.name);
+	g_dev.ok = true;
+	return true;
+}
+
+/* Fail with GI_ERR_NO_DEVICE unless a GPU is usable. */
+static GiStatus
+need_device(GiError *err)
+{
+	if (!dev_probe())
+		return gi_set_error(err, GI_ERR_NO_DEVICE, "%s", g_dev.why);
+	return GI_OK;
+}
+
+/* Is a GPU usable?  Initializes CUDA on the first call. */
+bool
+gi_gpu_device_probe(char *why, size_t whylen)
+{
+	bool		ok = dev_probe();
+
+	if (!ok && why && whylen)
+		snprintf(why, whylen, "%s", g_dev.why);
+	return ok;
+}
+
+/* Fail with GI_ERR_NO_DEVICE unless a GPU is usable (gpu_util.cuh). */
+GiStatus
+gi_gpu_need_device(GiError *err)
+{
+	return need_device(err);
+}
+
+/* Name of the device (after a successful probe). */
+const char *
+gi_gpu_device_name(void)
+{
+	return g_dev.name;
+}
+
+/* Multiprocessors of the device (after a successful probe). */
+int
+gi_gpu_sm_count(void)
+{
+	return g_dev.sms > 0 ? g_dev.sms : 1;
+}
+
+/* L2 cache bytes of the device (after a successful probe). */
+size_t
+gi_gpu_l2_bytes(void)
+{
+	return g_dev.l2_bytes;
+}
+
+/* Grid size for a grid-stride elementwise kernel over n items. */
+unsigned
+gi_gpu_grid(uint64_t n, unsigned block)
+{
+	uint64_t	want = (n + block - 1) / block;
+	uint64_t	cap = (uint64_t) g_dev.sms * 32;
+
+	if (want < 1)
+		want = 1;
+	return (unsigned) (want < cap ? want : cap);
+}
+
+/* Grid for a grid-stride kernel over n items: at most what fits at once. */
+unsigned
+gi_gpu_grid_resident(uint64_t n, unsigned block)
+{
+	uint64_t	want = (n + block - 1) / block;
+	uint64_t	cap = (uint64_t) gi_gpu_sm_count() * (2048 / block);
+
+	if (want < 1)
+		want = 1;
+	return (unsigned) (want < cap ? want : cap);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pinned staging for host <-> device copies                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct Staging
+{
+	bool		ready;
+	void	   *buf[2];
+	cudaEvent_t ev[2];
+} Staging;
+
+static Staging g_stage;
+
+/* Free the pinned staging slots (at process exit). */
+static void
+staging_release(void)
+{
+	for (int s = 0; s < 2; s++)
+	{
+		if (g_stage.buf[s])
+			cudaFreeHost(g_stage.buf[s]);
+		if (g_stage.ev[s])
+			cudaEventDestroy(g_stage.ev[s]);
+		g_stage.buf[s] = NULL;
+		g_stage.ev[s] = NULL;
+	}
+	g_stage.ready = false;
+}
+
+/* Allocate the two pinned staging slots once per process. */
+static GiStatus
+staging_init(GiError *err)
+{
+	static bool registered = false;
+
+	if (g_stage.ready)
+		return GI_OK;
+	if (!registered)
+	{
+		atexit(staging_release);	/* runs before the CUDA runtime's own teardown */
+		registered = true;
+	}
+	for (int s = 0; s < 2; s++)
+	{
+		if (!g_stage.buf[s])
+			CK(cudaHostAlloc(&g_stage.buf[s], STAGE_BYTES, cudaHostAllocDefault));
+		if (!g_stage.ev[s])
+			CK(cudaEventCreateWithFlags(&g_stage.ev[s], cudaEventDisableTiming));
+	}
+	g_stage.ready = true;
+	return GI_OK;
+}
+
+/*
+ * Upload n int64 host values to the device as width-byte integers through
+ * the pinned slots, double-buffered: the host fills one slot while the other
+ * is in flight.  Narrowing to int32 checks the range (*out_of_range).
+ */
+GiStatus
+gi_gpu_upload(void *dst, const int64_t *src, size_t n, int width,
+			  cudaStream_t stream, bool *out_of_range, GiError *err)
+{
+	size_t		per = STAGE_BYTES / width;
+	bool		bad = false;
+
+	CKS(staging_init(err));
+	for (size_t off = 0, c = 0; off < n; off += per, c++)
+	{
+		int			s = (int) (c & 1);
+		size_t		cnt = std::min(per, n - off);
+
+		CK(cudaEventSynchronize(g_stage.ev[s]));
+		if (width == 8)
+			memcpy(g_stage.buf[s], src + off, cnt * 8);
+		else
+		{
+			int32_t    *d = (int32_t *) g_stage.buf[s];
+			const int64_t *p = src + off;
+			int64_t		acc = 0;
+
+			for (size_t i = 0; i < cnt; i++)
+			{
+				d[i] = (int32_t) p[i];
+				acc |= p[i] ^ (int64_t) d[i];
+			}
+			bad |= acc != 0;
+		}
+		CK(cudaMemcpyAsync((char *) dst + off * width, g_stage.buf[s], cnt * width,
+						   cudaMemcpyHostToDevice, stream));
+		CK(cudaEventRecord(g_stage.ev[s], stream));
+	}
+	if (out_of_range)
+		*out_of_range = bad;
+	return GI_OK;
+}
+
+/*
+ * Download n width-byte integers from the device into int64 host values
+ * (sign-extending int32), double-buffered through the pinned slots.
+ */
+GiStatus
+gi_gpu_download(int64_t *dst, const void *src, size_t n, int width,
+				cudaStream_t stream, GiError *err)
+{
+	size_t		per = STAGE_BYTES / 8;	/* widened size must fit too */
+	size_t		prev_off = 0,
+				prev_cnt = 0;
+	int			prev_s = -1;
+
+	CKS(staging_init(err));
+	for (size_t off = 0, c = 0;; off += per, c++)
+	{
+		int			s = (int) (c & 1);
+		size_t		cnt = off < n ? std::min(per, n - off) : 0;
+
+		if (cnt)
+		{
+			CK(cudaEventSynchronize(g_stage.ev[s]));
+			CK(cudaMemcpyAsync(g_stage.buf[s], (const char *) src + off * width, cnt * width,
+							   cudaMemcpyDeviceToHost, stream));
+			CK(cudaEventRecord(g_stage.ev[s], stream));
+		}
+		if (prev_s >= 0)
+		{
+			CK(cudaEventSynchronize(g_stage.ev[prev_s]));
+			if (width == 8)
+				memcpy(dst + prev_off, g_stage.buf[prev_s], prev_cnt * 8);
+			else
+			{
+				const int32_t *q = (const int32_t *) g_stage.buf[prev_s];
+
+				for (size_t i = 0; i < prev_cnt; i++)
+					dst[prev_off + i] = q[i];
+			}
+		}
+		if (!cnt)
+			break;
+		prev_s = s, prev_off = off, prev_cnt = cnt;
+	}
+	return GI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sorting pairs                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Set *flag if two equal keys carry payloads out of order. */
+template <class K>
+__global__ void
+tie_order_flag_kernel(const K *k, const uint64_t *pay, uint64_t n, int *flag)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < n;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+		if (k[i - 1] == k[i] && pay[i - 1] > pay[i])
+		{
+			*flag = 1;
+			return;
+		}
+}
+
+/*
+ * Sort n (key, payload) pairs on the device by (key, payload) into
+ * keys_out (and pay_out when not NULL).  CUB's radix sort is
+ * stable: pairs whose equal keys already carry ascending payloads (heap
+ * order, the usual case) need one key sort; otherwise a payload sort first.
+ */
+template <class K>
+static GiStatus
+sort_pairs(uint64_t n, cudaStream_t st, const K *keys_in, const uint64_t *pay_in,
+		   uint64_t *pay_out, K *keys_out, GiError *err)
+{
+	DevBuf		temp,
+				flag,
+				tk,
+				tp;
+	size_t		tb = 0,
+				tb2 = 0;
+	int			h = 0;
+
+	if (n == 0)
+		return GI_OK;
+	if (!pay_in || !pay_out)
+	{
+		CK(cub::DeviceRadixSort::SortKeys(nullptr, tb, keys_in, keys_out, (int64_t) n, 0,
+										  (int) sizeof(K) * 8, st));
+		CKS(gi_gpu_alloc(temp, tb, "radix sort scratch", err));
+		CK(cub::DeviceRadixSort::SortKeys(temp.p, tb, keys_in, keys_out, (int64_t) n, 0,
+										  (int) sizeof(K) * 8, st));
+		return GI_OK;
+	}
+	CK(cub::DeviceRadixSort::SortPairs(nullptr, tb, keys_in, keys_out, pay_in, pay_out,
+									   (int64_t) n, 0, (int) sizeof(K) * 8, st));
+	CKS(gi_gpu_alloc(temp, tb, "radix sort scratch", err));
+	CK(cub::DeviceRadixSort::SortPairs(temp.p, tb, keys_in, keys_out, pay_in, pay_out,
+									   (int64_t) n, 0, (int) sizeof(K) * 8, st));
+	CKS(gi_gpu_alloc(flag, sizeof(int), "a flag", err));
+	CK(cudaMemsetAsync(flag.p, 0, sizeof(int), st));
+	tie_order_flag_kernel<K><<<gi_gpu_grid(n, 256), 256, 0, st>>>(keys_out, pay_out, n, (int *) flag.p);
+	CKL("tie_order_flag_kernel");
+	CK(cudaMemcpyAsync(&h, flag.p, sizeof(int), cudaMemcpyDeviceToHost, st));
+	CK(cudaStreamSynchronize(st));
+	if (!h)
+		return GI_OK;
+	/* Equal keys with payloads out of order: sort by payload, then key. */
+	CKS(gi_gpu_alloc(tk, n * sizeof(K), "sort scratch keys", err));
+	CKS(gi_gpu_alloc(tp, n * sizeof(uint64_t), "sort scratch payloads", err));
+	CK(cub::DeviceRadixSort::SortPairs(nullptr, tb2, pay_in, (uint64_t *) tp.p, keys_in,
+									   (K *) tk.p, (int64_t) n, 0, 64, st));
+	if (tb2 > tb)
+	{
+		cudaFree(temp.release());
+		CKS(gi_gpu_alloc(temp, tb2, "radix sort scratch", err));
+		tb = tb2;
+	}
+	CK(cub::DeviceRadixSort::SortPairs(temp.p, tb, pay_in, (uint64_t *) tp.p, keys_in,
+									   (K *) tk.p, (int64_t) n, 0, 64, st));
+	CK(cub::DeviceRadixSort::SortPairs(temp.p, tb, (const K *) tk.p, keys_out,
+									   (const uint64_t *) tp.p, pay_out, (int64_t) n, 0,
+									   (int) sizeof(K) * 8, st));
+	CK(cudaStreamSynchronize(st));
+	return GI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Queries                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Sort pairs for the key width (gpu_util.cuh). */
+GiStatus
+gi_gpu_sort_pairs(int kw, size_t n, cudaStream_t stream, const void *keys_in,
+				  const uint64_t *pay_in, uint64_t *pay_out, void *keys_out,
+				  GiError *err)
+{
+	if (kw == 4)
+		return sort_pairs<int32_t>(n, stream, (const int32_t *) keys_in, pay_in, pay_out,
+								   (int32_t *) keys_out, err);
+	return sort_pairs<int64_t>(n, stream, (const int64_t *) keys_in, pay_in, pay_out,
+							   (int64_t *) keys_out, err);
+}

@@ -1,0 +1,87 @@
+/*
+ * engine_util.c - the engine's leaf helpers (engine_util.h) and the names
+ * of engine.h: errors, the clock, tuning settings.  Calls nothing else in
+ * engine/ or cuda/.  No PostgreSQL headers here.
+ */
+#include "engine_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* Fill err and return status. */
+GiStatus
+gi_set_error(GiError *err, GiStatus status, const char *fmt,...)
+{
+	if (err)
+	{
+		va_list		ap;
+
+		err->status = status;
+		va_start(ap, fmt);
+		vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		va_end(ap);
+	}
+	return status;
+}
+
+/* Reset err to GI_OK with an empty message (NULL is fine). */
+void
+gi_clear_error(GiError *err)
+{
+	if (err)
+		err->status = GI_OK, err->message[0] = '\0';
+}
+
+/* Monotonic clock in milliseconds. */
+double
+gi_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
+}
+
+/* A non-negative integer from environment variable name, else dflt. */
+static long long
+env_count(const char *name, long long dflt)
+{
+	const char *s = getenv(name);
+	char	   *end;
+	long long	v;
+
+	if (s == NULL || *s == '\0')
+		return dflt;
+	v = strtoll(s, &end, 10);
+	return (*end == '\0' && v >= 0) ? v : dflt;
+}
+
+/* GI_CPU_THREADS, or 0 to let the loop choose (engine_util.h). */
+long
+gi_setting_cpu_threads(void)
+{
+	return (long) env_count("GI_CPU_THREADS", 0);
+}
+
+/* GI_CPU_SORT_MIN, or dflt (engine_util.h). */
+size_t
+gi_setting_cpu_sort_min(size_t dflt)
+{
+	return (size_t) env_count("GI_CPU_SORT_MIN", (long long) dflt);
+}
+
+/* Engine name for messages and gpuidx_info. */
+const char *
+gi_engine_name(GiEngineKind engine)
+{
+	return engine == GI_ENGINE_GPU ? "gpu" : "cpu";
+}
+
+/* Structure name for messages and gpuidx_info. */
+const char *
+gi_structure_name(GiStructure structure)
+{
+	return structure == GI_STRUCT_VEB ? "veb" : "btree";
+}

@@ -1,0 +1,45 @@
+/*
+ * engine_util.h - the leaf helpers every engine file uses (engine/
+ * engine_util.c): errors, the clock and the tuning settings read from the
+ * environment.  The bottom layer of the engine: it calls nothing else in
+ * engine/ or cuda/.  Plain C, no PostgreSQL types.
+ */
+#ifndef GPUIDX_ENGINE_UTIL_H
+#define GPUIDX_ENGINE_UTIL_H
+
+#include "engine.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Set err to status and a printf-style message; returns status. */
+GiStatus	gi_set_error(GiError *err, GiStatus status, const char *fmt,...)
+#ifdef __GNUC__
+			__attribute__((format(printf, 3, 4)))
+#endif
+			;
+
+/* Clear err (GI_OK, empty message) at the start of an entry point. */
+void		gi_clear_error(GiError *err);
+
+/* Monotonic wall clock in milliseconds. */
+double		gi_now_ms(void);
+
+/*
+ * Tuning settings, for tests and experiments; this is the one place that
+ * reads them from the environment.
+ *   GI_CPU_THREADS   threads of a parallel CPU loop; 0 (unset, not a
+ *                    positive number) lets the loop choose from the cores
+ *   GI_CPU_SORT_MIN  the smallest probe block the CPU engine sorts for
+ *                    locality; dflt when unset or not a non-negative number
+ */
+long		gi_setting_cpu_threads(void);
+size_t		gi_setting_cpu_sort_min(size_t dflt);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GPUIDX_ENGINE_UTIL_H */
