@@ -15,14 +15,9 @@ use lib "$FindBin::Bin/lib";
 use GpuidxTest;
 
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
-my $node = PostgreSQL::Test::Cluster->new('cache');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-gpuidx.engine = '$engine'
+my $node = gpuidx_node('cache', q{
 autovacuum = off
 });
-$node->start;
 $node->safe_psql('postgres', $setup_sql . $check_sql);
 
 my $long = $node->background_psql('postgres', on_error_stop => 0);

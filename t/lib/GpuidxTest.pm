@@ -6,10 +6,11 @@ package GpuidxTest;
 use strict;
 use warnings;
 use Test::More;
+use PostgreSQL::Test::Cluster;
 use Exporter 'import';
 use File::Basename qw(dirname);
 
-our @EXPORT = qw($check_sql $btree_sql $setup_sql verify verify_btree verify_rows);
+our @EXPORT = qw($check_sql $btree_sql $setup_sql gpuidx_node verify verify_btree verify_rows);
 
 # The gi_check() fixture the pg_regress suite uses too, read from
 # sql/include/gi_check.sql: the SQL text of the file.
@@ -63,6 +64,19 @@ BEGIN
   END LOOP;
 END $f$;
 SQL
+
+# A started node named $name whose postgresql.conf sets gpuidx.engine from
+# GPUIDX_ENGINE (default auto), then the lines of $conf.
+sub gpuidx_node
+{
+	my ($name, $conf) = @_;
+	my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', "gpuidx.engine = '$engine'\n" . ($conf // ''));
+	$node->start;
+	return $node;
+}
 
 # Check rows "what|ref_rows|missing|extra" (psql's unaligned output): one
 # assertion per row that nothing is missing or extra, and one that all
