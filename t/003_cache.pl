@@ -14,7 +14,6 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use GpuidxTest;
 
-
 my $node = gpuidx_node('cache', q{
 autovacuum = off
 });
@@ -28,9 +27,7 @@ my $checks = "SELECT fn || '|' || ref_rows || '|' || missing || '|' || extra FRO
 sub check_long
 {
 	my ($label) = @_;
-	my ($out, $err) = $long->query($checks);
-	is($err, 0, "$label: no error in the long-lived session");
-	verify_rows($out, 10, $label);
+	verify_session($long, $checks, 10, $label);
 	return;
 }
 

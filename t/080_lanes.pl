@@ -30,9 +30,7 @@ my $checks = "SELECT fn || '|' || ref_rows || '|' || missing || '|' || extra FRO
 sub check_long
 {
 	my ($label) = @_;
-	my ($out, $err) = $long->query($checks);
-	is($err, 0, "$label: no error in the long-lived session");
-	verify_rows($out, 5, $label);
+	verify_session($long, $checks, 5, $label);
 	return;
 }
 

@@ -10,7 +10,7 @@ use PostgreSQL::Test::Cluster;
 use Exporter 'import';
 use File::Basename qw(dirname);
 
-our @EXPORT = qw($check_sql $btree_sql $setup_sql gpuidx_node verify verify_btree verify_rows);
+our @EXPORT = qw($check_sql $btree_sql $setup_sql gpuidx_node verify verify_btree verify_rows verify_session);
 
 # The gi_check() fixture the pg_regress suite uses too, read from
 # sql/include/gi_check.sql: the SQL text of the file.
@@ -92,6 +92,17 @@ sub verify_rows
 		$n++;
 	}
 	is($n, $expected, "$label: all checks ran");
+	return;
+}
+
+# Run $sql (rows "what|ref_rows|missing|extra") in a background psql
+# session: no error there, then verify_rows.
+sub verify_session
+{
+	my ($session, $sql, $expected, $label) = @_;
+	my ($out, $err) = $session->query($sql);
+	is($err, 0, "$label: no error in the long-lived session");
+	verify_rows($out, $expected, $label);
 	return;
 }
 
