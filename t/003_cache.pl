@@ -14,15 +14,9 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use GpuidxTest;
 
-
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
-my $node = PostgreSQL::Test::Cluster->new('cache');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-gpuidx.engine = '$engine'
+my $node = gpuidx_node('cache', q{
 autovacuum = off
 });
-$node->start;
 $node->safe_psql('postgres', $setup_sql . $check_sql);
 
 my $long = $node->background_psql('postgres', on_error_stop => 0);
@@ -33,9 +27,7 @@ my $checks = "SELECT fn || '|' || ref_rows || '|' || missing || '|' || extra FRO
 sub check_long
 {
 	my ($label) = @_;
-	my ($out, $err) = $long->query($checks);
-	is($err, 0, "$label: no error in the long-lived session");
-	verify_rows($out, 10, $label);
+	verify_session($long, $checks, 10, $label);
 	return;
 }
 

@@ -6,16 +6,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use GpuidxTest;
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
-my $node = PostgreSQL::Test::Cluster->new('concurrency');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
+my $node = gpuidx_node('concurrency', q{
 jit = off
-gpuidx.engine = '$engine'
 gpuidx.pending_limit = 300
 });
-$node->start;
 
 $node->safe_psql('postgres', q{
 CREATE EXTENSION gpuidx;

@@ -6,17 +6,15 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use GpuidxTest;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
-my $node = PostgreSQL::Test::Cluster->new('progress');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
+my $node = gpuidx_node('progress', q{
 jit = off
-gpuidx.engine = '$engine'
 });
-$node->start;
 
 $node->safe_psql('postgres', q{
 CREATE EXTENSION gpuidx;

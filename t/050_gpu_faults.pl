@@ -7,17 +7,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use GpuidxTest;
 
 my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
 plan skip_all => 'needs GPUIDX_ENGINE=gpu (a GPU machine)' if $engine ne 'gpu';
 
-my $node = PostgreSQL::Test::Cluster->new('gpu_faults');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
+my $node = gpuidx_node('gpu_faults', q{
 jit = off
-gpuidx.engine = 'gpu'
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION gpuidx;
 CREATE TABLE a (k int8);

@@ -6,16 +6,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use GpuidxTest;
 use IPC::Run;
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
-my $node = PostgreSQL::Test::Cluster->new('epq');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
+my $node = gpuidx_node('epq', q{
 jit = off
-gpuidx.engine = '$engine'
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION gpuidx;
 CREATE TABLE ep (id int, k int8, pad text);

@@ -7,19 +7,17 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use GpuidxTest;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
-my $node = PostgreSQL::Test::Cluster->new('crash_fold');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
+my $node = gpuidx_node('crash_fold', q{
 jit = off
-gpuidx.engine = '$engine'
 gpuidx.pending_limit = 10000000
 wal_consistency_checking = 'generic'
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION gpuidx;
 CREATE TABLE f (k int8);

@@ -14,17 +14,12 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use GpuidxTest;
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
-my $node = PostgreSQL::Test::Cluster->new('lanes');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-gpuidx.engine = '$engine'
+my $node = gpuidx_node('lanes', q{
 gpuidx.pending_limit = 1000000
 autovacuum = off
 max_connections = 30
 wal_consistency_checking = 'generic'
 });
-$node->start;
 $node->safe_psql('postgres', $setup_sql . $check_sql . $btree_sql);
 
 my $long = $node->background_psql('postgres', on_error_stop => 0);
@@ -35,9 +30,7 @@ my $checks = "SELECT fn || '|' || ref_rows || '|' || missing || '|' || extra FRO
 sub check_long
 {
 	my ($label) = @_;
-	my ($out, $err) = $long->query($checks);
-	is($err, 0, "$label: no error in the long-lived session");
-	verify_rows($out, 5, $label);
+	verify_session($long, $checks, 5, $label);
 	return;
 }
 

@@ -1,7 +1,8 @@
 /*
  * bench_util.cuh - small helpers the device benchmarks share: exit-on-error
- * checks, formatting, medians, a counter-based random generator, a wall
- * clock around synchronous device work, and an answer comparison kernel.
+ * checks, formatting, Markdown tables, medians, a counter-based random
+ * generator, a wall clock around synchronous device work, and an answer
+ * comparison kernel.
  * Include after engine_impl.h (gi_now_ms).
  */
 #ifndef GPUIDX_BENCH_UTIL_CUH
@@ -50,6 +51,22 @@ median(std::vector<double> v)
 		return 0;
 	std::sort(v.begin(), v.end());
 	return v[v.size() / 2];
+}
+
+/* Print a Markdown table: its header line, the rule under it, its rows. */
+static inline void
+print_table(const char *header, const std::vector<std::string> &rows)
+{
+	int			columns = 0;
+
+	for (const char *c = header; *c; c++)
+		columns += *c == '|';
+	printf("%s\n|", header);
+	for (int i = 1; i < columns; i++)
+		printf(" --- |");
+	printf("\n");
+	for (const std::string &row : rows)
+		printf("%s\n", row.c_str());
 }
 
 /* splitmix64: a counter-based generator usable on the device. */

@@ -644,22 +644,13 @@ main(int argc, char **argv)
 		   "of build).  Rebuild: device sort of the batch + thrust::merge with the old sorted arrays +\n"
 		   "gi_gpu_dev_build(sorted).  CPU: gi_image_insert on a CPU image (host batch; build not timed).\n"
 		   "Convert: the one-time conversion of the bulk-built tree (not in the insert time).\n\n");
-	printf("| tree | batch | keys | GPU insert ms (sort / search / build; inner) | insert keys/s | rebuild ms | rebuild / insert | CPU insert ms | CPU / GPU | convert ms | check |\n");
-	printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-	for (auto &s : t_ins)
-		printf("%s\n", s.c_str());
+	print_table("| tree | batch | keys | GPU insert ms (sort / search / build; inner) | insert keys/s | rebuild ms | rebuild / insert | CPU insert ms | CPU / GPU | convert ms | check |", t_ins);
 	printf("\n### Leaves and memory after the insertion; payload refresh for select (ms, once after a batch)\n\n");
-	printf("| tree | batch | keys | leaves | device bytes / entry | payload refresh ms |\n| --- | --- | --- | --- | --- | --- |\n");
-	for (auto &s : t_parts)
-		printf("%s\n", s.c_str());
+	print_table("| tree | batch | keys | leaves | device bytes / entry | payload refresh ms |", t_parts);
 	printf("\n### vEB: a change means a rebuild (device build from sorted keys on the device, ms)\n\n");
-	printf("| tree | vEB build ms |\n| --- | --- |\n");
-	for (auto &s : t_veb)
-		printf("%s\n", s.c_str());
+	print_table("| tree | vEB build ms |", t_veb);
 	printf("\n### Point queries on the device (probes half existing keys, half uniform; group 2, default policy)\n\n");
-	printf("| tree | probes | form | ms | Mq/s |\n| --- | --- | --- | --- | --- |\n");
-	for (auto &s : t_query)
-		printf("%s\n", s.c_str());
+	print_table("| tree | probes | form | ms | Mq/s |", t_query);
 	printf("\n%s\n", g_fail ? "RESULT: FAIL" : "RESULT: all checks OK");
 	return g_fail ? 1 : 0;
 }

@@ -15,8 +15,10 @@
 #include <cstring>
 #include <vector>
 
+#include "../../test/common/test_util.h"
+
 static uint64_t rng = 88172645463325252ull;
-static long passed, failed;
+static TestRun tr = {"gpu_check"};	/* counts (its own generator: next_rand) */
 
 /* xorshift64* */
 static uint64_t
@@ -26,51 +28,6 @@ next_rand(void)
 	rng ^= rng << 25;
 	rng ^= rng >> 27;
 	return rng * 2685821657736338717ull;
-}
-
-/* Record one check. */
-static void
-check(bool ok, const char *what)
-{
-	if (ok)
-		passed++;
-	else
-	{
-		failed++;
-		printf("FAIL: %s\n", what);
-	}
-}
-
-/* Brute-force reference answer of op for one probe on sorted keys. */
-static void
-reference(const std::vector<int64_t> &k, int op, int64_t p, int64_t ph,
-		  uint64_t *f, uint64_t *l)
-{
-	auto		lb = [&](int64_t x) { return (uint64_t) (std::lower_bound(k.begin(), k.end(), x) - k.begin()); };
-	auto		ub = [&](int64_t x) { return (uint64_t) (std::upper_bound(k.begin(), k.end(), x) - k.begin()); };
-
-	*f = *l = 0;
-	if (op == GI_OP_POINT)
-		*f = lb(p), *l = ub(p);
-	else if (op == GI_OP_PRED)
-	{
-		uint64_t	u = ub(p);
-
-		if (u)
-			*f = lb(k[u - 1]), *l = u;
-	}
-	else if (op == GI_OP_SUCC)
-	{
-		uint64_t	a = lb(p);
-
-		if (a < k.size())
-			*f = a, *l = ub(k[a]);
-	}
-	else if (p <= ph)
-	{
-		*f = lb(p);
-		*l = std::max(*f, ub(ph));
-	}
 }
 
 /* Keys of width w in one of four shapes (dups, extremes, wide, narrow). */
@@ -140,7 +97,7 @@ same(const std::vector<int64_t> &k, int op, const std::vector<int64_t> &p,
 		uint64_t	rf,
 					rl;
 
-		reference(k, op, p[i], op == GI_OP_RANGE ? ph[i] : 0, &rf, &rl);
+		test_expect(k.data(), k.size(), (GiOp) op, p[i], op == GI_OP_RANGE ? ph[i] : 0, &rf, &rl);
 		bool		ok = (rf == rl) ? (f[i] == l[i]) : (f[i] == rf && l[i] == rl);
 
 		if (!ok)
@@ -177,22 +134,22 @@ run_case(size_t n, int w, int shape, size_t q)
 	snprintf(tag, sizeof(tag), "n=%zu w=%d shape=%d", n, w, shape);
 	if (gi_sort_pairs(raw.data(), pay.data(), n, sk.data(), sp.data(), &err) != GI_OK)
 	{
-		check(false, "host sort");
+		test_record(&tr, false, "host sort");
 		return;
 	}
 	std::vector<int64_t> keys = sk;
 
-	check(gi_image_build(&gparams, sk.data(), sp.data(), n, &gimg, &err) == GI_OK, tag);
+	test_record(&tr, gi_image_build(&gparams, sk.data(), sp.data(), n, &gimg, &err) == GI_OK, tag);
 	if (!gimg)
 		printf("  build: %s\n", err.message);
-	check(gi_image_build(&cparams, sk.data(), sp.data(), n, &cimg, &err) == GI_OK, "cpu build");
+	test_record(&tr, gi_image_build(&cparams, sk.data(), sp.data(), n, &cimg, &err) == GI_OK, "cpu build");
 	std::fill(gk.begin(), gk.end(), 0x5a5a5a5a5a5a5a5all);
 	std::fill(gp.begin(), gp.end(), 0xa5a5a5a5a5a5a5a5ull);
-	check(gi_image_build_unsorted(&gparams, raw.data(), pay.data(), n, gk.data(), gp.data(),
+	test_record(&tr, gi_image_build_unsorted(&gparams, raw.data(), pay.data(), n, gk.data(), gp.data(),
 								  &uimg, &err) == GI_OK, "gpu build_unsorted");
 	if (!uimg)
 		printf("  build_unsorted: %s\n", err.message);
-	check(gk == sk && gp == sp, "gpu build_unsorted returns pairs sorted by (key, payload)");
+	test_record(&tr, gk == sk && gp == sp, "gpu build_unsorted returns pairs sorted by (key, payload)");
 
 	/* device-resident build from unsorted pairs */
 	{
@@ -209,11 +166,11 @@ run_case(size_t n, int w, int shape, size_t q)
 		cudaMalloc(&dpo, n * 8 + 8);
 		cudaMemcpy(dk, kw == 8 ? (void *) raw.data() : (void *) k32.data(), n * kw, cudaMemcpyHostToDevice);
 		cudaMemcpy(dp, pay.data(), n * 8, cudaMemcpyHostToDevice);
-		check(gi_gpu_dev_build(&gparams, dk, dp, n, false, dpo, &dimg, &err) == GI_OK,
+		test_record(&tr, gi_gpu_dev_build(&gparams, dk, dp, n, false, dpo, &dimg, &err) == GI_OK,
 			  "gi_gpu_dev_build");
 		std::fill(gp.begin(), gp.end(), 0);
 		cudaMemcpy(gp.data(), dpo, n * 8, cudaMemcpyDeviceToHost);
-		check(gp == sp, "gi_gpu_dev_build sorts payloads by (key, payload)");
+		test_record(&tr, gp == sp, "gi_gpu_dev_build sorts payloads by (key, payload)");
 		cudaFree(dk);
 		cudaFree(dp);
 		cudaFree(dpo);
@@ -255,7 +212,7 @@ run_case(size_t n, int w, int shape, size_t q)
 					 e == 2 ? "cpu" : e == 1 ? "gpu(unsorted build)" : "gpu", op, n, w, shape);
 			if (st != GI_OK)
 				printf("  query: %s\n", err.message);
-			check(st == GI_OK && same(keys, op, p, ph, f.data(), l.data(), tag), tag);
+			test_record(&tr, st == GI_OK && same(keys, op, p, ph, f.data(), l.data(), tag), tag);
 		}
 		/* every policy on the device-resident path */
 		for (int mode = 0; mode <= 1; mode++)
@@ -281,7 +238,7 @@ run_case(size_t n, int w, int shape, size_t q)
 						 op, n, w, shape, mode, pol.sort_bits, g);
 				if (st != GI_OK)
 					printf("  dev query: %s\n", err.message);
-				check(st == GI_OK && same(keys, op, p, ph, f.data(), l.data(), tag), tag);
+				test_record(&tr, st == GI_OK && same(keys, op, p, ph, f.data(), l.data(), tag), tag);
 			}
 	}
 	if (gimg)
@@ -289,7 +246,7 @@ run_case(size_t n, int w, int shape, size_t q)
 		GiImageInfo info;
 
 		gi_image_info(gimg, &info);
-		check(info.engine == GI_ENGINE_GPU && info.entries == n &&
+		test_record(&tr, info.engine == GI_ENGINE_GPU && info.entries == n &&
 			  info.device_name[0] != '\0' &&
 			  (n == 0 || info.device_bytes >= n * (w == 8 ? 8 : 4)), "gpu info");
 		if (cimg)
@@ -297,7 +254,7 @@ run_case(size_t n, int w, int shape, size_t q)
 			GiImageInfo ci;
 
 			gi_image_info(cimg, &ci);
-			check(ci.distinct_keys == info.distinct_keys && ci.levels == info.levels &&
+			test_record(&tr, ci.distinct_keys == info.distinct_keys && ci.levels == info.levels &&
 				  ci.nodes == info.nodes, "gpu and cpu agree on distinct keys, levels, nodes");
 		}
 	}
@@ -322,19 +279,19 @@ run_errors(void)
 	GiError		err;
 	GiBuildParams p = {GI_ENGINE_GPU, GI_STRUCT_BTREE, 4, 8};
 
-	check(gi_image_build(&p, k, NULL, 4, &img, &err) == GI_ERR_DEVICE_OOM && !img,
+	test_record(&tr, gi_image_build(&p, k, NULL, 4, &img, &err) == GI_ERR_DEVICE_OOM && !img,
 		  "device_memory_limit refuses with GI_ERR_DEVICE_OOM");
 	printf("  (limit message: %s)\n", err.message);
 	p.device_memory_limit = 0;
 	p.structure = GI_STRUCT_VEB;
-	check(gi_image_build(&p, k, NULL, 4, &img, &err) == GI_OK && img, "veb builds on the GPU");
+	test_record(&tr, gi_image_build(&p, k, NULL, 4, &img, &err) == GI_OK && img, "veb builds on the GPU");
 	gi_image_free(img);
 	img = NULL;
 	p.structure = GI_STRUCT_BTREE;
-	check(gi_image_build(&p, bad, NULL, 3, &img, &err) == GI_ERR_INVALID && !img, "unsorted build refused");
-	check(gi_image_build(&p, big, NULL, 2, &img, &err) == GI_ERR_INVALID && !img, "int32 key out of range refused");
+	test_record(&tr, gi_image_build(&p, bad, NULL, 3, &img, &err) == GI_ERR_INVALID && !img, "unsorted build refused");
+	test_record(&tr, gi_image_build(&p, big, NULL, 2, &img, &err) == GI_ERR_INVALID && !img, "int32 key out of range refused");
 	p.key_bytes = 8;
-	check(gi_image_build(&p, big, NULL, 2, &img, &err) == GI_OK && img, "int64 build");
+	test_record(&tr, gi_image_build(&p, big, NULL, 2, &img, &err) == GI_OK && img, "int64 build");
 	gi_image_free(img);
 }
 
@@ -349,6 +306,7 @@ main(int argc, char **argv)
 
 	if (argc > 2)
 		rng = strtoull(argv[2], NULL, 0) | 1;
+	tr.seed = rng;				/* printed with a failure: argv[2] repeats it */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!gi_gpu_available(why, sizeof(why)))
 	{
@@ -365,6 +323,6 @@ main(int argc, char **argv)
 			for (int shape = 0; shape < 4; shape++)
 				run_case(s, w, shape, std::min<size_t>(std::max<size_t>(s * 2, 2000), 300000));
 	}
-	printf("gpu_check: %ld passed, %ld failed\n", passed, failed);
-	return failed ? 1 : 0;
+	printf("gpu_check: %ld passed, %ld failed\n", tr.passed, tr.failed);
+	return tr.failed ? 1 : 0;
 }

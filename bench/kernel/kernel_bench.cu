@@ -137,6 +137,20 @@ grid(uint64_t n)
 	return (unsigned) std::min<uint64_t>((n + 255) / 256, (uint64_t) g_sms * 32);
 }
 
+/* Sort n keys from in into out on the device (cub radix sort, own scratch). */
+template <class T>
+static void
+sort_keys_on_device(const T *in, T *out, uint64_t n)
+{
+	size_t		tb = 0;
+	void	   *tmp;
+
+	CUDA_OK(cub::DeviceRadixSort::SortKeys(nullptr, tb, in, out, (int64_t) n));
+	CUDA_OK(cudaMalloc(&tmp, tb));
+	CUDA_OK(cub::DeviceRadixSort::SortKeys(tmp, tb, in, out, (int64_t) n));
+	CUDA_OK(cudaFree(tmp));
+}
+
 static const char *dist_name[] = {"uniform", "lognormal"};
 
 /* Count mismatches between two answer sets on the device. */
@@ -180,15 +194,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 	CUDA_OK(cudaMalloc(&sk, n * sizeof(K)));
 	gen_keys_kernel<K><<<grid(n), 256>>>(uk, up, n, dist, 1234 + n + dist);
 	CUDA_OK(cudaGetLastError());
-	{							/* sorted keys: baseline and sorted-build input */
-		size_t		tb = 0;
-		void	   *tmp;
-
-		CUDA_OK(cub::DeviceRadixSort::SortKeys(nullptr, tb, uk, sk, (int64_t) n));
-		CUDA_OK(cudaMalloc(&tmp, tb));
-		CUDA_OK(cub::DeviceRadixSort::SortKeys(tmp, tb, uk, sk, (int64_t) n));
-		CUDA_OK(cudaFree(tmp));
-	}
+	sort_keys_on_device(uk, sk, n);	/* sorted keys: baseline and sorted-build input */
 	const void *dkeys = sk;
 
 	/* build from unsorted pairs already on the device (sort + levels) */
@@ -271,15 +277,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 		CUDA_OK(cudaMalloc(&l2, q * 8));
 		gen_probes_kernel<K><<<grid(q), 256>>>(pr, q, (const K *) dkeys, n, dist, 99 + q);
 		CUDA_OK(cudaGetLastError());
-		{
-			size_t		tb = 0;
-			void	   *tmp;
-
-			CUDA_OK(cub::DeviceRadixSort::SortKeys(nullptr, tb, pr, ps, (int64_t) q));
-			CUDA_OK(cudaMalloc(&tmp, tb));
-			CUDA_OK(cub::DeviceRadixSort::SortKeys(tmp, tb, pr, ps, (int64_t) q));
-			CUDA_OK(cudaFree(tmp));
-		}
+		sort_keys_on_device(pr, ps, q);
 		for (int op = GI_OP_POINT; op <= GI_OP_PRED; op++)
 			for (int order = 0; order < 2; order++)
 			{
@@ -461,26 +459,15 @@ main(int argc, char **argv)
 			}
 
 	printf("\n### Builds (ms; median of %d after a warm-up)\n\n", reps);
-	printf("| key | n | dist | host unsorted pairs -> image, sorted pairs back: total (transfer / sort / build) | same, nothing back | device unsorted pairs: total (sort / build) | device sorted keys | device B/key | levels |\n");
-	printf("|---|---|---|---|---|---|---|---|---|\n");
-	for (auto &s : t_build)
-		printf("%s\n", s.c_str());
+	print_table("| key | n | dist | host unsorted pairs -> image, sorted pairs back: total (transfer / sort / build) | same, nothing back | device unsorted pairs: total (sort / build) | device sorted keys | device B/key | levels |", t_build);
 	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9)\n\n");
-	printf("| key | n | dist | probes | op | probe order | tree ms | of which sort ms | tree Gq/s | bsearch ms | bsearch Gq/s | tree/bsearch | mismatches |\n");
-	printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-	for (auto &s : t_query)
-		printf("%s\n", s.c_str());
+	print_table("| key | n | dist | probes | op | probe order | tree ms | of which sort ms | tree Gq/s | bsearch ms | bsearch Gq/s | tree/bsearch | mismatches |", t_query);
 	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
-	printf("| key | n | dist | op | GPU probes | GPU ms (transfer / sort / search) | GPU Gq/s | CPU probes | CPU ms | CPU Gq/s | GPU/CPU | mismatches |\n");
-	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-	for (auto &s : t_e2e)
-		printf("%s\n", s.c_str());
+	print_table("| key | n | dist | op | GPU probes | GPU ms (transfer / sort / search) | GPU Gq/s | CPU probes | CPU ms | CPU Gq/s | GPU/CPU | mismatches |", t_e2e);
 	if (!t_sweep.empty())
 	{
 		printf("\n### Policy sweep: uniform keys, %.0e random point probes (default: sort auto -> none at these sizes, bits from the formula capped at 16, group 2)\n\n", (double) qs.back());
-		printf("| key | n | sorted bits | group | ms | Gq/s |\n|---|---|---|---|---|---|\n");
-		for (auto &s : t_sweep)
-			printf("%s\n", s.c_str());
+		print_table("| key | n | sorted bits | group | ms | Gq/s |", t_sweep);
 	}
 	return 0;
 }

@@ -31,18 +31,6 @@
 static const char *const dist_names[NDIST] =
 {"linear", "uniform", "normal", "lognormal", "two-normals"};
 
-/* Exit with a message if a CUDA call failed. */
-#define BCK(call) \
-	do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-		fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-		exit(2); } } while (0)
-
-/* Exit with the engine's message if a call failed. */
-#define BGI(call) \
-	do { GiError err_; GiStatus s_ = (call); (void) err_; if (s_ != GI_OK) { \
-		fprintf(stderr, "%s:%d %s failed (%d)\n", __FILE__, __LINE__, #call, (int) s_); \
-		exit(2); } } while (0)
-
 /* A standard normal variate from two uniforms (Box-Muller). */
 __device__ static inline double
 normal01(uint64_t r)
@@ -169,11 +157,11 @@ time_min(int reps, F f)
 
 	for (int r = 0; r < reps; r++)
 	{
-		BCK(cudaDeviceSynchronize());
+		CUDA_OK(cudaDeviceSynchronize());
 		double		t0 = gi_now_ms();
 
 		f();
-		BCK(cudaDeviceSynchronize());
+		CUDA_OK(cudaDeviceSynchronize());
 		best = std::min(best, gi_now_ms() - t0);
 	}
 	return best;
@@ -192,7 +180,7 @@ build_timed(const GiBuildParams *p, const int32_t *d_keys, uint64_t n,
 		if (*out)
 			gi_image_free(*out);
 		*out = NULL;
-		BCK(cudaDeviceSynchronize());
+		CUDA_OK(cudaDeviceSynchronize());
 		t0 = gi_now_ms();
 		if (gi_gpu_dev_build(p, d_keys, NULL, n, false, NULL, out, &err) != GI_OK)
 		{
@@ -216,32 +204,32 @@ dedup(const int32_t *d_keys, uint64_t n, int32_t **d_dk, uint64_t **d_rs,
 	size_t		tb = 0,
 				tb2 = 0;
 
-	BCK(cudaMalloc(&sorted, n * 4));
-	BCK(cudaMalloc(d_dk, n * 4));
-	BCK(cudaMalloc(&cnt, n * 4));
-	BCK(cudaMalloc(&d_num, 8));
-	BCK(cub::DeviceRadixSort::SortKeys(NULL, tb, d_keys, sorted, (int64_t) n));
-	BCK(cub::DeviceRunLengthEncode::Encode(NULL, tb2, sorted, *d_dk, cnt, d_num, (int64_t) n));
+	CUDA_OK(cudaMalloc(&sorted, n * 4));
+	CUDA_OK(cudaMalloc(d_dk, n * 4));
+	CUDA_OK(cudaMalloc(&cnt, n * 4));
+	CUDA_OK(cudaMalloc(&d_num, 8));
+	CUDA_OK(cub::DeviceRadixSort::SortKeys(NULL, tb, d_keys, sorted, (int64_t) n));
+	CUDA_OK(cub::DeviceRunLengthEncode::Encode(NULL, tb2, sorted, *d_dk, cnt, d_num, (int64_t) n));
 	tb = std::max(tb, tb2);
-	BCK(cudaMalloc(&temp, tb));
-	BCK(cub::DeviceRadixSort::SortKeys(temp, tb, d_keys, sorted, (int64_t) n));
-	BCK(cub::DeviceRunLengthEncode::Encode(temp, tb, sorted, *d_dk, cnt, d_num, (int64_t) n));
-	BCK(cudaMemcpy(&nd, d_num, 8, cudaMemcpyDeviceToHost));
-	BCK(cudaMalloc(d_rs, (nd + 1) * 8));
+	CUDA_OK(cudaMalloc(&temp, tb));
+	CUDA_OK(cub::DeviceRadixSort::SortKeys(temp, tb, d_keys, sorted, (int64_t) n));
+	CUDA_OK(cub::DeviceRunLengthEncode::Encode(temp, tb, sorted, *d_dk, cnt, d_num, (int64_t) n));
+	CUDA_OK(cudaMemcpy(&nd, d_num, 8, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMalloc(d_rs, (nd + 1) * 8));
 	widen_kernel<<<g_grid, 256>>>(cnt, *d_rs, nd);
-	BCK(cudaGetLastError());
-	BCK(cudaFree(temp));
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaFree(temp));
 	temp = NULL;
 	tb = 0;
-	BCK(cub::DeviceScan::ExclusiveSum(NULL, tb, *d_rs, (int64_t) nd));
-	BCK(cudaMalloc(&temp, tb));
-	BCK(cub::DeviceScan::ExclusiveSum(temp, tb, *d_rs, (int64_t) nd));
+	CUDA_OK(cub::DeviceScan::ExclusiveSum(NULL, tb, *d_rs, (int64_t) nd));
+	CUDA_OK(cudaMalloc(&temp, tb));
+	CUDA_OK(cub::DeviceScan::ExclusiveSum(temp, tb, *d_rs, (int64_t) nd));
 	sentinel_kernel<<<1, 1>>>(*d_rs, nd, n);
-	BCK(cudaDeviceSynchronize());
-	BCK(cudaFree(temp));
-	BCK(cudaFree(sorted));
-	BCK(cudaFree(cnt));
-	BCK(cudaFree(d_num));
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaFree(temp));
+	CUDA_OK(cudaFree(sorted));
+	CUDA_OK(cudaFree(cnt));
+	CUDA_OK(cudaFree(d_num));
 	*nd_out = (uint64_t) nd;
 }
 
@@ -284,7 +272,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "no GPU: %s\n", why);
 		return 1;
 	}
-	BCK(cudaGetDeviceProperties(&prop, 0));
+	CUDA_OK(cudaGetDeviceProperties(&prop, 0));
 	g_grid = prop.multiProcessorCount * 8;
 	printf("## vEB (GPU): %s, int32 keys, %llu random predecessor queries per batch\n\n",
 		   prop.name, (unsigned long long) nq);
@@ -330,16 +318,16 @@ main(int argc, char **argv)
 					   (unsigned long long) n, dist_names[dist]);
 				return 0;
 			}
-			BCK(cudaMalloc(&d_keys, n * 4));
-			BCK(cudaMalloc(&d_probes, nq * 8));
-			BCK(cudaMalloc(&f1, nq * 8));
-			BCK(cudaMalloc(&l1, nq * 8));
-			BCK(cudaMalloc(&f2, nq * 8));
-			BCK(cudaMalloc(&l2, nq * 8));
-			BCK(cudaMalloc(&d_bad, 8));
+			CUDA_OK(cudaMalloc(&d_keys, n * 4));
+			CUDA_OK(cudaMalloc(&d_probes, nq * 8));
+			CUDA_OK(cudaMalloc(&f1, nq * 8));
+			CUDA_OK(cudaMalloc(&l1, nq * 8));
+			CUDA_OK(cudaMalloc(&f2, nq * 8));
+			CUDA_OK(cudaMalloc(&l2, nq * 8));
+			CUDA_OK(cudaMalloc(&d_bad, 8));
 			gen_keys_kernel<<<g_grid, 256>>>(d_keys, n, dist, 0x1234 + n);
 			gen_probes_kernel<<<g_grid, 256>>>(d_probes, nq, n, dist, 0xABCD + n);
-			BCK(cudaDeviceSynchronize());
+			CUDA_OK(cudaDeviceSynchronize());
 
 			/* Builds: a warm-up each (kernels load), then one timed. */
 			veb_build = build_timed(&pv, d_keys, n, &veb);
@@ -360,9 +348,9 @@ main(int argc, char **argv)
 			bs_q = time_min(3, [&] {
 				bsearch_pred_kernel<<<g_grid, 256>>>(d_dk, d_rs, nd, d_probes, nq, f2, l2);
 			});
-			BCK(cudaMemset(d_bad, 0, 8));
+			CUDA_OK(cudaMemset(d_bad, 0, 8));
 			mismatch_kernel<<<g_grid, 256>>>(f1, l1, f2, l2, nq, d_bad);
-			BCK(cudaMemcpy(&bad, d_bad, 8, cudaMemcpyDeviceToHost));
+			CUDA_OK(cudaMemcpy(&bad, d_bad, 8, cudaMemcpyDeviceToHost));
 			bt_q = time_min(3, [&] {
 				GiError		err;
 
@@ -382,7 +370,7 @@ main(int argc, char **argv)
 				GiVebInsertTree *tree = NULL;
 				GiError		err;
 
-				BCK(cudaMemcpy(h32, d_keys, n * 4, cudaMemcpyDeviceToHost));
+				CUDA_OK(cudaMemcpy(h32, d_keys, n * 4, cudaMemcpyDeviceToHost));
 				for (uint64_t i = 0; i < n; i++)
 					hk[i] = h32[i];
 				double		t0 = gi_now_ms();
@@ -408,15 +396,15 @@ main(int argc, char **argv)
 				   (double) info.device_bytes / ((double) nd * 4), bad);
 			fflush(stdout);
 			gi_image_free(veb);
-			BCK(cudaFree(d_keys));
-			BCK(cudaFree(d_probes));
-			BCK(cudaFree(d_dk));
-			BCK(cudaFree(d_rs));
-			BCK(cudaFree(f1));
-			BCK(cudaFree(l1));
-			BCK(cudaFree(f2));
-			BCK(cudaFree(l2));
-			BCK(cudaFree(d_bad));
+			CUDA_OK(cudaFree(d_keys));
+			CUDA_OK(cudaFree(d_probes));
+			CUDA_OK(cudaFree(d_dk));
+			CUDA_OK(cudaFree(d_rs));
+			CUDA_OK(cudaFree(f1));
+			CUDA_OK(cudaFree(l1));
+			CUDA_OK(cudaFree(f2));
+			CUDA_OK(cudaFree(l2));
+			CUDA_OK(cudaFree(d_bad));
 		}
 	printf("\n(%.0f s)\n", (gi_now_ms() - start) / 1000.0);
 	return 0;

@@ -18,6 +18,7 @@
  */
 #include "engine.h"
 #include "veb_classic.h"
+#include "../../test/common/test_util.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -35,24 +36,13 @@ static const char *const dist_names[NDISTS] = {
 	"linear", "uniform", "normal", "lognormal", "2normals"
 };
 
-static uint64_t rng_state;
-
-/* splitmix64. */
-static uint64_t
-rnd(void)
-{
-	uint64_t	z = (rng_state += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
-}
+static TestRun gen;				/* the random stream (gen.rng) */
 
 /* Uniform double in (0, 1). */
 static double
 rnd_unit(void)
 {
-	return ((rnd() >> 11) + 0.5) / 9007199254740992.0;
+	return ((test_rnd(&gen) >> 11) + 0.5) / 9007199254740992.0;
 }
 
 /* Standard normal (Box-Muller). */
@@ -82,39 +72,15 @@ draw(int dist, int64_t *next)
 		case 0:
 			return (*next)++;
 		case 1:
-			return (int64_t) (int32_t) (uint32_t) rnd();
+			return (int64_t) (int32_t) (uint32_t) test_rnd(&gen);
 		case 2:
 			return clamp32(rnd_normal() * 268435456.0);	/* sigma 2^28 */
 		case 3:
 			return clamp32(exp(14.0 + 1.5 * rnd_normal()));
 		default:
-			return clamp32((rnd() & 1 ? 536870912.0 : -536870912.0) +
+			return clamp32((test_rnd(&gen) & 1 ? 536870912.0 : -536870912.0) +
 						   rnd_normal() * 67108864.0);
 	}
-}
-
-/* Wall clock in milliseconds. */
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
-}
-
-/* Allocate or die. */
-static void *
-xmalloc(size_t bytes)
-{
-	void	   *p = malloc(bytes ? bytes : 1);
-
-	if (p == NULL)
-	{
-		fprintf(stderr, "veb_bench: out of memory (%zu bytes)\n", bytes);
-		exit(2);
-	}
-	return p;
 }
 
 /* Build an image or die; returns the wall time in ms through *ms. */
@@ -124,14 +90,14 @@ build(GiStructure structure, const int64_t *sorted, size_t n, double *ms)
 	GiBuildParams params = {GI_ENGINE_CPU, structure, 4, 0};
 	GiImage    *image = NULL;
 	GiError		err;
-	double		t0 = now_ms();
+	double		t0 = test_now_ms();
 
 	if (gi_image_build(&params, sorted, NULL, n, &image, &err) != GI_OK)
 	{
 		fprintf(stderr, "veb_bench: build failed: %s\n", err.message);
 		exit(2);
 	}
-	*ms = now_ms() - t0;
+	*ms = test_now_ms() - t0;
 	return image;
 }
 
@@ -146,7 +112,7 @@ time_pred(GiImage *image, const int64_t *probes, size_t np, uint64_t *first,
 	for (r = 0; r < REPS; r++)
 	{
 		GiError		err;
-		double		t0 = now_ms();
+		double		t0 = test_now_ms();
 
 		if (gi_image_query(image, GI_OP_PRED, probes, NULL, np, first, last,
 						   &err) != GI_OK)
@@ -154,8 +120,8 @@ time_pred(GiImage *image, const int64_t *probes, size_t np, uint64_t *first,
 			fprintf(stderr, "veb_bench: query failed: %s\n", err.message);
 			exit(2);
 		}
-		if (now_ms() - t0 < best)
-			best = now_ms() - t0;
+		if (test_now_ms() - t0 < best)
+			best = test_now_ms() - t0;
 	}
 	return best;
 }
@@ -183,13 +149,13 @@ typedef struct Row
 static void
 measure(Row *row, size_t n, int dist, size_t np)
 {
-	int64_t    *keys = xmalloc(n * sizeof(int64_t));
-	int64_t    *sorted = xmalloc(n * sizeof(int64_t));
-	int64_t    *probes = xmalloc(np * sizeof(int64_t));
-	uint64_t   *vf = xmalloc(np * sizeof(uint64_t));
-	uint64_t   *vl = xmalloc(np * sizeof(uint64_t));
-	uint64_t   *bf = xmalloc(np * sizeof(uint64_t));
-	uint64_t   *bl = xmalloc(np * sizeof(uint64_t));
+	int64_t    *keys = test_xmalloc(n * sizeof(int64_t));
+	int64_t    *sorted = test_xmalloc(n * sizeof(int64_t));
+	int64_t    *probes = test_xmalloc(np * sizeof(int64_t));
+	uint64_t   *vf = test_xmalloc(np * sizeof(uint64_t));
+	uint64_t   *vl = test_xmalloc(np * sizeof(uint64_t));
+	uint64_t   *bf = test_xmalloc(np * sizeof(uint64_t));
+	uint64_t   *bl = test_xmalloc(np * sizeof(uint64_t));
 	GiVebInsertTree *tree;
 	GiImage    *veb;
 	GiImage    *btree;
@@ -203,34 +169,34 @@ measure(Row *row, size_t n, int dist, size_t np)
 	memset(row, 0, sizeof(*row));
 	row->n = n;
 	row->dist = dist;
-	rng_state = 0x1234567ULL * (dist + 1) + n;
+	gen.rng = 0x1234567ULL * (dist + 1) + n;
 	for (i = 0; i < n; i++)
 		keys[i] = draw(dist, &next);
 	/* Linear data in generated order is sorted; shuffle it for insertion. */
 	if (dist == 0)
 		for (i = n - 1; i > 0; i--)
 		{
-			size_t		j = rnd() % (i + 1);
+			size_t		j = test_rnd(&gen) % (i + 1);
 			int64_t		k = keys[i];
 
 			keys[i] = keys[j];
 			keys[j] = k;
 		}
-	rng_state = 0x7654321ULL * (dist + 1) + n;
+	gen.rng = 0x7654321ULL * (dist + 1) + n;
 	for (i = 0; i < np; i++)
-		probes[i] = dist == 0 ? (int64_t) (rnd() % n) : draw(dist, &next);
+		probes[i] = dist == 0 ? (int64_t) (test_rnd(&gen) % n) : draw(dist, &next);
 
 	row->sort_ms = 1e300;
 	for (r = 0; r < REPS; r++)
 	{
-		t0 = now_ms();
+		t0 = test_now_ms();
 		if (gi_sort_pairs(keys, NULL, n, sorted, NULL, &err) != GI_OK)
 		{
 			fprintf(stderr, "veb_bench: sort failed: %s\n", err.message);
 			exit(2);
 		}
-		if (now_ms() - t0 < row->sort_ms)
-			row->sort_ms = now_ms() - t0;
+		if (test_now_ms() - t0 < row->sort_ms)
+			row->sort_ms = test_now_ms() - t0;
 	}
 
 	/* Builds: best of REPS each (the insertion build once: it is slow). */
@@ -252,13 +218,13 @@ measure(Row *row, size_t n, int dist, size_t np)
 			row->btree_ms = ms;
 		gi_image_free(btree);
 	}
-	t0 = now_ms();
+	t0 = test_now_ms();
 	if (gi_veb_insert_build(keys, n, 4, &tree, &err) != GI_OK)
 	{
 		fprintf(stderr, "veb_bench: insertion build failed: %s\n", err.message);
 		exit(2);
 	}
-	row->insert_ms = now_ms() - t0;
+	row->insert_ms = test_now_ms() - t0;
 	row->insert_bytes = gi_veb_insert_bytes(tree);
 	gi_veb_insert_free(tree);
 
@@ -357,7 +323,7 @@ main(int argc, char **argv)
 	}
 	if (s && *s)
 		np = strtoull(s, NULL, 0);
-	rows = xmalloc(sizeof(Row) * nsizes * NDISTS);
+	rows = test_xmalloc(sizeof(Row) * nsizes * NDISTS);
 	printf("veb_bench: int4 keys (32-bit universe), %ld cores, batches of %zu probes\n",
 		   sysconf(_SC_NPROCESSORS_ONLN), np);
 	for (i = 0; i < nsizes; i++)

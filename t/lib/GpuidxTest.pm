@@ -6,77 +6,31 @@ package GpuidxTest;
 use strict;
 use warnings;
 use Test::More;
+use PostgreSQL::Test::Cluster;
 use Exporter 'import';
+use File::Basename qw(dirname);
 
-our @EXPORT = qw($check_sql $btree_sql $setup_sql verify verify_btree verify_rows);
+our @EXPORT = qw($check_sql $btree_sql $setup_sql gpuidx_node verify verify_btree verify_rows verify_session);
 
-# Shared by the gpuidx TAP tests.
-#
-# gi_check(idx, probes, lo, hi): every batch function on idx against the same
-# question answered by sequential scans (no index; read-only, so it also runs
-# on a hot standby).  plan_check(tbl, probes): = ANY, range and ordered
-# LIMIT 1 queries through forced gpuidx index, bitmap and custom scans
-# against sequential scans.  Both return rows (what, ref_rows, missing, extra).
-our $check_sql = <<'SQL';
-CREATE FUNCTION gi_check(idx regclass, probes bigint[], lo bigint[], hi bigint[])
-RETURNS TABLE(fn text, ref_rows bigint, missing bigint, extra bigint)
-LANGUAGE plpgsql AS $f$
-DECLARE
-  tbl regclass; e text; pr text; q text;
-  cmp constant text := 'SELECT (SELECT count(*) FROM r__), '
-     '(SELECT count(*) FROM (SELECT * FROM r__ EXCEPT ALL SELECT * FROM g__) x), '
-     '(SELECT count(*) FROM (SELECT * FROM g__ EXCEPT ALL SELECT * FROM r__) y)';
-BEGIN
-  SELECT i.indrelid, pg_get_indexdef(idx, 1, true),
-         coalesce(pg_get_expr(i.indpred, i.indrelid, true), 'true')
-    INTO tbl, e, pr FROM pg_index i WHERE i.indexrelid = idx;
-  PERFORM set_config('enable_indexscan', 'off', true);
-  PERFORM set_config('enable_indexonlyscan', 'off', true);
-  PERFORM set_config('enable_bitmapscan', 'off', true);
-  PERFORM set_config('gpuidx.enable_customscan', 'off', true);
-  fn := 'lookup';
-  q := format('WITH g__ AS (SELECT * FROM gpuidx_lookup(%L, $1)), '
-              'r__ AS (SELECT u.pi__::int, (%s)::bigint, t.ctid FROM unnest($1) WITH ORDINALITY u(pv__, pi__) '
-              'JOIN %s t ON (%s) = u.pv__ WHERE %s) ', idx, e, tbl, e, pr) || cmp;
-  EXECUTE q INTO ref_rows, missing, extra USING probes;
-  RETURN NEXT;
-  fn := 'predecessor';
-  q := format('WITH ks__ AS (SELECT DISTINCT (%s)::bigint AS kk FROM %s t WHERE %s AND (%s) IS NOT NULL), '
-              'm__ AS (SELECT typ__, pi__, max(kk) OVER (ORDER BY pv__, typ__ ROWS UNBOUNDED PRECEDING) AS best__ '
-              '      FROM (SELECT 0 AS typ__, NULL::bigint AS pi__, kk, kk AS pv__ FROM ks__ '
-              '            UNION ALL SELECT 1, u.pi__, NULL, u.pv__ FROM unnest($1) WITH ORDINALITY u(pv__, pi__) '
-              '            WHERE u.pv__ IS NOT NULL) s), '
-              'g__ AS (SELECT * FROM gpuidx_predecessor(%L, $1)), '
-              'r__ AS (SELECT m__.pi__::int, (%s)::bigint, t.ctid FROM m__ JOIN %s t ON (%s) = m__.best__ '
-              '      WHERE m__.typ__ = 1 AND %s) ', e, tbl, pr, e, idx, e, tbl, e, pr) || cmp;
-  EXECUTE q INTO ref_rows, missing, extra USING probes;
-  RETURN NEXT;
-  fn := 'successor';
-  q := format('WITH ks__ AS (SELECT DISTINCT (%s)::bigint AS kk FROM %s t WHERE %s AND (%s) IS NOT NULL), '
-              'm__ AS (SELECT typ__, pi__, min(kk) OVER (ORDER BY pv__ DESC, typ__ ROWS UNBOUNDED PRECEDING) AS best__ '
-              '      FROM (SELECT 0 AS typ__, NULL::bigint AS pi__, kk, kk AS pv__ FROM ks__ '
-              '            UNION ALL SELECT 1, u.pi__, NULL, u.pv__ FROM unnest($1) WITH ORDINALITY u(pv__, pi__) '
-              '            WHERE u.pv__ IS NOT NULL) s), '
-              'g__ AS (SELECT * FROM gpuidx_successor(%L, $1)), '
-              'r__ AS (SELECT m__.pi__::int, (%s)::bigint, t.ctid FROM m__ JOIN %s t ON (%s) = m__.best__ '
-              '      WHERE m__.typ__ = 1 AND %s) ', e, tbl, pr, e, idx, e, tbl, e, pr) || cmp;
-  EXECUTE q INTO ref_rows, missing, extra USING probes;
-  RETURN NEXT;
-  fn := 'range';
-  q := format('WITH g__ AS (SELECT * FROM gpuidx_range(%L, $1, $2)), '
-              'r__ AS (SELECT u.pi__::int, (%s)::bigint, t.ctid FROM unnest($1, $2) WITH ORDINALITY u(lo__, hi__, pi__) '
-              'JOIN %s t ON (%s) >= u.lo__ AND (%s) <= u.hi__ WHERE %s) ', idx, e, tbl, e, e, pr) || cmp;
-  EXECUTE q INTO ref_rows, missing, extra USING lo, hi;
-  RETURN NEXT;
-  fn := 'range_count';
-  q := format('WITH c__ AS (SELECT u.pi__, (SELECT count(*) FROM %s t WHERE (%s) >= u.lo__ AND (%s) <= u.hi__ AND %s) AS n '
-              '           FROM unnest($1, $2) WITH ORDINALITY u(lo__, hi__, pi__)), '
-              'g__ AS (SELECT i AS pi__, n FROM unnest(gpuidx_range_count(%L, $1, $2)) WITH ORDINALITY x(n, i)), '
-              'r__ AS (SELECT pi__, n FROM c__) ', tbl, e, e, pr, idx) || cmp;
-  EXECUTE q INTO ref_rows, missing, extra USING lo, hi;
-  RETURN NEXT;
-END $f$;
+# The gi_check() fixture the pg_regress suite uses too, read from
+# sql/include/gi_check.sql: the SQL text of the file.
+sub fixture_sql
+{
+	my $path = dirname(__FILE__) . "/../../sql/include/gi_check.sql";
+	open(my $fh, '<', $path) or die "cannot read $path: $!";
+	local $/;
+	my $sql = <$fh>;
+	close($fh);
+	return $sql;
+}
 
+# gi_check(idx, probes, lo, hi) (the fixture): every batch function on idx
+# against the same question answered by sequential scans (no index;
+# read-only, so it also runs on a hot standby).  plan_check(tbl, probes):
+# = ANY, range and ordered LIMIT 1 queries through forced gpuidx index,
+# bitmap and custom scans against sequential scans.  Both return rows
+# (what, ref_rows, missing, extra).
+our $check_sql = fixture_sql() . <<'SQL';
 CREATE FUNCTION plan_check(tbl regclass, probes bigint[])
 RETURNS TABLE(fn text, ref_rows bigint, missing bigint, extra bigint)
 LANGUAGE plpgsql AS $f$
@@ -111,6 +65,19 @@ BEGIN
 END $f$;
 SQL
 
+# A started node named $name whose postgresql.conf sets gpuidx.engine from
+# GPUIDX_ENGINE (default auto), then the lines of $conf.
+sub gpuidx_node
+{
+	my ($name, $conf) = @_;
+	my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', "gpuidx.engine = '$engine'\n" . ($conf // ''));
+	$node->start;
+	return $node;
+}
+
 # Check rows "what|ref_rows|missing|extra" (psql's unaligned output): one
 # assertion per row that nothing is missing or extra, and one that all
 # $expected rows came.
@@ -125,6 +92,17 @@ sub verify_rows
 		$n++;
 	}
 	is($n, $expected, "$label: all checks ran");
+	return;
+}
+
+# Run $sql (rows "what|ref_rows|missing|extra") in a background psql
+# session: no error there, then verify_rows.
+sub verify_session
+{
+	my ($session, $sql, $expected, $label) = @_;
+	my ($out, $err) = $session->query($sql);
+	is($err, 0, "$label: no error in the long-lived session");
+	verify_rows($out, $expected, $label);
 	return;
 }
 

@@ -19,6 +19,7 @@
  */
 #include "engine_impl.h"	/* gi_host_sort_pairs too */
 #include "veb_classic.h"		/* the vEB insertion-build baseline */
+#include "../common/test_util.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,182 +31,7 @@
 #define MAX_REPORTS		3		/* mismatches printed per failing case */
 #define POISON			0xABABABABABABABABULL
 
-static uint64_t seed;
-static uint64_t rng_state;
-static long passed;
-static long failed;
-static long skipped;
-static bool verbose;
-
-/* splitmix64: a small, good, seedable generator. */
-static uint64_t
-rnd(void)
-{
-	uint64_t	z = (rng_state += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform integer in [0, bound) (bound > 0; slight bias is harmless here). */
-static uint64_t
-rnd_below(uint64_t bound)
-{
-	return rnd() % bound;
-}
-
-/* Uniform int64 in [lo, hi]. */
-static int64_t
-rnd_between(int64_t lo, int64_t hi)
-{
-	uint64_t	span = (uint64_t) hi - (uint64_t) lo;
-
-	if (span == UINT64_MAX)
-		return (int64_t) rnd();
-	return (int64_t) ((uint64_t) lo + rnd_below(span + 1));
-}
-
-/* Saturating int64 addition. */
-static int64_t
-sat_add(int64_t a, int64_t b)
-{
-	if (b > 0 && a > INT64_MAX - b)
-		return INT64_MAX;
-	if (b < 0 && a < INT64_MIN - b)
-		return INT64_MIN;
-	return a + b;
-}
-
-/* Wall clock in seconds. */
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Allocate or die: the tests themselves need no graceful OOM. */
-static void *
-xmalloc(size_t bytes)
-{
-	void	   *p = malloc(bytes ? bytes : 1);
-
-	if (p == NULL)
-	{
-		fprintf(stderr, "test_engine: out of memory (%zu bytes)\n", bytes);
-		exit(2);
-	}
-	return p;
-}
-
-/* Record one case's outcome. */
-static void
-record(bool ok, const char *what)
-{
-	if (ok)
-		passed++;
-	else
-		failed++;
-	if (verbose)
-		printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-}
-
-typedef struct Pair
-{
-	int64_t		key;
-	uint64_t	payload;
-} Pair;
-
-/* qsort order of (key, payload). */
-static int
-cmp_pair(const void *a, const void *b)
-{
-	const Pair *x = a;
-	const Pair *y = b;
-
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	if (x->payload != y->payload)
-		return x->payload < y->payload ? -1 : 1;
-	return 0;
-}
-
-/* Brute force lower_bound: first i with keys[i] >= p. */
-static uint64_t
-ref_lower(const int64_t *keys, uint64_t n, int64_t p)
-{
-	uint64_t	lo = 0;
-	uint64_t	hi = n;
-
-	while (lo < hi)
-	{
-		uint64_t	mid = lo + (hi - lo) / 2;
-
-		if (keys[mid] < p)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Brute force upper_bound: first i with keys[i] > p. */
-static uint64_t
-ref_upper(const int64_t *keys, uint64_t n, int64_t p)
-{
-	uint64_t	lo = 0;
-	uint64_t	hi = n;
-
-	while (lo < hi)
-	{
-		uint64_t	mid = lo + (hi - lo) / 2;
-
-		if (keys[mid] <= p)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* The expected [first, last) of one probe, as engine.h defines the ops. */
-static void
-ref_answer(const int64_t *keys, uint64_t n, GiOp op, int64_t p, int64_t hi,
-		   uint64_t *first, uint64_t *last)
-{
-	uint64_t	a;
-	uint64_t	b;
-
-	switch (op)
-	{
-		case GI_OP_POINT:
-			a = ref_lower(keys, n, p);
-			b = ref_upper(keys, n, p);
-			break;
-		case GI_OP_PRED:
-			b = ref_upper(keys, n, p);
-			a = b == 0 ? 0 : ref_lower(keys, n, keys[b - 1]);
-			break;
-		case GI_OP_SUCC:
-			a = ref_lower(keys, n, p);
-			b = a == n ? n : ref_upper(keys, n, keys[a]);
-			break;
-		default:
-			if (p > hi)
-				a = b = 0;
-			else
-			{
-				a = ref_lower(keys, n, p);
-				b = ref_upper(keys, n, hi);
-			}
-			break;
-	}
-	*first = a;
-	*last = b;
-}
+static TestRun tr;				/* seed, random stream, counts */
 
 static const char *const op_names[] = {"?", "point", "pred", "succ", "range"};
 static const char *const dist_names[] = {"uniform", "dups", "dense", "single",
@@ -213,14 +39,6 @@ static const char *const dist_names[] = {"uniform", "dups", "dense", "single",
 static const char *const struct_names[] = {"?", "btree", "veb"};
 
 #define NDISTS 6
-
-/* The key type's range for a key width. */
-static void
-type_range(int width, int64_t *tmin, int64_t *tmax)
-{
-	*tmax = width == 2 ? INT16_MAX : width == 4 ? INT32_MAX : INT64_MAX;
-	*tmin = -*tmax - 1;
-}
 
 /* Generate n keys of the given distribution (unsorted) within the type. */
 static void
@@ -232,26 +50,26 @@ gen_keys(int64_t *keys, size_t n, int width, int dist)
 	int64_t		vals[64];
 	size_t		nvals;
 
-	type_range(width, &tmin, &tmax);
+	test_type_range(width, &tmin, &tmax);
 	switch (dist)
 	{
 		case 0:					/* uniform over the type, extremes forced */
 			for (i = 0; i < n; i++)
-				keys[i] = rnd_below(100) == 0 ? (rnd() & 1 ? tmin : tmax) :
-					rnd_between(tmin, tmax);
+				keys[i] = test_below(&tr, 100) == 0 ? (test_rnd(&tr) & 1 ? tmin : tmax) :
+					test_between(&tr, tmin, tmax);
 			if (n >= 2)
 			{
-				keys[rnd_below(n)] = tmin;
-				keys[rnd_below(n)] = tmax;
+				keys[test_below(&tr, n)] = tmin;
+				keys[test_below(&tr, n)] = tmax;
 			}
 			break;
 		case 1:					/* heavy duplicates of a few values */
-			nvals = 1 + rnd_below(n < 100 ? 4 : 64);
+			nvals = 1 + test_below(&tr, n < 100 ? 4 : 64);
 			for (i = 0; i < nvals; i++)
-				vals[i] = rnd_below(4) == 0 ? (rnd() & 1 ? tmin : tmax) :
-					rnd_between(tmin, tmax);
+				vals[i] = test_below(&tr, 4) == 0 ? (test_rnd(&tr) & 1 ? tmin : tmax) :
+					test_between(&tr, tmin, tmax);
 			for (i = 0; i < n; i++)
-				keys[i] = vals[rnd_below(nvals)];
+				keys[i] = vals[test_below(&tr, nvals)];
 			break;
 		case 2:					/* dense around zero: negatives, dups */
 			{
@@ -259,7 +77,7 @@ gen_keys(int64_t *keys, size_t n, int width, int dist)
 
 				for (i = 0; i < n; i++)
 				{
-					int64_t		k = rnd_between(-half, half);
+					int64_t		k = test_between(&tr, -half, half);
 
 					keys[i] = k < tmin ? tmin : k > tmax ? tmax : k;
 				}
@@ -267,8 +85,8 @@ gen_keys(int64_t *keys, size_t n, int width, int dist)
 			break;
 		case 3:					/* one value only, often an extreme */
 			{
-				int64_t		v = rnd_below(3) == 0 ? tmin :
-					rnd_below(2) == 0 ? tmax : rnd_between(tmin, tmax);
+				int64_t		v = test_below(&tr, 3) == 0 ? tmin :
+					test_below(&tr, 2) == 0 ? tmax : test_between(&tr, tmin, tmax);
 
 				for (i = 0; i < n; i++)
 					keys[i] = v;
@@ -280,14 +98,14 @@ gen_keys(int64_t *keys, size_t n, int width, int dist)
 
 				while (at < n)
 				{
-					int64_t		k = rnd_between(tmin, tmax);
-					int64_t		stride = 1 + (int64_t) rnd_below(rnd() & 1 ? 2 : 40);
-					size_t		len = 1 + rnd_below(300);
+					int64_t		k = test_between(&tr, tmin, tmax);
+					int64_t		stride = 1 + (int64_t) test_below(&tr, test_rnd(&tr) & 1 ? 2 : 40);
+					size_t		len = 1 + test_below(&tr, 300);
 
 					for (; len > 0 && at < n; len--, at++)
 					{
 						keys[at] = k;
-						k = sat_add(k, stride);
+						k = test_sat_add(k, stride);
 						if (k > tmax)
 							k = tmin;
 					}
@@ -295,13 +113,13 @@ gen_keys(int64_t *keys, size_t n, int width, int dist)
 			}
 			break;
 		default:				/* a few tight clusters spread over the type */
-			nvals = 1 + rnd_below(8);
+			nvals = 1 + test_below(&tr, 8);
 			for (i = 0; i < nvals; i++)
-				vals[i] = rnd_between(tmin, tmax);
+				vals[i] = test_between(&tr, tmin, tmax);
 			for (i = 0; i < n; i++)
 			{
-				int64_t		k = sat_add(vals[rnd_below(nvals)],
-										rnd_between(-1000, 1000));
+				int64_t		k = test_sat_add(vals[test_below(&tr, nvals)],
+										test_between(&tr, -1000, 1000));
 
 				keys[i] = k < tmin ? tmin : k > tmax ? tmax : k;
 			}
@@ -315,15 +133,15 @@ gen_probe(const int64_t *sorted, size_t n, int width)
 {
 	int64_t		tmin;
 	int64_t		tmax;
-	uint64_t	r = rnd_below(100);
+	uint64_t	r = test_below(&tr, 100);
 
-	type_range(width, &tmin, &tmax);
+	test_type_range(width, &tmin, &tmax);
 	if (n > 0 && r < 30)
-		return sorted[rnd_below(n)];
+		return sorted[test_below(&tr, n)];
 	if (n > 0 && r < 45)
-		return sat_add(sorted[rnd_below(n)], rnd() & 1 ? 1 : -1);
+		return test_sat_add(sorted[test_below(&tr, n)], test_rnd(&tr) & 1 ? 1 : -1);
 	if (r < 60)
-		return rnd_between(tmin, tmax);
+		return test_between(&tr, tmin, tmax);
 	if (r < 70)
 	{
 		static const int64_t far[] = {
@@ -334,18 +152,18 @@ gen_probe(const int64_t *sorted, size_t n, int width)
 			(int64_t) UINT32_MAX, (int64_t) 1 << 32, -((int64_t) 1 << 32),
 		};
 
-		r = rnd_below(sizeof(far) / sizeof(far[0]) + 2);
+		r = test_below(&tr, sizeof(far) / sizeof(far[0]) + 2);
 		if (r == sizeof(far) / sizeof(far[0]))
-			return sat_add(tmin, -1);
+			return test_sat_add(tmin, -1);
 		if (r > sizeof(far) / sizeof(far[0]))
-			return sat_add(tmax, 1);
+			return test_sat_add(tmax, 1);
 		return far[r];
 	}
 	if (r < 80)
-		return (int64_t) rnd();
+		return (int64_t) test_rnd(&tr);
 	if (n > 0)
-		return rnd_between(sat_add(sorted[0], -3), sat_add(sorted[n - 1], 3));
-	return rnd_between(-3, 3);
+		return test_between(&tr, test_sat_add(sorted[0], -3), test_sat_add(sorted[n - 1], 3));
+	return test_between(&tr, -3, 3);
 }
 
 /* Generate probes and, for ranges, upper bounds (some below lo). */
@@ -357,7 +175,7 @@ gen_probes(int64_t *lo, int64_t *hi, size_t np, const int64_t *sorted,
 
 	for (i = 0; i < np; i++)
 	{
-		uint64_t	r = rnd_below(10);
+		uint64_t	r = test_below(&tr, 10);
 
 		lo[i] = gen_probe(sorted, n, width);
 		if (r < 3)
@@ -365,12 +183,12 @@ gen_probes(int64_t *lo, int64_t *hi, size_t np, const int64_t *sorted,
 		else if (r < 5)
 			hi[i] = lo[i];
 		else if (r < 8)
-			hi[i] = sat_add(lo[i], (int64_t) rnd_below(r == 7 ? 1000000 : 50));
+			hi[i] = test_sat_add(lo[i], (int64_t) test_below(&tr, r == 7 ? 1000000 : 50));
 		else
-			hi[i] = sat_add(lo[i], -1 - (int64_t) rnd_below(1000));
+			hi[i] = test_sat_add(lo[i], -1 - (int64_t) test_below(&tr, 1000));
 	}
 	/* Sometimes a batch of sorted or repeated probes. */
-	if (np > 1 && rnd_below(4) == 0)
+	if (np > 1 && test_below(&tr, 4) == 0)
 	{
 		for (i = 1; i < np; i++)
 			if (lo[i] < lo[i - 1])
@@ -399,7 +217,7 @@ check_op(GiImage *image, const char *engine, const char *label, GiOp op,
 	if (st != GI_OK)
 	{
 		printf("FAIL seed=%" PRIu64 " %s %s op=%s: query failed (%d): %s\n",
-			   seed, engine, label, op_names[op], (int) st, err.message);
+			   tr.seed, engine, label, op_names[op], (int) st, err.message);
 		return false;
 	}
 	for (i = 0; i < np; i++)
@@ -408,7 +226,7 @@ check_op(GiImage *image, const char *engine, const char *label, GiOp op,
 		uint64_t	eb;
 		bool		ok;
 
-		ref_answer(sorted, n, op, lo[i], hi[i], &ea, &eb);
+		test_expect(sorted, n, op, lo[i], hi[i], &ea, &eb);
 		if (ea == eb)
 			ok = first[i] == last[i] && first[i] != POISON;
 		else
@@ -419,7 +237,7 @@ check_op(GiImage *image, const char *engine, const char *label, GiOp op,
 				printf("FAIL seed=%" PRIu64 " %s %s op=%s probe#%zu p=%" PRId64
 					   " hi=%" PRId64 ": got [%" PRIu64 ", %" PRIu64
 					   ") want [%" PRIu64 ", %" PRIu64 ")\n",
-					   seed, engine, label, op_names[op], i, lo[i],
+					   tr.seed, engine, label, op_names[op], i, lo[i],
 					   op == GI_OP_RANGE ? hi[i] : 0, first[i], last[i], ea, eb);
 		}
 	}
@@ -454,7 +272,7 @@ check_info(GiImage *image, const char *engine, const char *label, int width,
 		printf("FAIL seed=%" PRIu64 " %s %s info: entries=%" PRIu64
 			   " distinct=%" PRIu64 " (want %" PRIu64 ") levels=%d order=%d"
 			   " nodes=%" PRIu64 " clusters=%" PRIu64 " hash_bytes=%" PRIu64
-			   " host_bytes=%" PRIu64 "\n", seed, engine, label, info.entries,
+			   " host_bytes=%" PRIu64 "\n", tr.seed, engine, label, info.entries,
 			   info.distinct_keys, distinct, info.levels, info.node_order,
 			   info.nodes, info.clusters, info.hash_bytes, info.host_bytes);
 	return ok;
@@ -503,7 +321,7 @@ check_same_as_btree(const char *engine, const char *label, GiOp op,
 		if (!ok && reports++ < MAX_REPORTS)
 			printf("FAIL seed=%" PRIu64 " %s %s op=%s probe#%zu p=%" PRId64
 				   ": veb [%" PRIu64 ", %" PRIu64 ") btree [%" PRIu64 ", %"
-				   PRIu64 ")\n", seed, engine, label, op_names[op], i, lo[i],
+				   PRIu64 ")\n", tr.seed, engine, label, op_names[op], i, lo[i],
 				   first[i], last[i], bt_first[i], bt_last[i]);
 	}
 	return reports == 0;
@@ -528,14 +346,14 @@ check_insert_baseline(const char *label, int width, const int64_t *keys,
 	if (st != GI_OK)
 	{
 		printf("FAIL seed=%" PRIu64 " cpu %s insertion build failed (%d): %s\n",
-			   seed, label, (int) st, err.message);
+			   tr.seed, label, (int) st, err.message);
 		return false;
 	}
 	for (i = 0; i < np; i++)
 	{
 		int64_t		p = lo[i];
-		uint64_t	up = ref_upper(sorted, n, p);
-		uint64_t	lw = ref_lower(sorted, n, p);
+		uint64_t	up = test_bound(sorted, n, p, true);
+		uint64_t	lw = test_bound(sorted, n, p, false);
 		bool		want_exists = lw < n && sorted[lw] == p;
 		int64_t		got_pred = 0;
 		int64_t		got_succ = 0;
@@ -548,7 +366,7 @@ check_insert_baseline(const char *label, int width, const int64_t *keys,
 			has_succ == (lw < n) && (!has_succ || got_succ == sorted[lw]);
 		if (!ok && reports++ < MAX_REPORTS)
 			printf("FAIL seed=%" PRIu64 " cpu %s insertion baseline p=%" PRId64
-				   ": pred %d/%" PRId64 " succ %d/%" PRId64 "\n", seed, label,
+				   ": pred %d/%" PRId64 " succ %d/%" PRId64 "\n", tr.seed, label,
 				   p, (int) has_pred, got_pred, (int) has_succ, got_succ);
 	}
 	gi_veb_insert_free(tree);
@@ -562,18 +380,18 @@ check_insert_baseline(const char *label, int width, const int64_t *keys,
 static void
 run_case(int width, size_t n, int dist, bool gpu, int variant)
 {
-	int64_t    *keys = xmalloc(n * sizeof(int64_t));
-	uint64_t   *payloads = xmalloc(n * sizeof(uint64_t));
-	Pair	   *pairs = xmalloc(n * sizeof(Pair));
-	int64_t    *sorted = xmalloc(n * sizeof(int64_t));
-	uint64_t   *sorted_pl = xmalloc(n * sizeof(uint64_t));
-	int64_t    *got_keys = xmalloc(n * sizeof(int64_t));
-	uint64_t   *got_pl = xmalloc(n * sizeof(uint64_t));
+	int64_t    *keys = test_xmalloc(n * sizeof(int64_t));
+	uint64_t   *payloads = test_xmalloc(n * sizeof(uint64_t));
+	TestPair   *pairs = test_xmalloc(n * sizeof(TestPair));
+	int64_t    *sorted = test_xmalloc(n * sizeof(int64_t));
+	uint64_t   *sorted_pl = test_xmalloc(n * sizeof(uint64_t));
+	int64_t    *got_keys = test_xmalloc(n * sizeof(int64_t));
+	uint64_t   *got_pl = test_xmalloc(n * sizeof(uint64_t));
 	size_t		np = n + 64 < 300000 ? n + 64 : 300000;
-	int64_t    *lo = xmalloc(np * sizeof(int64_t));
-	int64_t    *hi = xmalloc(np * sizeof(int64_t));
-	uint64_t   *first = xmalloc(np * sizeof(uint64_t));
-	uint64_t   *last = xmalloc(np * sizeof(uint64_t));
+	int64_t    *lo = test_xmalloc(np * sizeof(int64_t));
+	int64_t    *hi = test_xmalloc(np * sizeof(int64_t));
+	uint64_t   *first = test_xmalloc(np * sizeof(uint64_t));
+	uint64_t   *last = test_xmalloc(np * sizeof(uint64_t));
 	uint64_t   *bt_first[GI_OP_RANGE + 1];
 	uint64_t   *bt_last[GI_OP_RANGE + 1];
 	char		label[160];
@@ -585,20 +403,20 @@ run_case(int width, size_t n, int dist, bool gpu, int variant)
 
 	for (op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
 	{
-		bt_first[op] = xmalloc(np * sizeof(uint64_t));
-		bt_last[op] = xmalloc(np * sizeof(uint64_t));
+		bt_first[op] = test_xmalloc(np * sizeof(uint64_t));
+		bt_last[op] = test_xmalloc(np * sizeof(uint64_t));
 	}
 	gen_keys(keys, n, width, dist);
 	for (i = 0; i < n; i++)
 	{
 		/* Payloads with repeats, so (key, payload) ties get exercised too. */
-		payloads[i] = rnd_below(4) == 0 ? rnd_below(8) : rnd();
+		payloads[i] = test_below(&tr, 4) == 0 ? test_below(&tr, 8) : test_rnd(&tr);
 		pairs[i].key = keys[i];
 		pairs[i].payload = payloads[i];
 	}
 	if (n <= 2000000)
 	{
-		qsort(pairs, n, sizeof(Pair), cmp_pair);
+		qsort(pairs, n, sizeof(TestPair), test_cmp_pair);
 		for (i = 0; i < n; i++)
 		{
 			sorted[i] = pairs[i].key;
@@ -639,23 +457,23 @@ run_case(int width, size_t n, int dist, bool gpu, int variant)
 			if (st == GI_ERR_UNSUPPORTED && e == 1 && structure == GI_STRUCT_VEB)
 			{
 				/* The GPU vEB comes later: not a pass, not a failure. */
-				skipped++;
-				if (verbose)
+				tr.skipped++;
+				if (tr.verbose)
 					printf("skip %s %s: %s\n", engine, label, err.message);
 				continue;
 			}
 			if (st != GI_OK)
 			{
 				printf("FAIL seed=%" PRIu64 " %s %s build failed (%d): %s\n",
-					   seed, engine, label, (int) st, err.message);
-				record(false, label);
+					   tr.seed, engine, label, (int) st, err.message);
+				test_record(&tr, false, label);
 				continue;
 			}
-			record(check_info(image, engine, label, width, structure, sorted, n),
+			test_record(&tr, check_info(image, engine, label, width, structure, sorted, n),
 				   label);
 			for (op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
 			{
-				record(check_op(image, engine, label, (GiOp) op, sorted, n, lo,
+				test_record(&tr, check_op(image, engine, label, (GiOp) op, sorted, n, lo,
 								hi, np, first, last), label);
 				if (structure == GI_STRUCT_BTREE)
 				{
@@ -664,14 +482,14 @@ run_case(int width, size_t n, int dist, bool gpu, int variant)
 					have_btree = true;
 				}
 				else if (have_btree)
-					record(check_same_as_btree(engine, label, (GiOp) op,
+					test_record(&tr, check_same_as_btree(engine, label, (GiOp) op,
 											   bt_first[op], bt_last[op],
 											   first, last, lo, np), label);
 			}
 			gi_image_free(image);
 
 			if (e == 0 && structure == GI_STRUCT_VEB && n <= 1100000)
-				record(check_insert_baseline(label, width, keys, sorted, n, lo,
+				test_record(&tr, check_insert_baseline(label, width, keys, sorted, n, lo,
 											 np), label);
 
 			if (!do_unsorted)
@@ -686,21 +504,21 @@ run_case(int width, size_t n, int dist, bool gpu, int variant)
 			if (st != GI_OK)
 			{
 				printf("FAIL seed=%" PRIu64 " %s %s unsorted build failed (%d): %s\n",
-					   seed, engine, label, (int) st, err.message);
-				record(false, label);
+					   tr.seed, engine, label, (int) st, err.message);
+				test_record(&tr, false, label);
 				continue;
 			}
 			if ((n > 0 && memcmp(got_keys, sorted, n * sizeof(int64_t)) != 0) ||
 				(n > 0 && memcmp(got_pl, sorted_pl, n * sizeof(uint64_t)) != 0))
 			{
 				printf("FAIL seed=%" PRIu64 " %s %s unsorted build: sorted arrays differ\n",
-					   seed, engine, label);
-				record(false, label);
+					   tr.seed, engine, label);
+				test_record(&tr, false, label);
 			}
 			else
-				record(true, label);
-			op = 1 + (int) rnd_below(4);
-			record(check_op(image, engine, label, (GiOp) op, sorted, n, lo, hi,
+				test_record(&tr, true, label);
+			op = 1 + (int) test_below(&tr, 4);
+			test_record(&tr, check_op(image, engine, label, (GiOp) op, sorted, n, lo, hi,
 							np, first, last), label);
 			gi_image_free(image);
 
@@ -709,12 +527,12 @@ run_case(int width, size_t n, int dist, bool gpu, int variant)
 			memset(got_keys, 0xAB, n * sizeof(int64_t));
 			st = gi_image_build_unsorted(&params, keys, NULL, n, got_keys, NULL,
 										 &image, &err);
-			record(st == GI_OK &&
+			test_record(&tr, st == GI_OK &&
 				   (n == 0 || memcmp(got_keys, sorted, n * sizeof(int64_t)) == 0),
 				   label);
 			if (st != GI_OK)
 				printf("FAIL seed=%" PRIu64 " %s %s unsorted keys-only build failed: %s\n",
-					   seed, engine, label, err.message);
+					   tr.seed, engine, label, err.message);
 			gi_image_free(image);
 		}
 	}
@@ -751,12 +569,12 @@ run_sort_cases(void)
 
 		for (dist = 0; dist < NDISTS; dist++)
 		{
-			int			width = 2 << (int) rnd_below(3);
-			int64_t    *keys = xmalloc(n * sizeof(int64_t));
-			uint64_t   *payloads = xmalloc(n * sizeof(uint64_t));
-			Pair	   *pairs = xmalloc(n * sizeof(Pair));
-			int64_t    *got_keys = xmalloc(n * sizeof(int64_t));
-			uint64_t   *got_pl = xmalloc(n * sizeof(uint64_t));
+			int			width = 2 << (int) test_below(&tr, 3);
+			int64_t    *keys = test_xmalloc(n * sizeof(int64_t));
+			uint64_t   *payloads = test_xmalloc(n * sizeof(uint64_t));
+			TestPair   *pairs = test_xmalloc(n * sizeof(TestPair));
+			int64_t    *got_keys = test_xmalloc(n * sizeof(int64_t));
+			uint64_t   *got_pl = test_xmalloc(n * sizeof(uint64_t));
 			GiError		err;
 			GiStatus	st;
 			size_t		i;
@@ -766,11 +584,11 @@ run_sort_cases(void)
 			gen_keys(keys, n, width, dist);
 			for (i = 0; i < n; i++)
 			{
-				payloads[i] = rnd_below(3) == 0 ? rnd_below(4) : rnd();
+				payloads[i] = test_below(&tr, 3) == 0 ? test_below(&tr, 4) : test_rnd(&tr);
 				pairs[i].key = keys[i];
 				pairs[i].payload = payloads[i];
 			}
-			qsort(pairs, n, sizeof(Pair), cmp_pair);
+			qsort(pairs, n, sizeof(TestPair), test_cmp_pair);
 			snprintf(label, sizeof(label), "sort n=%zu width=%d dist=%s", n,
 					 width, dist_names[dist]);
 
@@ -782,8 +600,8 @@ run_sort_cases(void)
 				ok = got_keys[i] == pairs[i].key && got_pl[i] == pairs[i].payload;
 			if (!ok)
 				printf("FAIL seed=%" PRIu64 " %s: pairs differ from qsort (status %d)\n",
-					   seed, label, (int) st);
-			record(ok, label);
+					   tr.seed, label, (int) st);
+			test_record(&tr, ok, label);
 
 			memset(got_keys, 0xAB, n * sizeof(int64_t));
 			st = gi_sort_pairs(keys, NULL, n, got_keys, NULL, &err);
@@ -792,8 +610,8 @@ run_sort_cases(void)
 				ok = got_keys[i] == pairs[i].key;
 			if (!ok)
 				printf("FAIL seed=%" PRIu64 " %s: keys-only sort differs from qsort (status %d)\n",
-					   seed, label, (int) st);
-			record(ok, label);
+					   tr.seed, label, (int) st);
+			test_record(&tr, ok, label);
 
 			free(keys);
 			free(payloads);
@@ -829,19 +647,19 @@ run_error_cases(bool gpu)
 		ok = st == GI_ERR_INVALID && image == NULL && err.message[0] != '\0';
 		if (!ok)
 			printf("FAIL seed=%" PRIu64 " cpu %s unsorted input: want GI_ERR_INVALID, got %d\n",
-				   seed, struct_names[si], (int) st);
+				   tr.seed, struct_names[si], (int) st);
 		snprintf(what, sizeof(what), "cpu %s unsorted input rejected", struct_names[si]);
-		record(ok, what);
+		test_record(&tr, ok, what);
 
 		image = (GiImage *) &params;
 		st = gi_image_build(&params, wide, NULL, 2, &image, &err);
 		ok = st == GI_ERR_INVALID && image == NULL;
 		if (!ok)
 			printf("FAIL seed=%" PRIu64 " cpu %s key too wide: want GI_ERR_INVALID, got %d\n",
-				   seed, struct_names[si], (int) st);
+				   tr.seed, struct_names[si], (int) st);
 		snprintf(what, sizeof(what), "cpu %s key wider than key_bytes rejected",
 				 struct_names[si]);
-		record(ok, what);
+		test_record(&tr, ok, what);
 
 		st = gi_image_build(&params, keys, NULL, 4, &image, &err);
 		ok = st == GI_OK;
@@ -859,10 +677,10 @@ run_error_cases(bool gpu)
 		}
 		if (!ok)
 			printf("FAIL seed=%" PRIu64 " cpu %s bad query arguments not rejected\n",
-				   seed, struct_names[si]);
+				   tr.seed, struct_names[si]);
 		snprintf(what, sizeof(what), "cpu %s bad query arguments rejected",
 				 struct_names[si]);
-		record(ok, what);
+		test_record(&tr, ok, what);
 
 		/* The GPU engine: a clean error for bad input, or not implemented. */
 		if (gpu)
@@ -871,16 +689,16 @@ run_error_cases(bool gpu)
 			image = (GiImage *) &params;
 			st = gi_image_build(&params, unsorted, NULL, 4, &image, &err);
 			if (st == GI_ERR_UNSUPPORTED && si == GI_STRUCT_VEB)
-				skipped++;
+				tr.skipped++;
 			else
 			{
 				ok = st == GI_ERR_INVALID && image == NULL;
 				if (!ok)
 					printf("FAIL seed=%" PRIu64 " gpu %s unsorted input: want GI_ERR_INVALID, got %d\n",
-						   seed, struct_names[si], (int) st);
+						   tr.seed, struct_names[si], (int) st);
 				snprintf(what, sizeof(what), "gpu %s unsorted input rejected",
 						 struct_names[si]);
-				record(ok, what);
+				test_record(&tr, ok, what);
 			}
 		}
 	}
@@ -903,23 +721,16 @@ main(void)
 	int			nsizes = 0;
 	bool		gpu;
 	char		why[256] = "";
-	double		t0 = now_s();
+	double		t0 = test_now_s();
 	int			variant = 0;
 	int			w;
 	int			i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	s = getenv("GI_SEED");
-	if (s && *s)
-		seed = strtoull(s, NULL, 0);
-	else
-		seed = (uint64_t) time(NULL) * 1000003ULL ^ (uint64_t) getpid() ^
-			(uint64_t) (now_s() * 1e9);
-	rng_state = seed;
+	test_run_start(&tr, "engine", 0);
 	s = getenv("GI_UNIT_MAX");
 	if (s && *s)
 		max_size = strtoull(s, NULL, 0);
-	verbose = getenv("GI_UNIT_VERBOSE") != NULL;
 	for (i = 0; i < (int) (sizeof(base_sizes) / sizeof(base_sizes[0])); i++)
 		if (base_sizes[i] <= max_size)
 			sizes[nsizes++] = base_sizes[i];
@@ -932,7 +743,7 @@ main(void)
 
 	gpu = gi_gpu_available(why, sizeof(why));
 	printf("test_engine: seed=%" PRIu64 " (GI_SEED=%" PRIu64
-		   " to repeat), sizes up to %zu, gpu: %s\n", seed, seed, max_size,
+		   " to repeat), sizes up to %zu, gpu: %s\n", tr.seed, tr.seed, max_size,
 		   gpu ? "yes" : why);
 
 	run_error_cases(gpu);
@@ -957,7 +768,7 @@ main(void)
 	unsetenv("GI_CPU_THREADS");
 	unsetenv("GI_CPU_SORT_MIN");
 
-	printf("test_engine: %.1f s\n", now_s() - t0);
+	printf("test_engine: %.1f s\n", test_now_s() - t0);
 
 	/* SPACE compaction and selection (test_space.c), counted in the total. */
 	{
@@ -966,8 +777,8 @@ main(void)
 
 		gi_test_space_main();
 		gi_test_space_counts(&sp, &sf);
-		passed += sp;
-		failed += sf;
+		tr.passed += sp;
+		tr.failed += sf;
 	}
 
 	/* Batch insertion (test_insert.c), counted in the total. */
@@ -977,12 +788,12 @@ main(void)
 
 		gi_test_insert_main();
 		gi_test_insert_counts(&ip, &ifl);
-		passed += ip;
-		failed += ifl;
+		tr.passed += ip;
+		tr.failed += ifl;
 	}
-	if (skipped > 0)
+	if (tr.skipped > 0)
 		printf("test_engine: %ld skipped (the GPU engine reports veb unsupported)\n",
-			   skipped);
-	printf("%ld passed, %ld failed\n", passed, failed);
-	return failed ? 1 : 0;
+			   tr.skipped);
+	printf("%ld passed, %ld failed\n", tr.passed, tr.failed);
+	return tr.failed ? 1 : 0;
 }

@@ -18,6 +18,7 @@
  * gi_test_insert_counts() into its total.  GI_SEED repeats a run.
  */
 #include "engine.h"
+#include "../common/test_util.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,125 +30,16 @@
 #define TI_REPORTS		3		/* mismatches printed per failing check */
 #define TI_POISON		0xABABABABABABABABULL
 
-static uint64_t ti_seed;
-static uint64_t ti_state;
-static long ti_passed;
-static long ti_failed;
-static long ti_skipped;
-static bool ti_verbose;
-
-typedef struct TiPair
-{
-	int64_t		key;
-	uint64_t	payload;
-} TiPair;
+static TestRun tr;				/* seed, random stream, counts */
 
 /* The union inserted so far, sorted by (key, payload), and its keys. */
 typedef struct TiRef
 {
-	TiPair	   *pairs;
+	TestPair   *pairs;
 	int64_t    *keys;
 	size_t		n;
 	size_t		cap;
 } TiRef;
-
-/* splitmix64. */
-static uint64_t
-ti_rnd(void)
-{
-	uint64_t	z = (ti_state += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [0, bound); bound > 0. */
-static uint64_t
-ti_below(uint64_t bound)
-{
-	return ti_rnd() % bound;
-}
-
-/* Uniform in [lo, hi]. */
-static int64_t
-ti_between(int64_t lo, int64_t hi)
-{
-	uint64_t	span = (uint64_t) hi - (uint64_t) lo;
-
-	if (span == UINT64_MAX)
-		return (int64_t) ti_rnd();
-	return (int64_t) ((uint64_t) lo + ti_below(span + 1));
-}
-
-/* a + b clamped to [lo, hi]. */
-static int64_t
-ti_clamp_add(int64_t a, int64_t b, int64_t lo, int64_t hi)
-{
-	if (b > 0 && a > hi - b)
-		return hi;
-	if (b < 0 && a < lo - b)
-		return lo;
-	return a + b;
-}
-
-/* malloc or die. */
-static void *
-ti_alloc(size_t bytes)
-{
-	void	   *p = malloc(bytes ? bytes : 1);
-
-	if (p == NULL)
-	{
-		fprintf(stderr, "test_insert: out of memory (%zu bytes)\n", bytes);
-		exit(2);
-	}
-	return p;
-}
-
-/* Count one check; print it when verbose. */
-static void
-ti_record(bool ok, const char *what)
-{
-	if (ok)
-		ti_passed++;
-	else
-		ti_failed++;
-	if (ti_verbose)
-		printf("%s insert %s\n", ok ? "ok  " : "FAIL", what);
-}
-
-/* qsort order of (key, payload). */
-static int
-ti_cmp_pair(const void *a, const void *b)
-{
-	const TiPair *x = a;
-	const TiPair *y = b;
-
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	if (x->payload != y->payload)
-		return x->payload < y->payload ? -1 : 1;
-	return 0;
-}
-
-/* qsort order of uint64. */
-static int
-ti_cmp_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *) a;
-	uint64_t	y = *(const uint64_t *) b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The key type's range. */
-static void
-ti_type_range(int width, int64_t *tmin, int64_t *tmax)
-{
-	*tmax = width == 2 ? INT16_MAX : width == 4 ? INT32_MAX : INT64_MAX;
-	*tmin = -*tmax - 1;
-}
 
 /* Add entries to the reference and re-sort it. */
 static void
@@ -158,7 +50,7 @@ ti_ref_add(TiRef *ref, const int64_t *keys, const uint64_t *payloads, size_t n)
 	if (ref->n + n > ref->cap)
 	{
 		ref->cap = (ref->n + n) * 2 + 16;
-		ref->pairs = realloc(ref->pairs, ref->cap * sizeof(TiPair));
+		ref->pairs = realloc(ref->pairs, ref->cap * sizeof(TestPair));
 		ref->keys = realloc(ref->keys, ref->cap * sizeof(int64_t));
 		if (ref->pairs == NULL || ref->keys == NULL)
 		{
@@ -173,65 +65,9 @@ ti_ref_add(TiRef *ref, const int64_t *keys, const uint64_t *payloads, size_t n)
 	}
 	ref->n += n;
 	if (ref->n > 1)
-		qsort(ref->pairs, ref->n, sizeof(TiPair), ti_cmp_pair);
+		qsort(ref->pairs, ref->n, sizeof(TestPair), test_cmp_pair);
 	for (i = 0; i < ref->n; i++)
 		ref->keys[i] = ref->pairs[i].key;
-}
-
-/* First i with keys[i] >= p (or > p when upper). */
-static size_t
-ti_bound(const int64_t *keys, size_t n, int64_t p, bool upper)
-{
-	size_t		lo = 0;
-	size_t		hi = n;
-
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (keys[mid] < p || (upper && keys[mid] == p))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* The expected [first, last) of one probe, as engine.h defines the ops. */
-static void
-ti_expect(const TiRef *ref, GiOp op, int64_t p, int64_t hi, uint64_t *first,
-		  uint64_t *last)
-{
-	const int64_t *k = ref->keys;
-	size_t		n = ref->n;
-	size_t		a;
-	size_t		b;
-
-	switch (op)
-	{
-		case GI_OP_POINT:
-			a = ti_bound(k, n, p, false);
-			b = ti_bound(k, n, p, true);
-			break;
-		case GI_OP_PRED:
-			b = ti_bound(k, n, p, true);
-			a = b == 0 ? 0 : ti_bound(k, n, k[b - 1], false);
-			break;
-		case GI_OP_SUCC:
-			a = ti_bound(k, n, p, false);
-			b = a == n ? n : ti_bound(k, n, k[a], true);
-			break;
-		default:
-			a = b = 0;
-			if (p <= hi)
-			{
-				a = ti_bound(k, n, p, false);
-				b = ti_bound(k, n, hi, true);
-			}
-			break;
-	}
-	*first = a;
-	*last = b;
 }
 
 /* One probe: present keys, neighbours, a hot spot, the type's edges, far out. */
@@ -246,26 +82,26 @@ ti_probe(const TiRef *ref, int width, int64_t hot)
 	};
 	int64_t		tmin;
 	int64_t		tmax;
-	uint64_t	r = ti_below(100);
+	uint64_t	r = test_below(&tr, 100);
 
-	ti_type_range(width, &tmin, &tmax);
+	test_type_range(width, &tmin, &tmax);
 	if (ref->n > 0 && r < 35)
-		return ref->keys[ti_below(ref->n)];
+		return ref->keys[test_below(&tr, ref->n)];
 	if (ref->n > 0 && r < 50)
-		return ti_clamp_add(ref->keys[ti_below(ref->n)], ti_rnd() & 1 ? 1 : -1,
+		return test_clamp_add(ref->keys[test_below(&tr, ref->n)], test_rnd(&tr) & 1 ? 1 : -1,
 							INT64_MIN, INT64_MAX);
 	if (r < 65)
-		return ti_clamp_add(hot, ti_between(-100, 100), INT64_MIN, INT64_MAX);
+		return test_clamp_add(hot, test_between(&tr, -100, 100), INT64_MIN, INT64_MAX);
 	if (r < 75)
-		return ti_between(tmin, tmax);
+		return test_between(&tr, tmin, tmax);
 	if (r < 85)
-		return far[ti_below(sizeof(far) / sizeof(far[0]))];
+		return far[test_below(&tr, sizeof(far) / sizeof(far[0]))];
 	if (r < 90)
-		return ti_rnd() & 1 ? ti_clamp_add(tmin, -1, INT64_MIN, INT64_MAX) :
-			ti_clamp_add(tmax, 1, INT64_MIN, INT64_MAX);
+		return test_rnd(&tr) & 1 ? test_clamp_add(tmin, -1, INT64_MIN, INT64_MAX) :
+			test_clamp_add(tmax, 1, INT64_MIN, INT64_MAX);
 	if (r < 95)
-		return ti_rnd() & 1 ? tmin : tmax;
-	return (int64_t) ti_rnd();
+		return test_rnd(&tr) & 1 ? tmin : tmax;
+	return (int64_t) test_rnd(&tr);
 }
 
 /* Probes and range upper bounds (some below the lower bound). */
@@ -277,7 +113,7 @@ ti_probes(int64_t *lo, int64_t *hi, size_t np, const TiRef *ref, int width,
 
 	for (i = 0; i < np; i++)
 	{
-		uint64_t	r = ti_below(10);
+		uint64_t	r = test_below(&tr, 10);
 
 		lo[i] = ti_probe(ref, width, hot);
 		if (r < 3)
@@ -285,10 +121,10 @@ ti_probes(int64_t *lo, int64_t *hi, size_t np, const TiRef *ref, int width,
 		else if (r < 5)
 			hi[i] = lo[i];
 		else if (r < 8)
-			hi[i] = ti_clamp_add(lo[i], (int64_t) ti_below(r == 7 ? 100000 : 60),
+			hi[i] = test_clamp_add(lo[i], (int64_t) test_below(&tr, r == 7 ? 100000 : 60),
 								 INT64_MIN, INT64_MAX);
 		else
-			hi[i] = ti_clamp_add(lo[i], -1 - (int64_t) ti_below(100),
+			hi[i] = test_clamp_add(lo[i], -1 - (int64_t) test_below(&tr, 100),
 								 INT64_MIN, INT64_MAX);
 	}
 }
@@ -298,10 +134,10 @@ static bool
 ti_check_queries(GiImage *image, const char *label, const TiRef *ref,
 				 int width, int64_t hot, size_t np)
 {
-	int64_t    *lo = ti_alloc(np * sizeof(int64_t));
-	int64_t    *hi = ti_alloc(np * sizeof(int64_t));
-	uint64_t   *first = ti_alloc(np * sizeof(uint64_t));
-	uint64_t   *last = ti_alloc(np * sizeof(uint64_t));
+	int64_t    *lo = test_xmalloc(np * sizeof(int64_t));
+	int64_t    *hi = test_xmalloc(np * sizeof(int64_t));
+	uint64_t   *first = test_xmalloc(np * sizeof(uint64_t));
+	uint64_t   *last = test_xmalloc(np * sizeof(uint64_t));
 	int			reports = 0;
 	int			op;
 
@@ -319,7 +155,7 @@ ti_check_queries(GiImage *image, const char *label, const TiRef *ref,
 		if (st != GI_OK)
 		{
 			printf("FAIL seed=%" PRIu64 " %s op=%d: query failed (%d): %s\n",
-				   ti_seed, label, op, (int) st, err.message);
+				   tr.seed, label, op, (int) st, err.message);
 			reports++;
 			continue;
 		}
@@ -329,13 +165,13 @@ ti_check_queries(GiImage *image, const char *label, const TiRef *ref,
 			uint64_t	eb;
 			bool		ok;
 
-			ti_expect(ref, (GiOp) op, lo[i], hi[i], &ea, &eb);
+			test_expect(ref->keys, ref->n, (GiOp) op, lo[i], hi[i], &ea, &eb);
 			ok = ea == eb ? (first[i] == last[i] && first[i] != TI_POISON) :
 				(first[i] == ea && last[i] == eb);
 			if (!ok && reports++ < TI_REPORTS)
 				printf("FAIL seed=%" PRIu64 " %s op=%d probe#%zu p=%" PRId64
 					   " hi=%" PRId64 ": got [%" PRIu64 ", %" PRIu64 ") want [%"
-					   PRIu64 ", %" PRIu64 ")\n", ti_seed, label, op, i, lo[i],
+					   PRIu64 ", %" PRIu64 ")\n", tr.seed, label, op, i, lo[i],
 					   hi[i], first[i], last[i], ea, eb);
 		}
 	}
@@ -354,13 +190,13 @@ static int
 ti_check_select(GiImage *image, GiEngineKind engine, const char *label,
 				const TiRef *ref, int width, int64_t hot)
 {
-	size_t		np = 1 + ti_below(64);
-	int64_t    *lo = ti_alloc(np * sizeof(int64_t));
-	int64_t    *hi = ti_alloc(np * sizeof(int64_t));
-	uint8_t    *hit = ti_alloc(ref->n);
-	uint64_t   *want = ti_alloc(ref->n * sizeof(uint64_t));
+	size_t		np = 1 + test_below(&tr, 64);
+	int64_t    *lo = test_xmalloc(np * sizeof(int64_t));
+	int64_t    *hi = test_xmalloc(np * sizeof(int64_t));
+	uint8_t    *hit = test_xmalloc(ref->n);
+	uint64_t   *want = test_xmalloc(ref->n * sizeof(uint64_t));
 	size_t		nwant = 0;
-	GiOp		op = (GiOp) (1 + ti_below(4));
+	GiOp		op = (GiOp) (1 + test_below(&tr, 4));
 	int			result = 1;
 	int			order;
 	size_t		i;
@@ -372,7 +208,7 @@ ti_check_select(GiImage *image, GiEngineKind engine, const char *label,
 		uint64_t	a;
 		uint64_t	b;
 
-		ti_expect(ref, op, lo[i], hi[i], &a, &b);
+		test_expect(ref->keys, ref->n, op, lo[i], hi[i], &a, &b);
 		for (; a < b; a++)
 			hit[a] = 1;
 	}
@@ -387,14 +223,14 @@ ti_check_select(GiImage *image, GiEngineKind engine, const char *label,
 		GiStatus	st;
 
 		if (order == GI_ORDER_PAYLOAD && nwant > 1)
-			qsort(want, nwant, sizeof(uint64_t), ti_cmp_u64);
+			qsort(want, nwant, sizeof(uint64_t), test_cmp_u64);
 		st = gi_image_select(image, op, lo, op == GI_OP_RANGE ? hi : NULL, np,
 							 (GiSelectOrder) order, &got, &ngot, &err);
 		if (st == GI_ERR_UNSUPPORTED && engine == GI_ENGINE_GPU)
 			result = -1;
 		else if (st != GI_OK)
 		{
-			printf("FAIL seed=%" PRIu64 " %s select failed (%d): %s\n", ti_seed,
+			printf("FAIL seed=%" PRIu64 " %s select failed (%d): %s\n", tr.seed,
 				   label, (int) st, err.message);
 			result = 0;
 		}
@@ -402,7 +238,7 @@ ti_check_select(GiImage *image, GiEngineKind engine, const char *label,
 				 (nwant > 0 && memcmp(got, want, nwant * sizeof(uint64_t)) != 0))
 		{
 			printf("FAIL seed=%" PRIu64 " %s select op=%d order=%d: %zu payloads, want %zu%s\n",
-				   ti_seed, label, (int) op, order, ngot, nwant,
+				   tr.seed, label, (int) op, order, ngot, nwant,
 				   ngot == nwant ? " (different ones)" : "");
 			result = 0;
 		}
@@ -441,7 +277,7 @@ ti_check_info(GiImage *image, const char *label, const TiRef *ref, int width,
 	if (!ok)
 		printf("FAIL seed=%" PRIu64 " %s info: entries=%" PRIu64 "/%zu distinct=%"
 			   PRIu64 "/%" PRIu64 " inserted=%" PRIu64 "/%" PRIu64 " batches=%"
-			   PRIu64 "/%" PRIu64 " levels=%d leaves=%" PRIu64 "\n", ti_seed,
+			   PRIu64 "/%" PRIu64 " levels=%d leaves=%" PRIu64 "\n", tr.seed,
 			   label, info.entries, ref->n, info.distinct_keys, distinct,
 			   info.inserted, inserted, info.insert_batches, batches,
 			   info.levels, info.leaves);
@@ -474,13 +310,13 @@ ti_gen_batch(int64_t *keys, uint64_t *payloads, size_t n, int shape,
 	int64_t		tmin;
 	int64_t		tmax;
 	int64_t		vals[8];
-	size_t		nvals = 1 + ti_below(8);
+	size_t		nvals = 1 + test_below(&tr, 8);
 	size_t		i;
 
-	ti_type_range(width, &tmin, &tmax);
+	test_type_range(width, &tmin, &tmax);
 	for (i = 0; i < nvals; i++)
-		vals[i] = ref->n > 0 && ti_below(4) != 0 ? ref->keys[ti_below(ref->n)] :
-			ti_between(tmin, tmax);
+		vals[i] = ref->n > 0 && test_below(&tr, 4) != 0 ? ref->keys[test_below(&tr, ref->n)] :
+			test_between(&tr, tmin, tmax);
 	for (i = 0; i < n; i++)
 	{
 		int64_t		k;
@@ -489,30 +325,30 @@ ti_gen_batch(int64_t *keys, uint64_t *payloads, size_t n, int shape,
 		switch (shape)
 		{
 			case TI_UNIFORM:
-				k = ti_below(200) == 0 ? (ti_rnd() & 1 ? tmin : tmax) :
-					ti_between(tmin, tmax);
+				k = test_below(&tr, 200) == 0 ? (test_rnd(&tr) & 1 ? tmin : tmax) :
+					test_between(&tr, tmin, tmax);
 				break;
 			case TI_SKEWED:
 				/* 80 %: half the hot key itself, half next to it. */
-				r = ti_below(10);
+				r = test_below(&tr, 10);
 				k = r < 4 ? hot : r < 8 ?
-					ti_clamp_add(hot, ti_between(-20, 20), tmin, tmax) :
-					ti_between(tmin, tmax);
+					test_clamp_add(hot, test_between(&tr, -20, 20), tmin, tmax) :
+					test_between(&tr, tmin, tmax);
 				break;
 			case TI_DUPS:
-				k = vals[ti_below(nvals)];
+				k = vals[test_below(&tr, nvals)];
 				break;
 			case TI_EDGES:
-				k = ti_rnd() & 1 ? ti_clamp_add(tmin, (int64_t) ti_below(3), tmin, tmax) :
-					ti_clamp_add(tmax, -(int64_t) ti_below(3), tmin, tmax);
+				k = test_rnd(&tr) & 1 ? test_clamp_add(tmin, (int64_t) test_below(&tr, 3), tmin, tmax) :
+					test_clamp_add(tmax, -(int64_t) test_below(&tr, 3), tmin, tmax);
 				break;
 			default:
-				k = ti_between(-(int64_t) n / 4 - 2, (int64_t) n / 4 + 2);
+				k = test_between(&tr, -(int64_t) n / 4 - 2, (int64_t) n / 4 + 2);
 				break;
 		}
 		keys[i] = k;
 		if (payloads)
-			payloads[i] = ti_below(3) == 0 ? ti_below(4) : ti_rnd();
+			payloads[i] = test_below(&tr, 3) == 0 ? test_below(&tr, 4) : test_rnd(&tr);
 	}
 }
 
@@ -546,10 +382,10 @@ ti_scenario(GiEngineKind engine, int width, bool with_payloads, size_t initial,
 	for (bi = 0; bi < nbatches; bi++)
 		if (sizes[bi] > most)
 			most = sizes[bi];
-	keys = ti_alloc(most * sizeof(int64_t));
-	payloads = ti_alloc(most * sizeof(uint64_t));
-	ti_type_range(width, &tmin, &tmax);
-	hot = ti_between(tmin, tmax);
+	keys = test_xmalloc(most * sizeof(int64_t));
+	payloads = test_xmalloc(most * sizeof(uint64_t));
+	test_type_range(width, &tmin, &tmax);
+	hot = test_between(&tr, tmin, tmax);
 
 	/* The initial image, built from sorted entries. */
 	ti_gen_batch(keys, payloads, initial, initial_shape, width, &ref, hot);
@@ -566,13 +402,13 @@ ti_scenario(GiEngineKind engine, int width, bool with_payloads, size_t initial,
 						&image, &err);
 	if (st != GI_OK)
 	{
-		printf("FAIL seed=%" PRIu64 " %s: build failed (%d): %s\n", ti_seed,
+		printf("FAIL seed=%" PRIu64 " %s: build failed (%d): %s\n", tr.seed,
 			   label, (int) st, err.message);
-		ti_record(false, label);
+		test_record(&tr, false, label);
 		goto done;
 	}
 	if (ref.n > 0)
-		hot = ref.keys[ti_below(ref.n)];
+		hot = ref.keys[test_below(&tr, ref.n)];
 
 	for (bi = 0; bi < nbatches; bi++)
 	{
@@ -591,16 +427,16 @@ ti_scenario(GiEngineKind engine, int width, bool with_payloads, size_t initial,
 		if (st == GI_ERR_UNSUPPORTED && engine == GI_ENGINE_GPU)
 		{
 			/* The GPU insertion lands later: not a pass, not a failure. */
-			ti_skipped++;
-			if (ti_verbose)
+			tr.skipped++;
+			if (tr.verbose)
 				printf("skip %s: %s\n", label, err.message);
 			goto done;
 		}
 		if (st != GI_OK)
 		{
-			printf("FAIL seed=%" PRIu64 " %s: insert failed (%d): %s\n", ti_seed,
+			printf("FAIL seed=%" PRIu64 " %s: insert failed (%d): %s\n", tr.seed,
 				   label, (int) st, err.message);
-			ti_record(false, label);
+			test_record(&tr, false, label);
 			goto done;
 		}
 		ti_ref_add(&ref, keys, with_payloads ? payloads : NULL, n);
@@ -609,17 +445,17 @@ ti_scenario(GiEngineKind engine, int width, bool with_payloads, size_t initial,
 			inserted += n;
 			batches++;
 		}
-		ti_record(ti_check_info(image, label, &ref, width, inserted, batches), label);
-		ti_record(ti_check_queries(image, label, &ref, width, hot, np), label);
+		test_record(&tr, ti_check_info(image, label, &ref, width, inserted, batches), label);
+		test_record(&tr, ti_check_queries(image, label, &ref, width, hot, np), label);
 		if (with_payloads)
 		{
 			sel = ti_check_select(image, engine, label, &ref, width, hot);
 			if (sel < 0)
-				ti_skipped++;
+				tr.skipped++;
 			else
-				ti_record(sel == 1, label);
+				test_record(&tr, sel == 1, label);
 		}
-		if (ti_verbose)
+		if (tr.verbose)
 			printf("     %s: %.0f ms\n", label,
 				   ((double) clock() - t0) * 1000.0 / CLOCKS_PER_SEC);
 	}
@@ -653,17 +489,17 @@ ti_error_cases(GiEngineKind engine)
 		st = gi_image_insert(image, keys, payloads, 4, &err);
 		snprintf(what, sizeof(what), "%s veb insert answers unsupported", ename);
 		if (st != GI_ERR_UNSUPPORTED)
-			printf("FAIL seed=%" PRIu64 " %s: got %d\n", ti_seed, what, (int) st);
-		ti_record(st == GI_ERR_UNSUPPORTED, what);
+			printf("FAIL seed=%" PRIu64 " %s: got %d\n", tr.seed, what, (int) st);
+		test_record(&tr, st == GI_ERR_UNSUPPORTED, what);
 		gi_image_free(image);
 	}
 	else if (st == GI_ERR_UNSUPPORTED && engine == GI_ENGINE_GPU)
-		ti_skipped++;
+		tr.skipped++;
 	else
 	{
-		printf("FAIL seed=%" PRIu64 " %s veb build failed (%d): %s\n", ti_seed,
+		printf("FAIL seed=%" PRIu64 " %s veb build failed (%d): %s\n", tr.seed,
 			   ename, (int) st, err.message);
-		ti_record(false, "veb build");
+		test_record(&tr, false, "veb build");
 	}
 
 	/* Payloads exactly when the image keeps them; keys that fit. */
@@ -672,24 +508,24 @@ ti_error_cases(GiEngineKind engine)
 	st = gi_image_build(&params, keys, payloads, 4, &image, &err);
 	if (st != GI_OK)
 	{
-		printf("FAIL seed=%" PRIu64 " %s btree build failed (%d): %s\n", ti_seed,
+		printf("FAIL seed=%" PRIu64 " %s btree build failed (%d): %s\n", tr.seed,
 			   ename, (int) st, err.message);
-		ti_record(false, "btree build");
+		test_record(&tr, false, "btree build");
 		return;
 	}
 	snprintf(what, sizeof(what), "%s insert without payloads into a payload image rejected", ename);
-	ti_record(gi_image_insert(image, keys, NULL, 4, &err) == GI_ERR_INVALID, what);
+	test_record(&tr, gi_image_insert(image, keys, NULL, 4, &err) == GI_ERR_INVALID, what);
 	snprintf(what, sizeof(what), "%s empty insert is fine", ename);
-	ti_record(gi_image_insert(image, NULL, NULL, 0, &err) == GI_OK, what);
+	test_record(&tr, gi_image_insert(image, NULL, NULL, 0, &err) == GI_OK, what);
 	if (engine == GI_ENGINE_CPU)
 	{
 		GiImageInfo info;
 
 		snprintf(what, sizeof(what), "%s key wider than the image rejected", ename);
-		ti_record(gi_image_insert(image, wide, payloads, 2, &err) == GI_ERR_INVALID, what);
+		test_record(&tr, gi_image_insert(image, wide, payloads, 2, &err) == GI_ERR_INVALID, what);
 		gi_image_info(image, &info);
 		snprintf(what, sizeof(what), "%s rejected inserts change nothing", ename);
-		ti_record(info.entries == 4 && info.inserted == 0 &&
+		test_record(&tr, info.entries == 4 && info.inserted == 0 &&
 				  info.insert_batches == 0, what);
 	}
 	gi_image_free(image);
@@ -698,7 +534,7 @@ ti_error_cases(GiEngineKind engine)
 	if (gi_image_build(&params, keys, NULL, 4, &image, &err) == GI_OK)
 	{
 		snprintf(what, sizeof(what), "%s insert with payloads into a keys-only image rejected", ename);
-		ti_record(gi_image_insert(image, keys, payloads, 4, &err) == GI_ERR_INVALID, what);
+		test_record(&tr, gi_image_insert(image, keys, payloads, 4, &err) == GI_ERR_INVALID, what);
 		gi_image_free(image);
 	}
 }
@@ -707,18 +543,14 @@ ti_error_cases(GiEngineKind engine)
 int
 gi_test_insert_main(void)
 {
-	const char *s = getenv("GI_SEED");
 	char		why[256] = "";
 	bool		gpu = gi_gpu_available(why, sizeof(why));
 	time_t		t0 = time(NULL);
 	int			e;
 
-	ti_verbose = getenv("GI_UNIT_VERBOSE") != NULL;
-	ti_seed = s && *s ? strtoull(s, NULL, 0) :
-		(uint64_t) time(NULL) * 1000003ULL ^ (uint64_t) getpid() ^ 0x1A5E27ULL;
-	ti_state = ti_seed ^ 0x5EED1A5E27ULL;
+	test_run_start(&tr, "insert", 0x5EED1A5E27ULL);
 	printf("test_insert: seed=%" PRIu64 " (GI_SEED=%" PRIu64 " to repeat), gpu: %s\n",
-		   ti_seed, ti_seed, gpu ? "yes" : why);
+		   tr.seed, tr.seed, gpu ? "yes" : why);
 
 	for (e = 0; e < (gpu ? 2 : 1); e++)
 	{
@@ -743,9 +575,9 @@ gi_test_insert_main(void)
 					int			i;
 
 					for (i = 0; i < 7; i++)
-						shapes[i] = (int) ti_below(TI_SHAPES);
+						shapes[i] = (int) test_below(&tr, TI_SHAPES);
 					ti_scenario(engine, width, with_pl, 20000,
-								(int) ti_below(TI_SHAPES), sizes, shapes, 7, 3000);
+								(int) test_below(&tr, TI_SHAPES), sizes, shapes, 7, 3000);
 				}
 				/* Batches larger than the tree: into empty and tiny images. */
 				for (shape = 0; shape < TI_SHAPES; shape++)
@@ -773,11 +605,11 @@ gi_test_insert_main(void)
 
 				for (i = 0; i < 40; i++)
 				{
-					sizes[i] = ti_below(4) == 0 ? 0 : 1 + ti_below(200);
-					shapes[i] = i % 3 == 0 ? TI_SKEWED : (int) ti_below(TI_SHAPES);
+					sizes[i] = test_below(&tr, 4) == 0 ? 0 : 1 + test_below(&tr, 200);
+					shapes[i] = i % 3 == 0 ? TI_SKEWED : (int) test_below(&tr, TI_SHAPES);
 				}
-				ti_scenario(engine, width, ti_below(2) == 0, 2000,
-							(int) ti_below(TI_SHAPES), sizes, shapes, 40, 400);
+				ti_scenario(engine, width, test_below(&tr, 2) == 0, 2000,
+							(int) test_below(&tr, TI_SHAPES), sizes, shapes, 40, 400);
 			}
 			/*
 			 * Tiny batches inside the key range: no leaf splits and no
@@ -791,10 +623,10 @@ gi_test_insert_main(void)
 
 				for (i = 0; i < 50; i++)
 				{
-					sizes[i] = 1 + ti_below(6);
+					sizes[i] = 1 + test_below(&tr, 6);
 					shapes[i] = i % 2 == 0 ? TI_DENSE : TI_DUPS;
 				}
-				ti_scenario(engine, width, ti_below(2) == 0, 20000, TI_DENSE,
+				ti_scenario(engine, width, test_below(&tr, 2) == 0, 20000, TI_DENSE,
 							sizes, shapes, 50, 400);
 			}
 			/* Random scenarios: sizes around node and fill boundaries too. */
@@ -805,16 +637,16 @@ gi_test_insert_main(void)
 				size_t		sizes[5];
 				int			shapes[5];
 				int			i;
-				int			nb = 1 + (int) ti_below(5);
+				int			nb = 1 + (int) test_below(&tr, 5);
 
 				for (i = 0; i < nb; i++)
 				{
-					sizes[i] = bsizes[ti_below(sizeof(bsizes) / sizeof(bsizes[0]))];
-					shapes[i] = (int) ti_below(TI_SHAPES);
+					sizes[i] = bsizes[test_below(&tr, sizeof(bsizes) / sizeof(bsizes[0]))];
+					shapes[i] = (int) test_below(&tr, TI_SHAPES);
 				}
-				ti_scenario(engine, width, ti_below(2) == 0,
-							initial[ti_below(sizeof(initial) / sizeof(initial[0]))],
-							(int) ti_below(TI_SHAPES), sizes, shapes, nb, 1500);
+				ti_scenario(engine, width, test_below(&tr, 2) == 0,
+							initial[test_below(&tr, sizeof(initial) / sizeof(initial[0]))],
+							(int) test_below(&tr, TI_SHAPES), sizes, shapes, nb, 1500);
 			}
 			/* A large tree, a large skewed batch and a uniform one (threads). */
 			{
@@ -829,20 +661,20 @@ gi_test_insert_main(void)
 			}
 		}
 	}
-	if (ti_skipped)
+	if (tr.skipped)
 		printf("test_insert: %ld skipped (the GPU engine reports insertion or selection unsupported)\n",
-			   ti_skipped);
-	printf("test_insert: %ld passed, %ld failed (%lds)\n", ti_passed, ti_failed,
+			   tr.skipped);
+	printf("test_insert: %ld passed, %ld failed (%lds)\n", tr.passed, tr.failed,
 		   (long) (time(NULL) - t0));
-	return ti_failed > 0;
+	return tr.failed > 0;
 }
 
 /* The counts of the last gi_test_insert_main run (for test_engine's total). */
 void
 gi_test_insert_counts(long *passed, long *failed)
 {
-	*passed = ti_passed;
-	*failed = ti_failed;
+	*passed = tr.passed;
+	*failed = tr.failed;
 }
 
 #ifdef GI_TEST_INSERT_MAIN
@@ -852,7 +684,7 @@ main(void)
 {
 	int			rc = gi_test_insert_main();
 
-	printf("%ld passed, %ld failed\n", ti_passed, ti_failed);
+	printf("%ld passed, %ld failed\n", tr.passed, tr.failed);
 	return rc;
 }
 #endif

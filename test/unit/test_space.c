@@ -17,6 +17,7 @@
  */
 #include "engine.h"
 #include "../../cuda/gpu_space.cuh"
+#include "../common/test_util.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,57 +33,8 @@
 #define POISON_BYTE 0xA5
 #define GUARD 16				/* poisoned elements checked past the count */
 
-static uint64_t sp_seed;
-static uint64_t sp_state;
-static long sp_passed;
-static long sp_failed;
-static long sp_skipped;
+static TestRun tr;				/* seed, random stream, counts */
 static int	sp_quick;			/* GI_UNIT_QUICK: fewer plans (sanitizer runs) */
-
-/* splitmix64 step. */
-static uint64_t
-sp_rnd(void)
-{
-	uint64_t	z = (sp_state += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [0, bound); bound > 0. */
-static uint64_t
-sp_below(uint64_t bound)
-{
-	return sp_rnd() % bound;
-}
-
-/* malloc or die. */
-static void *
-sp_alloc(size_t bytes)
-{
-	void	   *p = malloc(bytes ? bytes : 1);
-
-	if (p == NULL)
-	{
-		fprintf(stderr, "test_space: out of memory (%zu bytes)\n", bytes);
-		exit(2);
-	}
-	return p;
-}
-
-/* Count one check; print failures. */
-static void
-sp_record(int ok, const char *what)
-{
-	if (ok)
-		sp_passed++;
-	else
-	{
-		sp_failed++;
-		printf("FAIL %s (GI_SEED=%" PRIu64 ")\n", what, sp_seed);
-	}
-}
 
 /* Mask shapes. */
 enum
@@ -138,7 +90,7 @@ sp_gen_mask(uint64_t *mask, size_t n, int shape, double density)
 				uint64_t	cut = (uint64_t) (density * 18446744073709551615.0);
 
 				for (i = 0; i < n; i++)
-					if (sp_rnd() < cut)
+					if (test_rnd(&tr) < cut)
 						mask[i / 64] |= UINT64_C(1) << (i & 63);
 				break;
 			}
@@ -146,7 +98,7 @@ sp_gen_mask(uint64_t *mask, size_t n, int shape, double density)
 			if (n)
 			{
 				size_t		len = (size_t) (density * n);
-				size_t		start = sp_below(n - len + 1);
+				size_t		start = test_below(&tr, n - len + 1);
 
 				sp_set_range(mask, start, start + len);
 			}
@@ -170,16 +122,16 @@ sp_gen_mask(uint64_t *mask, size_t n, int shape, double density)
 		case SHAPE_WORDS:
 			for (i = 0; i < words; i++)
 			{
-				uint64_t	r = sp_below(8);
+				uint64_t	r = test_below(&tr, 8);
 
-				mask[i] = r < 5 ? 0 : (r == 5 ? ~UINT64_C(0) : sp_rnd());
+				mask[i] = r < 5 ? 0 : (r == 5 ? ~UINT64_C(0) : test_rnd(&tr));
 			}
 			break;
 	}
 	/* junk past n, in the last word and the word after it */
 	if (n & 63)
-		mask[words - 1] |= sp_rnd() & ~((UINT64_C(1) << (n & 63)) - 1);
-	mask[words] = sp_rnd();
+		mask[words - 1] |= test_rnd(&tr) & ~((UINT64_C(1) << (n & 63)) - 1);
+	mask[words] = test_rnd(&tr);
 }
 
 /* Serial reference compaction; returns the count. */
@@ -250,7 +202,7 @@ sp_check(const SpRunner *r, const uint64_t *mask, const void *values, int vb, si
 	snprintf(what, sizeof(what), "compact %s %s value_bytes=%d n=%zu chunk=%zu: %s%s%s", r->name,
 			 label, vb, n, chunk, st == GI_OK ? "" : "error ", st == GI_OK ? "" : err.message,
 			 st == GI_OK && nout != nwant ? " (wrong count)" : "");
-	sp_record(st == GI_OK && sp_same(out, nout, want, nwant, vb), what);
+	test_record(&tr, st == GI_OK && sp_same(out, nout, want, nwant, vb), what);
 }
 
 /* Every compaction case of one size. */
@@ -260,14 +212,14 @@ sp_compact_size(size_t n, const SpRunner *runners, int nrunners, size_t big)
 	static const double densities[] = {1e-4, 0.01, 0.1, 0.5, 0.97};
 	static const size_t chunks[] = {0, 512, 1024, 2048, 4096};
 	size_t		words = (n + 63) / 64;
-	uint64_t   *mask = sp_alloc((words + 1) * sizeof(uint64_t));
-	uint64_t   *values = sp_alloc(n * sizeof(uint64_t));
-	uint64_t   *want = sp_alloc((n + GUARD) * sizeof(uint64_t));
-	uint64_t   *out = sp_alloc((n + GUARD) * sizeof(uint64_t));
+	uint64_t   *mask = test_xmalloc((words + 1) * sizeof(uint64_t));
+	uint64_t   *values = test_xmalloc(n * sizeof(uint64_t));
+	uint64_t   *want = test_xmalloc((n + GUARD) * sizeof(uint64_t));
+	uint64_t   *out = test_xmalloc((n + GUARD) * sizeof(uint64_t));
 	int			vb;
 
 	for (size_t i = 0; i < n; i++)
-		values[i] = sp_rnd() | 1;		/* never zero */
+		values[i] = test_rnd(&tr) | 1;		/* never zero */
 	for (vb = 4; vb <= 8; vb += 4)
 		for (int shape = 0; shape < NSHAPES; shape++)
 		{
@@ -308,100 +260,11 @@ sp_compact_size(size_t n, const SpRunner *runners, int nrunners, size_t big)
 	free(out);
 }
 
-/* First position whose key >= p (keys sorted). */
-static size_t
-sp_lower(const int64_t *keys, size_t n, int64_t p)
-{
-	size_t		lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (keys[mid] < p)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* First position whose key > p. */
-static size_t
-sp_upper(const int64_t *keys, size_t n, int64_t p)
-{
-	size_t		lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (keys[mid] <= p)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Brute-force hit range [*f, *l) of one probe. */
-static void
-sp_ref_range(const int64_t *keys, size_t n, GiOp op, int64_t p, int64_t hi,
-			 size_t *f, size_t *l)
-{
-	size_t		u,
-				b;
-
-	*f = *l = 0;
-	switch (op)
-	{
-		case GI_OP_POINT:
-			*f = sp_lower(keys, n, p);
-			*l = sp_upper(keys, n, p);
-			break;
-		case GI_OP_PRED:
-			u = sp_upper(keys, n, p);
-			if (u > 0)
-			{
-				*f = sp_lower(keys, n, keys[u - 1]);
-				*l = u;
-			}
-			break;
-		case GI_OP_SUCC:
-			b = sp_lower(keys, n, p);
-			if (b < n)
-			{
-				*f = b;
-				*l = sp_upper(keys, n, keys[b]);
-			}
-			break;
-		case GI_OP_RANGE:
-			if (p <= hi)
-			{
-				*f = sp_lower(keys, n, p);
-				*l = sp_upper(keys, n, hi);
-			}
-			break;
-	}
-}
-
-/* qsort order of uint64. */
-static int
-sp_cmp_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *) a,
-				y = *(const uint64_t *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* A probe near the keys, or an extreme. */
 static int64_t
 sp_probe(const int64_t *keys, size_t n, int64_t tmin, int64_t tmax)
 {
-	uint64_t	r = sp_below(16);
+	uint64_t	r = test_below(&tr, 16);
 
 	if (r == 0)
 		return INT64_MIN;
@@ -415,10 +278,10 @@ sp_probe(const int64_t *keys, size_t n, int64_t tmin, int64_t tmax)
 	{
 		uint64_t	width = (uint64_t) tmax - (uint64_t) tmin + 1;	/* 0: all */
 
-		return (int64_t) ((uint64_t) tmin + (width ? sp_below(width) : sp_rnd()));
+		return (int64_t) ((uint64_t) tmin + (width ? test_below(&tr, width) : test_rnd(&tr)));
 	}
 	/* a neighbour of a stored key; wraps at the int64 extremes on purpose */
-	return (int64_t) ((uint64_t) keys[sp_below(n)] + sp_below(5) - 2);
+	return (int64_t) ((uint64_t) keys[test_below(&tr, n)] + test_below(&tr, 5) - 2);
 }
 
 /* gi_image_select on one engine against brute force, one image. */
@@ -438,7 +301,7 @@ sp_select_image(GiEngineKind engine, GiStructure structure, int kb, size_t n,
 	st = gi_image_build(&params, keys, payloads, n, &image, &err);
 	snprintf(what, sizeof(what), "select %s %s build key_bytes=%d n=%zu: %s",
 			 gi_engine_name(engine), gi_structure_name(structure), kb, n, err.message);
-	sp_record(st == GI_OK, what);
+	test_record(&tr, st == GI_OK, what);
 	if (st != GI_OK)
 		return;
 	for (int op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
@@ -446,10 +309,10 @@ sp_select_image(GiEngineKind engine, GiStructure structure, int kb, size_t n,
 			for (int order = GI_ORDER_KEY; order <= GI_ORDER_PAYLOAD; order++)
 			{
 				size_t		np = nprobes_list[pi];
-				int64_t    *lo = sp_alloc(np * sizeof(int64_t));
-				int64_t    *hi = sp_alloc(np * sizeof(int64_t));
+				int64_t    *lo = test_xmalloc(np * sizeof(int64_t));
+				int64_t    *hi = test_xmalloc(np * sizeof(int64_t));
 				unsigned char *hit = calloc(n ? n : 1, 1);
-				uint64_t   *want = sp_alloc(n * sizeof(uint64_t));
+				uint64_t   *want = test_xmalloc(n * sizeof(uint64_t));
 				uint64_t   *got = NULL;
 				size_t		nwant = 0,
 							ngot = (size_t) -1;
@@ -459,7 +322,7 @@ sp_select_image(GiEngineKind engine, GiStructure structure, int kb, size_t n,
 				{
 					lo[i] = sp_probe(keys, n, tmin, tmax);
 					hi[i] = sp_probe(keys, n, tmin, tmax);
-					if (op == GI_OP_RANGE && sp_below(4) != 0 && hi[i] < lo[i])
+					if (op == GI_OP_RANGE && test_below(&tr, 4) != 0 && hi[i] < lo[i])
 					{
 						int64_t		t = lo[i];	/* mostly lo <= hi, some empty */
 
@@ -469,23 +332,23 @@ sp_select_image(GiEngineKind engine, GiStructure structure, int kb, size_t n,
 				}
 				for (size_t i = 0; i < np; i++)
 				{
-					size_t		f,
+					uint64_t	f,
 								l;
 
-					sp_ref_range(keys, n, (GiOp) op, lo[i], hi[i], &f, &l);
-					for (size_t j = f; j < l; j++)
+					test_expect(keys, n, (GiOp) op, lo[i], hi[i], &f, &l);
+					for (uint64_t j = f; j < l; j++)
 						hit[j] = 1;
 				}
 				for (size_t j = 0; j < n; j++)
 					if (hit[j])
 						want[nwant++] = payloads[j];
 				if (order == GI_ORDER_PAYLOAD)
-					qsort(want, nwant, sizeof(uint64_t), sp_cmp_u64);
+					qsort(want, nwant, sizeof(uint64_t), test_cmp_u64);
 				st = gi_image_select(image, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL, np,
 									 (GiSelectOrder) order, &got, &ngot, &err);
 				if (st == GI_ERR_UNSUPPORTED && engine == GI_ENGINE_GPU)
 				{
-					sp_skipped++;
+					tr.skipped++;
 					free(lo), free(hi), free(hit), free(want);
 					continue;
 				}
@@ -496,7 +359,7 @@ sp_select_image(GiEngineKind engine, GiStructure structure, int kb, size_t n,
 						 gi_engine_name(engine), gi_structure_name(structure), kb, n, op, np,
 						 order == GI_ORDER_KEY ? "key" : "payload",
 						 st == GI_OK ? "" : err.message, ngot, nwant);
-				sp_record(ok, what);
+				test_record(&tr, ok, what);
 				gi_free(got);
 				free(lo), free(hi), free(hit), free(want);
 			}
@@ -513,10 +376,10 @@ sp_select_cases(int gpu)
 		for (int si = 0; si < 5; si++)
 		{
 			size_t		n = sizes[si];
-			int64_t    *raw = sp_alloc(n * sizeof(int64_t));
-			uint64_t   *pay = sp_alloc(n * sizeof(uint64_t));
-			int64_t    *keys = sp_alloc(n * sizeof(int64_t));
-			uint64_t   *pays = sp_alloc(n * sizeof(uint64_t));
+			int64_t    *raw = test_xmalloc(n * sizeof(int64_t));
+			uint64_t   *pay = test_xmalloc(n * sizeof(uint64_t));
+			int64_t    *keys = test_xmalloc(n * sizeof(int64_t));
+			uint64_t   *pays = test_xmalloc(n * sizeof(uint64_t));
 			int64_t		span = kb == 2 ? 65536 : (int64_t) (n * 3 + 10);
 			int64_t		tmin = kb == 2 ? INT16_MIN : kb == 4 ? INT32_MIN : INT64_MIN;
 			GiError		err;
@@ -524,14 +387,14 @@ sp_select_cases(int gpu)
 			for (size_t i = 0; i < n; i++)
 			{
 				/* dense keys (duplicates) near the type's minimum, some extremes */
-				raw[i] = tmin + (int64_t) sp_below((uint64_t) span);
-				if (sp_below(50) == 0)
+				raw[i] = tmin + (int64_t) test_below(&tr, (uint64_t) span);
+				if (test_below(&tr, 50) == 0)
 					raw[i] = kb == 2 ? INT16_MAX : kb == 4 ? INT32_MAX : INT64_MAX;
-				pay[i] = sp_rnd() >> 16;
+				pay[i] = test_rnd(&tr) >> 16;
 			}
 			if (gi_sort_pairs(raw, pay, n, keys, pays, &err) != GI_OK)
 			{
-				sp_record(0, "select: gi_sort_pairs");
+				test_record(&tr, 0, "select: gi_sort_pairs");
 				continue;
 			}
 			for (int st = GI_STRUCT_BTREE; st <= GI_STRUCT_VEB; st++)
@@ -554,16 +417,16 @@ sp_error_cases(void)
 	size_t		nout;
 	GiError		err;
 
-	sp_record(gi_compact(GI_ENGINE_CPU, mask, values, 2, 2, 0, out, &nout, &err) == GI_ERR_INVALID,
+	test_record(&tr, gi_compact(GI_ENGINE_CPU, mask, values, 2, 2, 0, out, &nout, &err) == GI_ERR_INVALID,
 			  "compact: value width 2 refused");
-	sp_record(gi_compact(GI_ENGINE_CPU, mask, values, 4, 2, 768, out, &nout, &err) == GI_ERR_INVALID,
+	test_record(&tr, gi_compact(GI_ENGINE_CPU, mask, values, 4, 2, 768, out, &nout, &err) == GI_ERR_INVALID,
 			  "compact: chunk 768 refused");
-	sp_record(gi_compact(GI_ENGINE_CPU, mask, values, 4, 2, 8192, out, &nout, &err) == GI_ERR_INVALID,
+	test_record(&tr, gi_compact(GI_ENGINE_CPU, mask, values, 4, 2, 8192, out, &nout, &err) == GI_ERR_INVALID,
 			  "compact: chunk 8192 refused");
-	sp_record(gi_compact(GI_ENGINE_CPU, NULL, values, 4, 2, 0, out, &nout, &err) == GI_ERR_INVALID,
+	test_record(&tr, gi_compact(GI_ENGINE_CPU, NULL, values, 4, 2, 0, out, &nout, &err) == GI_ERR_INVALID,
 			  "compact: missing mask refused");
 	nout = 99;
-	sp_record(gi_compact(GI_ENGINE_CPU, NULL, NULL, 4, 0, 0, NULL, &nout, &err) == GI_OK && nout == 0,
+	test_record(&tr, gi_compact(GI_ENGINE_CPU, NULL, NULL, 4, 0, 0, NULL, &nout, &err) == GI_OK && nout == 0,
 			  "compact: n = 0 with no arrays");
 }
 
@@ -584,10 +447,7 @@ gi_test_space_main(void)
 	time_t		t0 = time(NULL);
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	s = getenv("GI_SEED");
-	sp_seed = (s && *s) ? strtoull(s, NULL, 0) :
-		((uint64_t) time(NULL) * 1000003ULL) ^ ((uint64_t) getpid() << 20) ^ (uint64_t) clock();
-	sp_state = sp_seed;
+	test_run_start(&tr, "space", 0);
 	s = getenv("GI_UNIT_MAX");
 	if (s && *s)
 		max_size = strtoull(s, NULL, 0);
@@ -598,7 +458,7 @@ gi_test_space_main(void)
 	sp_quick = s != NULL && *s != '\0';
 	gpu = gi_gpu_available(why, sizeof(why));
 	printf("test_space: seed=%" PRIu64 " (GI_SEED=%" PRIu64 " to repeat), sizes up to %zu, gpu: %s%s\n",
-		   sp_seed, sp_seed, max_size, gpu ? "yes" : why,
+		   tr.seed, tr.seed, max_size, gpu ? "yes" : why,
 		   gpu && !gi_space_compact_plan_host ? " (plans: gpu_space.cu not linked)" : "");
 
 	runners[nrunners++] = (SpRunner) {"cpu", GI_ENGINE_CPU, -1, 0};
@@ -630,24 +490,24 @@ gi_test_space_main(void)
 		if (n > max_size || n < min_size)
 			continue;
 		sp_compact_size(n, runners, nrunners, big);
-		printf("test_space: compaction n=%zu done, %ld passed, %ld failed (%lds)\n", n, sp_passed,
-			   sp_failed, (long) (time(NULL) - t0));
+		printf("test_space: compaction n=%zu done, %ld passed, %ld failed (%lds)\n", n, tr.passed,
+			   tr.failed, (long) (time(NULL) - t0));
 	}
 	if (!sp_quick)
 		sp_select_cases(gpu);
-	if (sp_skipped)
+	if (tr.skipped)
 		printf("test_space: %ld GPU select checks skipped (gi_image_select unsupported on the GPU engine)\n",
-			   sp_skipped);
-	printf("test_space: %ld passed, %ld failed\n", sp_passed, sp_failed);
-	return (int) (sp_failed > 0);
+			   tr.skipped);
+	printf("test_space: %ld passed, %ld failed\n", tr.passed, tr.failed);
+	return (int) (tr.failed > 0);
 }
 
 /* The counts of the last gi_test_space_main run (for test_engine's total). */
 void
 gi_test_space_counts(long *passed, long *failed)
 {
-	*passed = sp_passed;
-	*failed = sp_failed;
+	*passed = tr.passed;
+	*failed = tr.failed;
 }
 
 #ifdef GI_TEST_SPACE_MAIN
@@ -657,7 +517,7 @@ main(void)
 {
 	int			rc = gi_test_space_main();
 
-	printf("%ld passed, %ld failed\n", sp_passed, sp_failed);
+	printf("%ld passed, %ld failed\n", tr.passed, tr.failed);
 	return rc;
 }
 #endif
