@@ -11,6 +11,7 @@
 #include "access/tableam.h"
 #include "access/visibilitymap.h"
 #include "catalog/index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -39,6 +40,7 @@ typedef struct Batch
 	TupleTableSlot *slot;
 	IndexFetchTableData *fetch;
 	Snapshot	snapshot;
+	Oid			keytype;		/* the key's type (a domain's base type) */
 	bool		rls;			/* row-level security applies */
 	bool		plain_column;	/* key is a plain column (no expression) */
 	bool		heap_page_path; /* heap table, plain column: visible_by_page */
@@ -82,6 +84,45 @@ rows_push(RowList *list, int64 probe, int64 pos, int64 key, ItemPointer ctid)
 }
 
 /*
+ * A partitioned index has no pages of its own: say so, and name what to call
+ * instead (the index of each partition).
+ */
+static void
+reject_partitioned_index(Oid indexoid)
+{
+	List	   *leaves = find_all_inheritors(indexoid, AccessShareLock, NULL);
+	StringInfoData names;
+	ListCell   *lc;
+	int			shown = 0;
+
+	initStringInfo(&names);
+	foreach(lc, leaves)
+	{
+		Oid			leaf = lfirst_oid(lc);
+
+		if (get_rel_relkind(leaf) != RELKIND_INDEX)
+			continue;
+		if (shown == 3)
+		{
+			appendStringInfoString(&names, ", ...");
+			break;
+		}
+		appendStringInfo(&names, "%s%s", shown > 0 ? ", " : "",
+						 quote_identifier(get_rel_name(leaf)));
+		shown++;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("\"%s\" is a partitioned index", get_rel_name(indexoid)),
+			 errdetail("A partitioned index has no entries of its own; the index of each partition holds them."),
+			 shown > 0 ?
+			 errhint("Call the function on the partitions' indexes (%s); "
+					 "SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = '%s'::regclass lists them.",
+					 names.data, get_rel_name(indexoid)) :
+			 errhint("The partitioned table has no partitions yet.")));
+}
+
+/*
  * Open a gpuidx index named by OID and its table (AccessShareLock), after
  * checking that it is one and that the user may SELECT from the table.
  */
@@ -97,7 +138,7 @@ gpuidx_open_checked(Oid indexoid, Relation *heap)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", indexoid)));
-	if (relkind != RELKIND_INDEX)
+	if (relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
@@ -109,11 +150,27 @@ gpuidx_open_checked(Oid indexoid, Relation *heap)
 
 	*heap = table_open(heapoid, AccessShareLock);
 	index = index_open(indexoid, AccessShareLock);
+	if (relkind == RELKIND_PARTITIONED_INDEX && index->rd_indam->ambuild == gpuidx_build)
+		reject_partitioned_index(indexoid);
 	if (!gpuidx_is_gpuidx_index(index))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a gpuidx index",
 						RelationGetRelationName(index))));
+
+	/*
+	 * An invalid index (a failed or unfinished CREATE INDEX CONCURRENTLY or
+	 * REINDEX CONCURRENTLY) may have no pages at all, or lack entries.
+	 */
+	if (!index->rd_index->indisvalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gpuidx index \"%s\" is not valid",
+						RelationGetRelationName(index)),
+				 errdetail("A failed or unfinished CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY left it without all its entries."),
+				 errhint("REINDEX INDEX %s rebuilds it.",
+						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+													RelationGetRelationName(index)))));
 	return index;
 }
 
@@ -129,6 +186,7 @@ batch_open(Batch *b, Oid indexoid)
 
 	b->rls = check_enable_rls(heapoid, InvalidOid, false) == RLS_ENABLED;
 	b->indexInfo = BuildIndexInfo(b->index);
+	b->keytype = getBaseType(TupleDescAttr(RelationGetDescr(b->index), 0)->atttypid);
 	b->plain_column = b->indexInfo->ii_Expressions == NIL;
 	b->heap_page_path = b->plain_column && b->heap->rd_rel->relam == HEAP_TABLE_AM_OID;
 	b->estate = CreateExecutorState();
@@ -186,7 +244,7 @@ entry_visible(Batch *b, int64 pos, ItemPointer ctid)
 		isnull = isnulls[0];
 	}
 	if (isnull ||
-		gpuidx_datum_to_key(value, TupleDescAttr(RelationGetDescr(b->index), 0)->atttypid)
+		gpuidx_datum_to_key(value, b->keytype)
 		!= gpuidx_key_at(b->img, pos))
 		return false;
 	*ctid = b->slot->tts_tid;
@@ -269,7 +327,7 @@ visible_by_page(Batch *b, const int64 *sorted_tids, const uint64 *order,
 {
 	TupleDesc	desc = RelationGetDescr(b->heap);
 	AttrNumber	attnum = b->indexInfo->ii_IndexAttrNumbers[0];
-	Oid			keytype = TupleDescAttr(RelationGetDescr(b->index), 0)->atttypid;
+	Oid			keytype = b->keytype;
 
 	/*
 	 * Under an MVCC snapshot the visible member of a HOT chain carries the
@@ -789,6 +847,15 @@ gpuidx_info(PG_FUNCTION_ARGS)
 	appendStringInfo(&s, ", \"inserted\": " UINT64_FORMAT ", \"insert_batches\": " UINT64_FORMAT,
 					 (uint64) info.inserted, (uint64) info.insert_batches);
 	append_timings(&s, "last_insert_ms", &info.last_insert);
+	{
+		int64		images;
+		uint64		host_bytes;
+
+		/* What this backend's image cache holds, this image included. */
+		gpuidx_cache_usage(&images, &host_bytes);
+		appendStringInfo(&s, ", \"cache_images\": " INT64_FORMAT
+						 ", \"cache_host_bytes\": " UINT64_FORMAT, images, host_bytes);
+	}
 	appendStringInfoChar(&s, '}');
 
 	batch_close(&b);

@@ -309,6 +309,81 @@ evict_for_device(uint64 limit, uint64 need, Oid keep)
 	}
 }
 
+/*
+ * Host bytes one version holds: its sorted arrays (as gpuidx_info counts
+ * them) and the engine image's host memory.
+ */
+static uint64
+version_host_bytes(GpuidxImageData *img)
+{
+	uint64		total = (uint64) img->n * (sizeof(int64) + sizeof(uint64)) +
+		(uint64) img->ndelta * sizeof(int64) + (uint64) img->nnull * sizeof(uint64);
+
+	if (img->image)
+	{
+		GiImageInfo info;
+
+		gi_image_info(img->image, &info);
+		total += info.host_bytes;
+	}
+	return total;
+}
+
+/* Versions this backend holds (current or pinned) and their host bytes. */
+void
+gpuidx_cache_usage(int64 *images, uint64 *host_bytes)
+{
+	GpuidxImageData *img;
+
+	*images = 0;
+	*host_bytes = 0;
+	for (img = live_versions; img; img = img->next_live)
+	{
+		(*images)++;
+		*host_bytes += version_host_bytes(img);
+	}
+}
+
+/*
+ * Keep the images under gpuidx.host_memory_limit: free the current images
+ * of the least recently used indexes that no scan holds (never keep's),
+ * until the versions fit or nothing is left to evict.  An evicted index is
+ * loaded again on its next use.
+ */
+static void
+evict_for_host(Oid keep)
+{
+	uint64		limit = (uint64) gpuidx_host_memory_limit_mb * 1024 * 1024;
+
+	if (gpuidx_host_memory_limit_mb <= 0)
+		return;
+	for (;;)
+	{
+		HASH_SEQ_STATUS seq;
+		CacheEntry *e,
+				   *victim = NULL;
+		int64		images;
+		uint64		used;
+
+		gpuidx_cache_usage(&images, &used);
+		if (used <= limit)
+			return;
+		hash_seq_init(&seq, image_cache);
+		while ((e = hash_seq_search(&seq)) != NULL)
+		{
+			if (e->indexoid == keep || e->current == NULL ||
+				e->current->refcount > 0)
+				continue;
+			if (victim == NULL || e->last_used < victim->last_used)
+				victim = e;
+		}
+		if (victim == NULL)
+			return;
+		free_version(victim->current);
+		victim->current = NULL;
+	}
+}
+
 /* Merge two (key, tid)-sorted runs into out. */
 static void
 merge_runs(const int64 *ak, const uint64 *at, int64 na,
@@ -783,6 +858,7 @@ gpuidx_image_acquire(Relation index)
 	}
 	PG_END_TRY();
 	cur->refcount++;
+	evict_for_host(indexoid);
 	return cur;
 }
 

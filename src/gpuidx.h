@@ -155,6 +155,7 @@ typedef enum GpuidxEngineSetting
 extern int	gpuidx_engine_setting;
 extern int	gpuidx_pending_limit;
 extern int	gpuidx_device_memory_limit_mb;
+extern int	gpuidx_host_memory_limit_mb;
 extern int	gpuidx_batch_chunk;
 extern int	gpuidx_default_structure;
 extern bool gpuidx_enable_customscan;
@@ -309,6 +310,7 @@ extern GpuidxImageData *gpuidx_image_acquire(Relation index);
 extern void gpuidx_image_release(GpuidxImageData *img);
 extern void gpuidx_wait_for_scans(Relation index);
 extern bool gpuidx_can_skip_heap(void);
+extern void gpuidx_cache_usage(int64 *images, uint64 *host_bytes);
 extern GiEngineKind gpuidx_choose_engine(void);
 extern void gpuidx_raise_engine_error(const GiError *err, const char *what);
 extern void gpuidx_query_image(GpuidxImageData *img, GiOp op,
@@ -351,6 +353,7 @@ extern bool gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir);
 extern int64 gpuidx_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
 extern void gpuidx_endscan(IndexScanDesc scan);
 extern GiStructure gpuidx_relation_structure(Relation index);
+extern bool gpuidx_relation_structure_given(Relation index);
 extern Relation gpuidx_open_checked(Oid indexoid, Relation *heap);
 extern bool gpuidx_is_gpuidx_index(Relation index);
 

@@ -28,6 +28,7 @@ PG_MODULE_MAGIC;
 int			gpuidx_engine_setting = GPUIDX_ENGINE_AUTO;
 int			gpuidx_pending_limit = 100000;
 int			gpuidx_device_memory_limit_mb = 0;
+int			gpuidx_host_memory_limit_mb = 1024;
 int			gpuidx_batch_chunk = 1048576;
 int			gpuidx_default_structure = GI_STRUCT_BTREE;
 
@@ -80,6 +81,12 @@ _PG_init(void)
 							NULL,
 							&gpuidx_device_memory_limit_mb, 0, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.host_memory_limit",
+							"Host memory gpuidx images may use in one backend (0 = no limit).",
+							"Past it the least recently used images that no running scan holds are "
+							"freed; they are loaded again when next used.",
+							&gpuidx_host_memory_limit_mb, 1024, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuidx.batch_chunk",
 							"Probes sent to the engine at a time by the batch functions.",
 							"Larger batches are split into chunks of this size; "
@@ -126,7 +133,8 @@ gpuidx_options(Datum reloptions, bool validate)
 
 /*
  * The structure to build an index with: its WITH (structure = ...) option,
- * else gpuidx.default_structure.  Once built, the metapage records it.
+ * else gpuidx.default_structure.  Once built, the metapage records it, and
+ * the build records a default it used as the index's option (build.c).
  */
 GiStructure
 gpuidx_relation_structure(Relation index)
@@ -143,6 +151,15 @@ gpuidx_relation_structure(Relation index)
 			return GI_STRUCT_BTREE;
 	}
 	return (GiStructure) gpuidx_default_structure;
+}
+
+/* Did the index's reloptions name a structure (WITH (structure = ...))? */
+bool
+gpuidx_relation_structure_given(Relation index)
+{
+	GpuidxOptions *opts = (GpuidxOptions *) index->rd_options;
+
+	return opts && opts->structure_offset != 0;
 }
 
 /* Is this relation a gpuidx index? */
