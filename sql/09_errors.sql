@@ -9,14 +9,7 @@ CREATE SCHEMA gi_errors;
 RESET client_min_messages;
 SET search_path = gi_errors, public;
 
--- err(q): run q, return 'ok' or the SQLSTATE and message of its error
-CREATE FUNCTION err(q text) RETURNS text LANGUAGE plpgsql AS $f$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $f$;
+\i sql/include/err.sql
 
 CREATE TABLE e (id int, k int4, t text);
 INSERT INTO e SELECT g, g % 10, 'x' FROM generate_series(1, 100) g;

@@ -10,13 +10,7 @@ CREATE SCHEMA gi_invalid;
 RESET client_min_messages;
 SET search_path = gi_invalid, public;
 
-CREATE FUNCTION err(q text) RETURNS text LANGUAGE plpgsql AS $f$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $f$;
+\i sql/include/err.sql
 
 -- an index expression that fails on one row makes CREATE INDEX CONCURRENTLY
 -- fail after the index was created, leaving it invalid

@@ -9,13 +9,7 @@ CREATE SCHEMA gi_part;
 RESET client_min_messages;
 SET search_path = gi_part, public;
 
-CREATE FUNCTION err(q text) RETURNS text LANGUAGE plpgsql AS $f$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $f$;
+\i sql/include/err.sql
 
 CREATE TABLE pt (id int, k int8) PARTITION BY RANGE (k);
 CREATE TABLE pt_a PARTITION OF pt FOR VALUES FROM (MINVALUE) TO (100);

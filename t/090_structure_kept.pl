@@ -7,15 +7,13 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use GpuidxTest;
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
-my $node = PostgreSQL::Test::Cluster->new('structure_kept');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-gpuidx.engine = '$engine'
+my $node = gpuidx_node('structure_kept', q{
 autovacuum = off
 });
-$node->start;
 
 # the structure of each index, as the image built from its pages reports
 sub structures

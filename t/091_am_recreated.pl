@@ -6,15 +6,13 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use GpuidxTest;
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
-my $node = PostgreSQL::Test::Cluster->new('am_recreated');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-gpuidx.engine = '$engine'
+my $node = gpuidx_node('am_recreated', q{
 autovacuum = off
 });
-$node->start;
 
 my $setup = q{
 CREATE EXTENSION gpuidx;

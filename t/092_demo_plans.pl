@@ -7,15 +7,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
+use lib "$FindBin::Bin/lib";
+use GpuidxTest;
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
-my $node = PostgreSQL::Test::Cluster->new('demo_plans');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-gpuidx.engine = '$engine'
+my $node = gpuidx_node('demo_plans', q{
 autovacuum = off
 });
-$node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION gpuidx');
 
 my $root = "$FindBin::Bin/..";

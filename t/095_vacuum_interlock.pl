@@ -13,20 +13,18 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use GpuidxTest;
 use IPC::Run;
 use File::Temp qw(tempdir);
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
 my $seconds = $ENV{GPUIDX_STRESS_SECONDS} // 40;
-my $node = PostgreSQL::Test::Cluster->new('vacuum_interlock');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
+my $node = gpuidx_node('vacuum_interlock', q{
 jit = off
 autovacuum = off
-gpuidx.engine = '$engine'
 max_connections = 20
 });
-$node->start;
 
 $node->safe_psql('postgres', q{
 CREATE EXTENSION gpuidx;
