@@ -81,42 +81,6 @@ rows_push(RowList *list, int64 probe, int64 pos, int64 key, ItemPointer ctid)
 	list->n++;
 }
 
-/*
- * Open a gpuidx index named by OID and its table (AccessShareLock), after
- * checking that it is one and that the user may SELECT from the table.
- */
-Relation
-gpuidx_open_checked(Oid indexoid, Relation *heap)
-{
-	Oid			heapoid;
-	char		relkind = get_rel_relkind(indexoid);
-	AclResult	aclresult;
-	Relation	index;
-
-	if (relkind == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", indexoid)));
-	if (relkind != RELKIND_INDEX)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
-	heapoid = IndexGetRelation(indexoid, false);
-	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(heapoid)),
-					   get_rel_name(heapoid));
-
-	*heap = table_open(heapoid, AccessShareLock);
-	index = index_open(indexoid, AccessShareLock);
-	if (!gpuidx_is_gpuidx_index(index))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a gpuidx index",
-						RelationGetRelationName(index))));
-	return index;
-}
-
 /* Open the index and its table, checking kind and privileges. */
 static void
 batch_open(Batch *b, Oid indexoid)

@@ -43,8 +43,6 @@ typedef struct CacheEntry
 	uint64		last_used;		/* for least-recently-used eviction */
 } CacheEntry;
 
-bool		gpuidx_enable_batch_insert = true;
-
 static HTAB *image_cache = NULL;
 static GpuidxImageData *live_versions = NULL;
 static uint64 use_tick = 0;
@@ -205,36 +203,6 @@ cache_init(void)
 							  HASH_ELEM | HASH_BLOBS);
 	RegisterXactCallback(cache_xact_callback, NULL);
 	before_shmem_exit(cache_exit_callback, 0);
-}
-
-/* Raise an engine error as a PostgreSQL error with a fitting SQLSTATE. */
-void
-gpuidx_raise_engine_error(const GiError *err, const char *what)
-{
-	int			code;
-
-	switch (err->status)
-	{
-		case GI_ERR_HOST_OOM:
-		case GI_ERR_DEVICE_OOM:
-			code = ERRCODE_OUT_OF_MEMORY;
-			break;
-		case GI_ERR_NO_DEVICE:
-			code = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
-			break;
-		case GI_ERR_DEVICE:
-			code = ERRCODE_SYSTEM_ERROR;
-			break;
-		case GI_ERR_UNSUPPORTED:
-			code = ERRCODE_FEATURE_NOT_SUPPORTED;
-			break;
-		default:
-			code = ERRCODE_INTERNAL_ERROR;
-			break;
-	}
-	ereport(ERROR,
-			(errcode(code),
-			 errmsg("gpuidx: %s failed: %s", what, err->message)));
 }
 
 /* Which engine to use now, per gpuidx.engine; CUDA starts here, lazily. */

@@ -48,8 +48,6 @@
 #include "utils/selfuncs.h"
 #include "utils/snapmgr.h"
 
-bool		gpuidx_enable_customscan = true;
-
 /* Entries of the image per interval above which the hit mask is not used. */
 #define SELECT_MIN_ENTRIES_PER_INTERVAL 4096
 
@@ -1019,8 +1017,7 @@ fetch_next_hit(GpuidxScanState *state, TupleTableSlot *slot, Snapshot snapshot)
 			ExecClearTuple(slot);
 			memset(slot->tts_isnull, true, sizeof(bool) * natts);
 			slot->tts_values[state->keyonly_attno - 1] =
-				state->keytype == INT2OID ? Int16GetDatum((int16) key) :
-				state->keytype == INT4OID ? Int32GetDatum((int32) key) : Int64GetDatum(key);
+				gpuidx_key_to_datum(key, state->keytype);
 			slot->tts_isnull[state->keyonly_attno - 1] = false;
 			ExecStoreVirtualTuple(slot);
 			slot->tts_tid = tid;

@@ -8,6 +8,9 @@
 #include "access/amvalidate.h"
 #include "access/htup_details.h"
 #include "access/reloptions.h"
+#include "access/table.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_amproc.h"
 #include "catalog/pg_opclass.h"
@@ -15,7 +18,9 @@
 #include "commands/progress.h"
 #include "commands/vacuum.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "optimizer/optimizer.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -25,26 +30,7 @@
 
 PG_MODULE_MAGIC;
 
-int			gpuidx_engine_setting = GPUIDX_ENGINE_AUTO;
-int			gpuidx_pending_limit = 100000;
-int			gpuidx_device_memory_limit_mb = 0;
-int			gpuidx_batch_chunk = 1048576;
-int			gpuidx_default_structure = GI_STRUCT_BTREE;
-
 static relopt_kind gpuidx_relopt_kind;
-
-static const struct config_enum_entry structure_options[] = {
-	{"btree", GI_STRUCT_BTREE, false},
-	{"veb", GI_STRUCT_VEB, false},
-	{NULL, 0, false}
-};
-
-static const struct config_enum_entry engine_options[] = {
-	{"auto", GPUIDX_ENGINE_AUTO, false},
-	{"gpu", GPUIDX_ENGINE_GPU, false},
-	{"cpu", GPUIDX_ENGINE_CPU, false},
-	{NULL, 0, false}
-};
 
 /* Accept only the structures gpuidx knows. */
 static void
@@ -59,50 +45,14 @@ validate_structure(const char *value)
 				 errdetail("Valid values are \"btree\" and \"veb\".")));
 }
 
-/* Register GUCs and the reloption kind; no CUDA here (may be the postmaster). */
+/*
+ * Register the GUCs (guc.c), the custom scan and the reloption kind; no
+ * CUDA here (may be the postmaster).
+ */
 void
 _PG_init(void)
 {
-	DefineCustomEnumVariable("gpuidx.engine",
-							 "Where gpuidx builds images and answers batches.",
-							 "auto uses the GPU when a usable one exists, else the CPU; "
-							 "gpu raises an error when there is none.",
-							 &gpuidx_engine_setting, GPUIDX_ENGINE_AUTO,
-							 engine_options, PGC_USERSET, 0,
-							 NULL, NULL, NULL);
-	DefineCustomIntVariable("gpuidx.pending_limit",
-							"Pending entries after which an insert folds the pending list into the base run.",
-							NULL,
-							&gpuidx_pending_limit, 100000, 1, INT_MAX,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("gpuidx.device_memory_limit",
-							"Device memory gpuidx images may use in one backend (0 = no limit).",
-							NULL,
-							&gpuidx_device_memory_limit_mb, 0, 0, INT_MAX,
-							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
-	DefineCustomIntVariable("gpuidx.batch_chunk",
-							"Probes sent to the engine at a time by the batch functions.",
-							"Larger batches are split into chunks of this size; "
-							"the query can be cancelled between chunks.",
-							&gpuidx_batch_chunk, 1048576, 1024, 1 << 28,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomEnumVariable("gpuidx.default_structure",
-							 "Structure of a new gpuidx index created without WITH (structure = ...).",
-							 NULL,
-							 &gpuidx_default_structure, GI_STRUCT_BTREE,
-							 structure_options, PGC_USERSET, 0,
-							 NULL, NULL, NULL);
-	DefineCustomBoolVariable("gpuidx.enable_batch_insert",
-							 "Brings new index entries into a cached B+ tree image by batch insertion.",
-							 "When off, every change rebuilds the image from its sorted entries "
-							 "(for comparison; the answers are the same).",
-							 &gpuidx_enable_batch_insert, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("gpuidx.enable_customscan",
-							 "Lets the planner use GpuIndexScan, which answers a table's quals on a gpuidx column as one batch.",
-							 NULL,
-							 &gpuidx_enable_customscan, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
+	gpuidx_define_gucs();
 	MarkGUCPrefixReserved("gpuidx");
 	gpuidx_customscan_init();
 
@@ -124,27 +74,6 @@ gpuidx_options(Datum reloptions, bool validate)
 									  sizeof(GpuidxOptions), tab, lengthof(tab));
 }
 
-/*
- * The structure to build an index with: its WITH (structure = ...) option,
- * else gpuidx.default_structure.  Once built, the metapage records it.
- */
-GiStructure
-gpuidx_relation_structure(Relation index)
-{
-	GpuidxOptions *opts = (GpuidxOptions *) index->rd_options;
-
-	if (opts && opts->structure_offset != 0)
-	{
-		const char *value = (const char *) opts + opts->structure_offset;
-
-		if (strcmp(value, "veb") == 0)
-			return GI_STRUCT_VEB;
-		if (strcmp(value, "btree") == 0)
-			return GI_STRUCT_BTREE;
-	}
-	return (GiStructure) gpuidx_default_structure;
-}
-
 /* Is this relation a gpuidx index? */
 bool
 gpuidx_is_gpuidx_index(Relation index)
@@ -152,6 +81,42 @@ gpuidx_is_gpuidx_index(Relation index)
 	return index->rd_rel->relkind == RELKIND_INDEX &&
 		index->rd_indam != NULL &&
 		index->rd_indam->ambuild == gpuidx_build;
+}
+
+/*
+ * Open a gpuidx index named by OID and its table (AccessShareLock), after
+ * checking that it is one and that the user may SELECT from the table.
+ */
+Relation
+gpuidx_open_checked(Oid indexoid, Relation *heap)
+{
+	Oid			heapoid;
+	char		relkind = get_rel_relkind(indexoid);
+	AclResult	aclresult;
+	Relation	index;
+
+	if (relkind == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", indexoid)));
+	if (relkind != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
+	heapoid = IndexGetRelation(indexoid, false);
+	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(heapoid)),
+					   get_rel_name(heapoid));
+
+	*heap = table_open(heapoid, AccessShareLock);
+	index = index_open(indexoid, AccessShareLock);
+	if (!gpuidx_is_gpuidx_index(index))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a gpuidx index",
+						RelationGetRelationName(index))));
+	return index;
 }
 
 /* Names of the CREATE INDEX phases, for pg_stat_progress_create_index. */
@@ -162,11 +127,11 @@ gpuidx_buildphasename(int64 phasenum)
 	{
 		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
 			return "initializing";
-		case 2:
+		case GPUIDX_PHASE_SCAN_TABLE:
 			return "scanning table";
-		case 3:
+		case GPUIDX_PHASE_SORT:
 			return "sorting entries";
-		case 4:
+		case GPUIDX_PHASE_WRITE_BASE:
 			return "writing base run";
 		default:
 			return NULL;

@@ -351,8 +351,7 @@ gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir)
 		Datum		value;
 		bool		isnull = so->cur_pos >= so->img->n;
 
-		value = keytype == INT2OID ? Int16GetDatum((int16) key) :
-			keytype == INT4OID ? Int32GetDatum((int32) key) : Int64GetDatum(key);
+		value = gpuidx_key_to_datum(key, keytype);
 		if (so->itup)
 			pfree(so->itup);
 		so->itup = index_form_tuple(desc, &value, &isnull);
