@@ -15,6 +15,7 @@
  * tuples fetched with the snapshot.
  */
 #include "gpuidx.h"
+#include "keyinterval.h"
 
 #include "access/relation.h"
 #include "access/table.h"
@@ -467,14 +468,6 @@ typedef struct BatchTerm
 	List	   *children;		/* for '|' and '&' */
 } BatchTerm;
 
-/* Sorted, disjoint, inclusive key intervals. */
-typedef struct Intervals
-{
-	int64		n;
-	int64	   *lo;
-	int64	   *hi;
-} Intervals;
-
 typedef struct GpuidxScanState
 {
 	CustomScanState css;
@@ -619,105 +612,8 @@ begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
 										  &estate->es_tupleTable);
 }
 
-/* Interval list of sorted distinct points. */
-static Intervals
-points_intervals(int64 *vals, int64 n)
-{
-	Intervals	r;
-
-	r.lo = vals;
-	r.hi = vals;				/* a point is [v, v]; the arrays are shared */
-	r.n = n;
-	return r;
-}
-
-/* Union of two interval lists, coalescing overlaps and neighbours. */
-static Intervals
-intervals_union(Intervals a, Intervals b)
-{
-	Intervals	r;
-	int64		i = 0,
-				j = 0;
-
-	r.lo = palloc(sizeof(int64) * Max(a.n + b.n, 1));
-	r.hi = palloc(sizeof(int64) * Max(a.n + b.n, 1));
-	r.n = 0;
-	while (i < a.n || j < b.n)
-	{
-		int64		lo,
-					hi;
-
-		if (j >= b.n || (i < a.n && a.lo[i] <= b.lo[j]))
-		{
-			lo = a.lo[i];
-			hi = a.hi[i++];
-		}
-		else
-		{
-			lo = b.lo[j];
-			hi = b.hi[j++];
-		}
-		if (r.n > 0 && (r.hi[r.n - 1] == PG_INT64_MAX || lo <= r.hi[r.n - 1] + 1))
-		{
-			if (hi > r.hi[r.n - 1])
-				r.hi[r.n - 1] = hi;
-		}
-		else
-		{
-			r.lo[r.n] = lo;
-			r.hi[r.n] = hi;
-			r.n++;
-		}
-	}
-	return r;
-}
-
-/* Intersection of two interval lists. */
-static Intervals
-intervals_intersect(Intervals a, Intervals b)
-{
-	Intervals	r;
-	int64		i = 0,
-				j = 0;
-
-	r.lo = palloc(sizeof(int64) * Max(a.n + b.n, 1));
-	r.hi = palloc(sizeof(int64) * Max(a.n + b.n, 1));
-	r.n = 0;
-	while (i < a.n && j < b.n)
-	{
-		int64		lo = Max(a.lo[i], b.lo[j]);
-		int64		hi = Min(a.hi[i], b.hi[j]);
-
-		if (lo <= hi)
-		{
-			r.lo[r.n] = lo;
-			r.hi[r.n] = hi;
-			r.n++;
-		}
-		if (a.hi[i] < b.hi[j])
-			i++;
-		else
-			j++;
-	}
-	return r;
-}
-
-/* One interval (or none when lo > hi). */
-static Intervals
-single_interval(int64 lo, int64 hi)
-{
-	Intervals	r;
-
-	r.lo = palloc(sizeof(int64));
-	r.hi = palloc(sizeof(int64));
-	r.lo[0] = lo;
-	r.hi[0] = hi;
-	r.n = lo <= hi ? 1 : 0;
-	return r;
-}
-
 /* Evaluate a prepared term into the key intervals it admits. */
-static Intervals
+static GpuidxIntervals
 eval_term(BatchTerm *term, ExprContext *econtext)
 {
 	bool		isnull;
@@ -726,18 +622,18 @@ eval_term(BatchTerm *term, ExprContext *econtext)
 	if (term->kind == '|' || term->kind == '&')
 	{
 		ListCell   *lc;
-		Intervals	acc;
+		GpuidxIntervals acc;
 		bool		first = true;
 
-		acc = single_interval(1, 0);
+		acc = gpuidx_intervals_none();
 		foreach(lc, term->children)
 		{
-			Intervals	x = eval_term(lfirst(lc), econtext);
+			GpuidxIntervals x = eval_term(lfirst(lc), econtext);
 
 			if (first)
 				acc = x;
 			else
-				acc = term->kind == '|' ? intervals_union(acc, x) : intervals_intersect(acc, x);
+				acc = term->kind == '|' ? gpuidx_intervals_union(acc, x) : gpuidx_intervals_intersect(acc, x);
 			first = false;
 		}
 		return acc;
@@ -745,37 +641,24 @@ eval_term(BatchTerm *term, ExprContext *econtext)
 
 	d = ExecEvalExprSwitchContext(term->value, econtext, &isnull);
 	if (isnull)
-		return single_interval(1, 0);	/* strict: NULL matches nothing */
+		return gpuidx_intervals_none();	/* strict: NULL matches nothing */
 	if (term->kind == 'a')
 	{
 		int64		n;
 		int64	   *vals = gpuidx_array_keys(d, &n);
 
-		return points_intervals(vals, n);
+		return gpuidx_intervals_points(vals, n);
 	}
 	else
 	{
 		int64		v = gpuidx_datum_to_key(d, term->value_type);
+		int64		lo,
+					hi;
 
-		switch (term->strategy)
-		{
-			case BTLessStrategyNumber:
-				return v == PG_INT64_MIN ? single_interval(1, 0) :
-					single_interval(PG_INT64_MIN, v - 1);
-			case BTLessEqualStrategyNumber:
-				return single_interval(PG_INT64_MIN, v);
-			case BTEqualStrategyNumber:
-				return single_interval(v, v);
-			case BTGreaterEqualStrategyNumber:
-				return single_interval(v, PG_INT64_MAX);
-			case BTGreaterStrategyNumber:
-				return v == PG_INT64_MAX ? single_interval(1, 0) :
-					single_interval(v + 1, PG_INT64_MAX);
-			default:
-				elog(ERROR, "gpuidx: unexpected strategy %d", term->strategy);
-		}
+		if (!gpuidx_strategy_interval(term->strategy, v, &lo, &hi))
+			return gpuidx_intervals_none();
+		return gpuidx_intervals_single(lo, hi);
 	}
-	return single_interval(1, 0);	/* keep compiler quiet */
 }
 
 /* Milliseconds since *t, and reset *t to now. */
@@ -796,7 +679,7 @@ static void
 compute_hits(GpuidxScanState *state)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
-	Intervals	iv = single_interval(PG_INT64_MIN, PG_INT64_MAX);
+	GpuidxIntervals iv = gpuidx_intervals_single(PG_INT64_MIN, PG_INT64_MAX);
 	ListCell   *lc;
 	uint64	   *first,
 			   *last;
@@ -808,7 +691,7 @@ compute_hits(GpuidxScanState *state)
 	state->nhits = 0;
 	state->next = 0;
 	foreach(lc, state->terms)
-		iv = intervals_intersect(iv, eval_term(lfirst(lc), econtext));
+		iv = gpuidx_intervals_intersect(iv, eval_term(lfirst(lc), econtext));
 	state->stat_probes += iv.n;
 	if (iv.n == 0)
 		return;

@@ -4,6 +4,7 @@
  * position ranges in (key, TID) order, walked forward or backward.
  */
 #include "gpuidx.h"
+#include "keyinterval.h"
 
 #include "access/relscan.h"
 #include "access/skey.h"
@@ -70,29 +71,6 @@ gpuidx_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 }
 
-/* Keep the elements of a (sorted, distinct) that are also in b. */
-static int64
-intersect_keys(int64 *a, int64 na, const int64 *b, int64 nb)
-{
-	int64		i = 0,
-				j = 0,
-				o = 0;
-
-	while (i < na && j < nb)
-	{
-		if (a[i] < b[j])
-			i++;
-		else if (a[i] > b[j])
-			j++;
-		else
-		{
-			a[o++] = a[i++];
-			j++;
-		}
-	}
-	return o;
-}
-
 static void compute_key_ranges(GpuidxScanOpaque so, int64 *points,
 							   int64 npoints, int64 lo, int64 hi);
 
@@ -125,7 +103,9 @@ compute_ranges(IndexScanDesc scan)
 	for (i = 0; i < scan->numberOfKeys && !empty; i++)
 	{
 		ScanKey		sk = &scan->keyData[i];
-		int64		v;
+		int64		v,
+					klo,
+					khi;
 
 		if (sk->sk_flags & SK_SEARCHNULL)
 		{
@@ -162,7 +142,7 @@ compute_ranges(IndexScanDesc scan)
 				}
 				else
 				{
-					npoints = intersect_keys(points, npoints, vals, n);
+					npoints = gpuidx_intersect_points(points, npoints, vals, n);
 					pfree(vals);
 				}
 				continue;
@@ -175,33 +155,13 @@ compute_ranges(IndexScanDesc scan)
 			v = gpuidx_datum_to_key(sk->sk_argument,
 									OidIsValid(sk->sk_subtype) ? sk->sk_subtype : keytype);
 
-		switch (sk->sk_strategy)
+		if (gpuidx_strategy_interval(sk->sk_strategy, v, &klo, &khi))
 		{
-			case BTLessStrategyNumber:
-				if (v == PG_INT64_MIN)
-					empty = true;
-				else
-					hi = Min(hi, v - 1);
-				break;
-			case BTLessEqualStrategyNumber:
-				hi = Min(hi, v);
-				break;
-			case BTEqualStrategyNumber:
-				lo = Max(lo, v);
-				hi = Min(hi, v);
-				break;
-			case BTGreaterEqualStrategyNumber:
-				lo = Max(lo, v);
-				break;
-			case BTGreaterStrategyNumber:
-				if (v == PG_INT64_MAX)
-					empty = true;
-				else
-					lo = Max(lo, v + 1);
-				break;
-			default:
-				elog(ERROR, "gpuidx: unexpected strategy %d", sk->sk_strategy);
+			lo = Max(lo, klo);
+			hi = Min(hi, khi);
 		}
+		else
+			empty = true;
 	}
 	if (empty || (lo > hi && !want_null))
 		return;
