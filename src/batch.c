@@ -4,6 +4,7 @@
  * statement's snapshot, its key rechecked, row-level security applied.
  */
 #include "gpuidx.h"
+#include "heapvisit.h"
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
@@ -221,64 +222,69 @@ rls_filter(Batch *b, RowList *list, int64 from)
 	pfree(arr);
 }
 
+/* What visible_by_page's callback needs. */
+typedef struct PageVisit
+{
+	const uint64 *order;		/* candidate number of each sorted TID */
+	const int64 *cand_key;		/* each candidate's key */
+	bool	   *visible;		/* out: per candidate */
+	ItemPointerData *ctids;		/* out: the visible member's TID */
+	bool		recheck;		/* compare the tuple's key with the entry's */
+	TupleDesc	desc;
+	AttrNumber	attnum;
+	Oid			keytype;
+} PageVisit;
+
+/* A candidate's visible tuple: keep it if its key (when rechecked) agrees. */
+static void
+visit_candidate(void *arg, int64 i, ItemPointer tid, HeapTuple tuple)
+{
+	PageVisit  *pv = (PageVisit *) arg;
+	int64		c = (int64) pv->order[i];
+
+	if (pv->recheck)
+	{
+		bool		isnull;
+		Datum		value = heap_getattr(tuple, pv->attnum, pv->desc, &isnull);
+
+		if (isnull || gpuidx_datum_to_key(value, pv->keytype) != pv->cand_key[c])
+			return;
+	}
+	pv->visible[c] = true;
+	pv->ctids[c] = *tid;
+}
+
 /*
  * Heap tables: visibility of candidates sorted by TID, one page at a time
- * (one pin and one share lock per heap page, as a bitmap heap scan does),
- * instead of one table_index_fetch_tuple call per candidate.
+ * (heapvisit.c), instead of one table_index_fetch_tuple call per candidate.
  */
 static void
 visible_by_page(Batch *b, const int64 *sorted_tids, const uint64 *order,
 				int64 ncand, const int64 *cand_key, bool *visible,
 				ItemPointerData *ctids)
 {
-	TupleDesc	desc = RelationGetDescr(b->heap);
-	AttrNumber	attnum = b->indexInfo->ii_IndexAttrNumbers[0];
-	Oid			keytype = TupleDescAttr(RelationGetDescr(b->index), 0)->atttypid;
+	PageVisit	pv;
+	int64		i = 0;
+
+	pv.order = order;
+	pv.cand_key = cand_key;
+	pv.visible = visible;
+	pv.ctids = ctids;
+	pv.desc = RelationGetDescr(b->heap);
+	pv.attnum = b->indexInfo->ii_IndexAttrNumbers[0];
+	pv.keytype = TupleDescAttr(RelationGetDescr(b->index), 0)->atttypid;
 
 	/*
 	 * Under an MVCC snapshot the visible member of a HOT chain carries the
 	 * indexed key and the image is current, so the key needs no recheck
 	 * (as in an index scan); other snapshots recheck it.
 	 */
-	bool		recheck = !IsMVCCSnapshot(b->snapshot);
-	int64		i = 0;
-
+	pv.recheck = !IsMVCCSnapshot(b->snapshot);
+	memset(visible, 0, sizeof(bool) * ncand);
 	while (i < ncand)
-	{
-		BlockNumber blk = (BlockNumber) ((uint64) sorted_tids[i] >> 16);
-		Buffer		buf;
-		OffsetNumber maxoff;
-
-		CHECK_FOR_INTERRUPTS();
-		buf = ReadBuffer(b->heap, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		maxoff = PageGetMaxOffsetNumber(BufferGetPage(buf));
-		for (; i < ncand && (BlockNumber) ((uint64) sorted_tids[i] >> 16) == blk; i++)
-		{
-			int64		c = (int64) order[i];
-			ItemPointerData tid;
-			HeapTupleData tuple;
-			bool		all_dead = false;
-
-			gpuidx_tid_unpack((uint64) sorted_tids[i], &tid);
-			visible[c] = false;
-			if (ItemPointerGetOffsetNumber(&tid) > maxoff ||
-				!heap_hot_search_buffer(&tid, b->heap, buf, b->snapshot, &tuple,
-										&all_dead, true))
-				continue;
-			if (recheck)
-			{
-				bool		isnull;
-				Datum		value = heap_getattr(&tuple, attnum, desc, &isnull);
-
-				if (isnull || gpuidx_datum_to_key(value, keytype) != cand_key[c])
-					continue;
-			}
-			visible[c] = true;
-			ctids[c] = tid;
-		}
-		UnlockReleaseBuffer(buf);
-	}
+		ReleaseBuffer(gpuidx_heap_visit_page(b->heap, b->snapshot,
+											 (const uint64 *) sorted_tids,
+											 ncand, &i, visit_candidate, &pv));
 }
 
 /* Above this many candidates a round fetches in position order, unsorted. */

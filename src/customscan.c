@@ -15,6 +15,7 @@
  * tuples fetched with the snapshot.
  */
 #include "gpuidx.h"
+#include "heapvisit.h"
 #include "keyinterval.h"
 
 #include "access/relation.h"
@@ -795,10 +796,20 @@ release_heap_page(GpuidxScanState *state)
 	state->page_n = state->page_i = 0;
 }
 
+/* A hit's visible tuple: remember its offset, to return it from the page. */
+static void
+visit_hit(void *arg, int64 i, ItemPointer tid, HeapTuple tuple)
+{
+	GpuidxScanState *state = (GpuidxScanState *) arg;
+
+	if (state->page_n < MaxHeapTuplesPerPage)
+		state->page_offs[state->page_n++] = ItemPointerGetOffsetNumber(tid);
+}
+
 /*
- * Heap tables: the hits (in TID order) are visited a page at a time, as a
- * bitmap heap scan does: one share lock finds every visible tuple of the
- * page (following HOT chains), then they are returned from the pinned page.
+ * Heap tables: the hits (in TID order) are visited a page at a time
+ * (heapvisit.c): one share lock finds every visible tuple of the page
+ * (following HOT chains), then they are returned from the pinned page.
  */
 static TupleTableSlot *
 next_from_heap_pages(GpuidxScanState *state, TupleTableSlot *slot, Snapshot snapshot)
@@ -844,31 +855,14 @@ next_from_heap_pages(GpuidxScanState *state, TupleTableSlot *slot, Snapshot snap
 		if (state->next >= state->nhits)
 			return ExecClearTuple(slot);
 
-		CHECK_FOR_INTERRUPTS();
 		{
-			BlockNumber blk = (BlockNumber) (state->hits[state->next] >> 16);
-			Buffer		buf = ReadBuffer(rel, blk);
-			OffsetNumber maxoff;
+			int64		first = state->next;
 
-			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			maxoff = PageGetMaxOffsetNumber(BufferGetPage(buf));
-			while (state->next < state->nhits &&
-				   (BlockNumber) (state->hits[state->next] >> 16) == blk)
-			{
-				ItemPointerData tid;
-				HeapTupleData tuple;
-				bool		all_dead = false;
-
-				gpuidx_tid_unpack(state->hits[state->next++], &tid);
-				state->stat_fetches++;
-				if (ItemPointerGetOffsetNumber(&tid) <= maxoff &&
-					state->page_n < MaxHeapTuplesPerPage &&
-					heap_hot_search_buffer(&tid, rel, buf, snapshot, &tuple,
-										   &all_dead, true))
-					state->page_offs[state->page_n++] = ItemPointerGetOffsetNumber(&tid);
-			}
-			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-			state->page_buf = buf;	/* keep the pin while returning its tuples */
+			/* Keep the pin while returning the page's tuples. */
+			state->page_buf = gpuidx_heap_visit_page(rel, snapshot, state->hits,
+													 state->nhits, &state->next,
+													 visit_hit, state);
+			state->stat_fetches += state->next - first;
 		}
 	}
 }
