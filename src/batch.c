@@ -473,6 +473,41 @@ read_probes(ArrayType *arr, const char *what, Datum **vals, bool **nulls)
 	return n;
 }
 
+/*
+ * The hi bounds (argument 2) of a range call with n lo bounds; an error
+ * unless there are as many.
+ */
+static void
+read_hi_probes(FunctionCallInfo fcinfo, int n, Datum **hi, bool **hinull)
+{
+	int			nhi = read_probes(PG_GETARG_ARRAYTYPE_P(2), "hi", hi, hinull);
+
+	if (nhi != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lo and hi must have the same number of elements"),
+				 errdetail("lo has %d elements, hi has %d.", n, nhi)));
+}
+
+/*
+ * Buffers for one chunk of at most gpuidx.batch_chunk of n probes: the
+ * probe values (hi bounds too when with_hi, else *ph is left alone), each
+ * probe's number and the engine's answer.
+ */
+static void
+alloc_chunk(int n, bool with_hi, int64 **pv, int64 **ph, int64 **pidx,
+			uint64 **first, uint64 **last)
+{
+	Size		len = Max(Min(n, gpuidx_batch_chunk), 1);
+
+	*pv = palloc(sizeof(int64) * len);
+	if (with_hi)
+		*ph = palloc(sizeof(int64) * len);
+	*pidx = palloc(sizeof(int64) * len);
+	*first = palloc(sizeof(uint64) * len);
+	*last = palloc(sizeof(uint64) * len);
+}
+
 /* Shared body of gpuidx_lookup / _predecessor / _successor / _range. */
 static void
 run_batch(FunctionCallInfo fcinfo, GiOp op)
@@ -497,23 +532,9 @@ run_batch(FunctionCallInfo fcinfo, GiOp op)
 	n = read_probes(PG_GETARG_ARRAYTYPE_P(1), op == GI_OP_RANGE ? "lo" : "keys",
 					&lo, &lonull);
 	if (op == GI_OP_RANGE)
-	{
-		int			nhi = read_probes(PG_GETARG_ARRAYTYPE_P(2), "hi", &hi, &hinull);
-
-		if (nhi != n)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("lo and hi must have the same number of elements"),
-					 errdetail("lo has %d elements, hi has %d.", n, nhi)));
-	}
+		read_hi_probes(fcinfo, n, &hi, &hinull);
 	batch_open(&b, indexoid);
-
-	pv = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	if (hi)
-		ph = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	pidx = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	first = palloc(sizeof(uint64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	last = palloc(sizeof(uint64) * Max(Min(n, gpuidx_batch_chunk), 1));
+	alloc_chunk(n, hi != NULL, &pv, &ph, &pidx, &first, &last);
 
 	for (start = 0; start < n; start += gpuidx_batch_chunk)
 	{
@@ -620,7 +641,6 @@ gpuidx_range_count(PG_FUNCTION_ARGS)
 	bool	   *lonull,
 			   *hinull;
 	int			n,
-				nhi,
 				start;
 	Datum	   *counts;
 	bool	   *countnull;
@@ -635,21 +655,12 @@ gpuidx_range_count(PG_FUNCTION_ARGS)
 	RowList		rows = {0};
 
 	n = read_probes(PG_GETARG_ARRAYTYPE_P(1), "lo", &lo, &lonull);
-	nhi = read_probes(PG_GETARG_ARRAYTYPE_P(2), "hi", &hi, &hinull);
-	if (nhi != n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lo and hi must have the same number of elements"),
-				 errdetail("lo has %d elements, hi has %d.", n, nhi)));
+	read_hi_probes(fcinfo, n, &hi, &hinull);
 	batch_open(&b, indexoid);
 
 	counts = palloc(sizeof(Datum) * Max(n, 1));
 	countnull = palloc(sizeof(bool) * Max(n, 1));
-	pv = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	ph = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	pidx = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	first = palloc(sizeof(uint64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	last = palloc(sizeof(uint64) * Max(Min(n, gpuidx_batch_chunk), 1));
+	alloc_chunk(n, true, &pv, &ph, &pidx, &first, &last);
 
 	for (start = 0; start < n; start += gpuidx_batch_chunk)
 	{

@@ -263,6 +263,39 @@ lap_ms(instr_time *t)
 	return ms;
 }
 
+/*
+ * Search the image for the intervals and copy every hit's packed TID (and
+ * key, when with_keys) into state->hits (state->hit_keys), in position
+ * order; the search time goes to ms_search.  Returns the number of hits.
+ */
+static int64
+copy_range_hits(GpuidxScanState *state, GpuidxIntervals iv, bool with_keys,
+				instr_time *t)
+{
+	uint64	   *first = palloc(sizeof(uint64) * iv.n);
+	uint64	   *last = palloc(sizeof(uint64) * iv.n);
+	int64		total = 0,
+				i;
+
+	gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last);
+	state->ms_search += lap_ms(t);
+	for (i = 0; i < iv.n; i++)
+		total += (int64) (last[i] - first[i]);
+	state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+	if (with_keys)
+		state->hit_keys = gpuidx_alloc_huge(sizeof(int64) * Max(total, 1));
+	for (i = 0; i < iv.n; i++)
+	{
+		gpuidx_copy_entries(state->img, (int64) first[i], (int64) last[i],
+							with_keys ? state->hit_keys + state->nhits : NULL,
+							state->hits + state->nhits);
+		state->nhits += (int64) (last[i] - first[i]);
+	}
+	pfree(first);
+	pfree(last);
+	return total;
+}
+
 /* Evaluate the batch, ask the engine, and collect hit TIDs in heap order. */
 static void
 compute_hits(GpuidxScanState *state)
@@ -270,10 +303,7 @@ compute_hits(GpuidxScanState *state)
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
 	GpuidxIntervals iv = gpuidx_intervals_single(PG_INT64_MIN, PG_INT64_MAX);
 	ListCell   *lc;
-	uint64	   *first,
-			   *last;
-	int64		i,
-				total = 0;
+	int64		total;
 	instr_time	t;
 
 	state->computed = true;
@@ -302,25 +332,9 @@ compute_hits(GpuidxScanState *state)
 	if (state->keyonly_attno > 0)
 	{
 		/* Key-only: positions give keys and TIDs; sorted into heap order. */
-		first = palloc(sizeof(uint64) * iv.n);
-		last = palloc(sizeof(uint64) * iv.n);
-		gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last);
-		state->ms_search += lap_ms(&t);
-		for (i = 0; i < iv.n; i++)
-			total += (int64) (last[i] - first[i]);
-		state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
-		state->hit_keys = gpuidx_alloc_huge(sizeof(int64) * Max(total, 1));
-		for (i = 0; i < iv.n; i++)
-		{
-			gpuidx_copy_entries(state->img, (int64) first[i], (int64) last[i],
-								state->hit_keys + state->nhits,
-								state->hits + state->nhits);
-			state->nhits += (int64) (last[i] - first[i]);
-		}
+		total = copy_range_hits(state, iv, true, &t);
 		gpuidx_sort_pairs((int64 *) state->hits, (uint64 *) state->hit_keys, total);
 		state->ms_compact += lap_ms(&t);
-		pfree(first);
-		pfree(last);
 	}
 
 	/*
@@ -345,19 +359,7 @@ compute_hits(GpuidxScanState *state)
 	else
 	{
 		/* No selection in this engine: walk the ranges on the host. */
-		first = palloc(sizeof(uint64) * iv.n);
-		last = palloc(sizeof(uint64) * iv.n);
-		gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last);
-		state->ms_search += lap_ms(&t);
-		for (i = 0; i < iv.n; i++)
-			total += (int64) (last[i] - first[i]);
-		state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
-		for (i = 0; i < iv.n; i++)
-		{
-			gpuidx_copy_entries(state->img, (int64) first[i], (int64) last[i],
-								NULL, state->hits + state->nhits);
-			state->nhits += (int64) (last[i] - first[i]);
-		}
+		total = copy_range_hits(state, iv, false, &t);
 		/* Heap order: consecutive fetches share a pinned page. */
 		{
 			int64	   *keys = (int64 *) state->hits;
@@ -368,8 +370,6 @@ compute_hits(GpuidxScanState *state)
 			pfree(dummy);
 		}
 		state->ms_compact += lap_ms(&t);
-		pfree(first);
-		pfree(last);
 	}
 	state->stat_hits += state->nhits;
 }

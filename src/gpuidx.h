@@ -121,6 +121,20 @@ typedef struct GpuidxPendingCounts
 	((int) ((BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - \
 			 MAXALIGN(sizeof(GpuidxPageOpaqueData))) / sizeof(GpuidxEntry)))
 
+/* Empty every pending lane of a metapage (a new index, or a rewrite). */
+static inline void
+gpuidx_meta_clear_lanes(GpuidxMetaPageData *meta)
+{
+	int			lane;
+
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+	{
+		meta->lanes[lane].head = InvalidBlockNumber;
+		meta->lanes[lane].tail = InvalidBlockNumber;
+		meta->lanes[lane].full_count = 0;
+	}
+}
+
 /* Pack a heap TID into the 64-bit payload the engines carry (sorts as TIDs). */
 static inline uint64
 gpuidx_tid_pack(BlockNumber block, OffsetNumber offset)

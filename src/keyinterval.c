@@ -48,6 +48,18 @@ gpuidx_strategy_interval(int strategy, int64 value, int64 *lo, int64 *hi)
 	return false;				/* keep compiler quiet */
 }
 
+/* An empty list with room for cap intervals (at least one). */
+static GpuidxIntervals
+intervals_alloc(int64 cap)
+{
+	GpuidxIntervals r;
+
+	r.lo = palloc(sizeof(int64) * Max(cap, 1));
+	r.hi = palloc(sizeof(int64) * Max(cap, 1));
+	r.n = 0;
+	return r;
+}
+
 /* The empty interval list. */
 GpuidxIntervals
 gpuidx_intervals_none(void)
@@ -75,9 +87,7 @@ gpuidx_intervals_union(GpuidxIntervals a, GpuidxIntervals b)
 	int64		i = 0,
 				j = 0;
 
-	r.lo = palloc(sizeof(int64) * Max(a.n + b.n, 1));
-	r.hi = palloc(sizeof(int64) * Max(a.n + b.n, 1));
-	r.n = 0;
+	r = intervals_alloc(a.n + b.n);
 	while (i < a.n || j < b.n)
 	{
 		int64		lo,
@@ -116,9 +126,7 @@ gpuidx_intervals_intersect(GpuidxIntervals a, GpuidxIntervals b)
 	int64		i = 0,
 				j = 0;
 
-	r.lo = palloc(sizeof(int64) * Max(a.n + b.n, 1));
-	r.hi = palloc(sizeof(int64) * Max(a.n + b.n, 1));
-	r.n = 0;
+	r = intervals_alloc(a.n + b.n);
 	while (i < a.n && j < b.n)
 	{
 		int64		lo = Max(a.lo[i], b.lo[j]);

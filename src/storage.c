@@ -48,7 +48,6 @@ void
 gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure)
 {
 	GpuidxMetaPageData *meta;
-	int			lane;
 
 	gpuidx_init_page(page, GPUIDX_PAGE_META);
 	meta = GpuidxPageGetMeta(page);
@@ -59,12 +58,7 @@ gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure)
 	meta->structure = (int32) structure;
 	meta->generation = 1;
 	meta->base_head = InvalidBlockNumber;
-	for (lane = 0; lane < GPUIDX_LANES; lane++)
-	{
-		meta->lanes[lane].head = InvalidBlockNumber;
-		meta->lanes[lane].tail = InvalidBlockNumber;
-		meta->lanes[lane].full_count = 0;
-	}
+	gpuidx_meta_clear_lanes(meta);
 	meta->null_head = InvalidBlockNumber;
 	meta->null_tail = InvalidBlockNumber;
 	((PageHeader) page)->pd_lower =
