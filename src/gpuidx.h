@@ -157,7 +157,7 @@ typedef struct GpuidxOptions
 	int			structure_offset;	/* offset of the "structure" string */
 } GpuidxOptions;
 
-/* ---------- GUCs ---------- */
+/* ---------- GUCs (guc.c) ---------- */
 
 typedef enum GpuidxEngineSetting
 {

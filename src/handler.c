@@ -1,5 +1,6 @@
 /*
- * handler.c - the access method handler, GUCs, options, validation, cost.
+ * handler.c - the access method handler, _PG_init, options, validation,
+ * cost, and what identifies a gpuidx index (gpuidx_open_checked).
  */
 #include "gpuidx.h"
 
