@@ -1,6 +1,7 @@
 /*
- * gpu_space.cu - SPACE stream compaction on the GPU (003 in shared/seeds),
- * the twin of engine/cpu_space.c, and the hit-mask half of gi_gpu_select.
+ * gpu_space.cu - SPACE stream compaction on the GPU (Fett et al.:
+ * docs/design.md, References), the twin of engine/cpu_space.c, and the
+ * hit-mask half of gi_gpu_select.
  *
  * Phases:
  *  1. count_tile_bits: set bits per chunk (512..4096 bits), the mask read

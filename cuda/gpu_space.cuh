@@ -3,10 +3,11 @@
  * the engine and the benchmarks (bench/space), and the selection of hit
  * payloads built on it (cuda/gpu_space.cu).
  *
- * Three phases (003 in shared/seeds): count the set bits of each chunk of the
- * mask, prefix-sum the counts, write out the values of the set bits while
- * skipping chunks that have none.  A plan picks the chunk size, the prefix
- * sum and the write-out; GI_SPACE_PLAN_DEFAULT is what the engine uses.
+ * Three phases (SPACE, Fett et al.: docs/design.md, References): count the
+ * set bits of each chunk of the mask, prefix-sum the counts, write out the
+ * values of the set bits while skipping chunks that have none.  A plan
+ * picks the chunk size, the prefix sum and the write-out;
+ * GI_SPACE_PLAN_DEFAULT is what the engine uses.
  */
 #ifndef GPUIDX_GPU_SPACE_CUH
 #define GPUIDX_GPU_SPACE_CUH

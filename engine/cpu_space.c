@@ -1,11 +1,12 @@
 /*
  * cpu_space.c - SPACE stream compaction and batch selection, CPU twin.
  *
- * The same phases as the GPU version (003 in shared/seeds): count the set
- * bits of each chunk of the mask, prefix-sum the counts into output offsets,
- * then write out only the chunks that have a set bit.  gi_cpu_select_hits
- * builds the hit mask from a query batch's ranges (gi_cpu_select in
- * cpu_engine.c runs the query) and compacts the image's payloads through it.
+ * The same phases as the GPU version (SPACE, Fett et al.: docs/design.md,
+ * References): count the set bits of each chunk of the mask, prefix-sum the
+ * counts into output offsets, then write out only the chunks that have a set
+ * bit.  gi_cpu_select_hits builds the hit mask from a query batch's ranges
+ * (gi_cpu_select in cpu_engine.c runs the query) and compacts the image's
+ * payloads through it.
  */
 #include "cpu_engine.h"
 

@@ -40,6 +40,7 @@ typedef struct Batch
 	TupleTableSlot *slot;
 	IndexFetchTableData *fetch;
 	Snapshot	snapshot;
+	Oid			keytype;		/* the key's type (a domain's base type) */
 	bool		rls;			/* row-level security applies */
 	bool		plain_column;	/* key is a plain column (no expression) */
 	bool		heap_page_path; /* heap table, plain column: visible_by_page */
@@ -94,6 +95,7 @@ batch_open(Batch *b, Oid indexoid)
 
 	b->rls = check_enable_rls(heapoid, InvalidOid, false) == RLS_ENABLED;
 	b->indexInfo = BuildIndexInfo(b->index);
+	b->keytype = getBaseType(TupleDescAttr(RelationGetDescr(b->index), 0)->atttypid);
 	b->plain_column = b->indexInfo->ii_Expressions == NIL;
 	b->heap_page_path = b->plain_column && b->heap->rd_rel->relam == HEAP_TABLE_AM_OID;
 	b->estate = CreateExecutorState();
@@ -151,7 +153,7 @@ entry_visible(Batch *b, int64 pos, ItemPointer ctid)
 		isnull = isnulls[0];
 	}
 	if (isnull ||
-		gpuidx_datum_to_key(value, TupleDescAttr(RelationGetDescr(b->index), 0)->atttypid)
+		gpuidx_datum_to_key(value, b->keytype)
 		!= gpuidx_key_at(b->img, pos))
 		return false;
 	*ctid = b->slot->tts_tid;
@@ -272,7 +274,7 @@ visible_by_page(Batch *b, const int64 *sorted_tids, const uint64 *order,
 	pv.ctids = ctids;
 	pv.desc = RelationGetDescr(b->heap);
 	pv.attnum = b->indexInfo->ii_IndexAttrNumbers[0];
-	pv.keytype = TupleDescAttr(RelationGetDescr(b->index), 0)->atttypid;
+	pv.keytype = b->keytype;
 
 	/*
 	 * Under an MVCC snapshot the visible member of a HOT chain carries the
@@ -770,6 +772,15 @@ gpuidx_info(PG_FUNCTION_ARGS)
 	appendStringInfo(&s, ", \"inserted\": " UINT64_FORMAT ", \"insert_batches\": " UINT64_FORMAT,
 					 (uint64) info.inserted, (uint64) info.insert_batches);
 	append_timings(&s, "last_insert_ms", &info.last_insert);
+	{
+		int64		images;
+		uint64		host_bytes;
+
+		/* What this backend's image cache holds, this image included. */
+		gpuidx_cache_usage(&images, &host_bytes);
+		appendStringInfo(&s, ", \"cache_images\": " INT64_FORMAT
+						 ", \"cache_host_bytes\": " UINT64_FORMAT, images, host_bytes);
+	}
 	appendStringInfoChar(&s, '}');
 
 	batch_close(&b);

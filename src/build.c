@@ -4,11 +4,20 @@
  */
 #include "gpuidx.h"
 
+#include "access/htup_details.h"
+#include "access/reloptions.h"
+#include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_class.h"
 #include "commands/progress.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "pgstat.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 typedef struct GpuidxBuildState
 {
@@ -24,7 +33,9 @@ typedef struct GpuidxBuildState
 
 /*
  * The structure to build an index with: its WITH (structure = ...) option,
- * else gpuidx.default_structure.  Once built, the metapage records it.
+ * else gpuidx.default_structure.  Once built, the metapage records it, and
+ * the build records a default it used as the index's option
+ * (record_structure_option).
  */
 GiStructure
 gpuidx_relation_structure(Relation index)
@@ -41,6 +52,15 @@ gpuidx_relation_structure(Relation index)
 			return GI_STRUCT_BTREE;
 	}
 	return (GiStructure) gpuidx_default_structure;
+}
+
+/* Did the index's reloptions name a structure (WITH (structure = ...))? */
+bool
+gpuidx_relation_structure_given(Relation index)
+{
+	GpuidxOptions *opts = (GpuidxOptions *) index->rd_options;
+
+	return opts && opts->structure_offset != 0;
 }
 
 /* Collect one heap tuple's key and TID; NULL keys are not indexed. */
@@ -76,6 +96,50 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	bs->n++;
 }
 
+/*
+ * Record the structure chosen by gpuidx.default_structure as the index's
+ * WITH (structure = ...) option, so that every rebuild keeps it: REINDEX
+ * builds from the index's reloptions, REINDEX CONCURRENTLY copies them to
+ * the new index, and pg_dump writes them into the CREATE INDEX it emits.
+ * (The metapage records the structure too, but a rebuild starts from a new,
+ * empty relfilenode and a dump does not carry pages.)
+ */
+static void
+record_structure_option(Relation index, GiStructure structure)
+{
+	Relation	pg_class = table_open(RelationRelationId, RowExclusiveLock);
+	HeapTuple	tuple,
+				newtuple;
+	Datum		oldopts;
+	bool		isnull;
+	Datum		values[Natts_pg_class] = {0};
+	bool		nulls[Natts_pg_class] = {0};
+	bool		replace[Natts_pg_class] = {0};
+	List	   *defs;
+
+	tuple = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(RelationGetRelid(index)));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", RelationGetRelid(index));
+	oldopts = heap_getattr(tuple, Anum_pg_class_reloptions,
+						   RelationGetDescr(pg_class), &isnull);
+	defs = list_make1(makeDefElem("structure",
+								  (Node *) makeString(structure == GI_STRUCT_VEB ? "veb" : "btree"),
+								  -1));
+	values[Anum_pg_class_reloptions - 1] =
+		transformRelOptions(isnull ? (Datum) 0 : oldopts, defs, NULL, NULL,
+							false, false);
+	replace[Anum_pg_class_reloptions - 1] = true;
+	newtuple = heap_modify_tuple(tuple, RelationGetDescr(pg_class), values,
+								 nulls, replace);
+	CatalogTupleUpdate(pg_class, &newtuple->t_self, newtuple);
+	heap_freetuple(newtuple);
+	heap_freetuple(tuple);
+	table_close(pg_class, RowExclusiveLock);
+
+	/* index_build updates this row's statistics next: let it see this one. */
+	CommandCounterIncrement();
+}
+
 /* Check what CREATE INDEX asks for and return the key width. */
 static int
 check_index_definition(Relation index, GiStructure *structure)
@@ -108,9 +172,12 @@ gpuidx_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		elog(ERROR, "index \"%s\" already contains data",
 			 RelationGetRelationName(index));
 	key_bytes = check_index_definition(index, &structure);
+	if (!gpuidx_relation_structure_given(index))
+		record_structure_option(index, structure);
 
 	memset(&bs, 0, sizeof(bs));
-	bs.keytype = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+	/* A domain's base type, looked up once rather than per row. */
+	bs.keytype = getBaseType(TupleDescAttr(RelationGetDescr(index), 0)->atttypid);
 	bs.capacity = 1024;
 	bs.keys = palloc(sizeof(int64) * bs.capacity);
 	bs.tids = palloc(sizeof(uint64) * bs.capacity);

@@ -246,6 +246,35 @@ device_bytes_in_use(GpuidxImageData *except)
 }
 
 /*
+ * Free the current image of the least recently used index that no scan
+ * holds (never keep's; only GPU images when gpu_only); false when there is
+ * none.
+ */
+static bool
+evict_lru(Oid keep, bool gpu_only)
+{
+	HASH_SEQ_STATUS seq;
+	CacheEntry *e,
+			   *victim = NULL;
+
+	hash_seq_init(&seq, image_cache);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (e->indexoid == keep || e->current == NULL ||
+			e->current->refcount > 0 ||
+			(gpu_only && e->current->engine != GI_ENGINE_GPU))
+			continue;
+		if (victim == NULL || e->last_used < victim->last_used)
+			victim = e;
+	}
+	if (victim == NULL)
+		return false;
+	free_version(victim->current);
+	victim->current = NULL;
+	return true;
+}
+
+/*
  * Make room on the device under gpuidx.device_memory_limit: free the images
  * of the least recently used indexes that no scan holds, until need more
  * bytes fit or nothing is left to evict.
@@ -255,25 +284,71 @@ evict_for_device(uint64 limit, uint64 need, Oid keep)
 {
 	for (;;)
 	{
-		HASH_SEQ_STATUS seq;
-		CacheEntry *e,
-				   *victim = NULL;
-
 		if (device_bytes_in_use(NULL) + need <= limit)
 			return;
-		hash_seq_init(&seq, image_cache);
-		while ((e = hash_seq_search(&seq)) != NULL)
-		{
-			if (e->indexoid == keep || e->current == NULL ||
-				e->current->refcount > 0 || e->current->engine != GI_ENGINE_GPU)
-				continue;
-			if (victim == NULL || e->last_used < victim->last_used)
-				victim = e;
-		}
-		if (victim == NULL)
+		if (!evict_lru(keep, true))
 			return;
-		free_version(victim->current);
-		victim->current = NULL;
+	}
+}
+
+/*
+ * Host bytes one version holds: its sorted arrays (as gpuidx_info counts
+ * them) and the engine image's host memory.
+ */
+static uint64
+version_host_bytes(GpuidxImageData *img)
+{
+	uint64		total = (uint64) img->n * (sizeof(int64) + sizeof(uint64)) +
+		(uint64) img->ndelta * sizeof(int64) + (uint64) img->nnull * sizeof(uint64);
+
+	if (img->image)
+	{
+		GiImageInfo info;
+
+		gi_image_info(img->image, &info);
+		total += info.host_bytes;
+	}
+	return total;
+}
+
+/* Versions this backend holds (current or pinned) and their host bytes. */
+void
+gpuidx_cache_usage(int64 *images, uint64 *host_bytes)
+{
+	GpuidxImageData *img;
+
+	*images = 0;
+	*host_bytes = 0;
+	for (img = live_versions; img; img = img->next_live)
+	{
+		(*images)++;
+		*host_bytes += version_host_bytes(img);
+	}
+}
+
+/*
+ * Keep the images under gpuidx.host_memory_limit: free the current images
+ * of the least recently used indexes that no scan holds (never keep's),
+ * until the versions fit or nothing is left to evict.  An evicted index is
+ * loaded again on its next use.
+ */
+static void
+evict_for_host(Oid keep)
+{
+	uint64		limit = (uint64) gpuidx_host_memory_limit_mb * 1024 * 1024;
+
+	if (gpuidx_host_memory_limit_mb <= 0)
+		return;
+	for (;;)
+	{
+		int64		images;
+		uint64		used;
+
+		gpuidx_cache_usage(&images, &used);
+		if (used <= limit)
+			return;
+		if (!evict_lru(keep, false))
+			return;
 	}
 }
 
@@ -751,6 +826,7 @@ gpuidx_image_acquire(Relation index)
 	}
 	PG_END_TRY();
 	cur->refcount++;
+	evict_for_host(indexoid);
 	return cur;
 }
 

@@ -30,7 +30,6 @@
 #include <math.h>
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
-static Oid	gpuidx_am_oid = InvalidOid;
 
 /* ---------- recognizing batchable quals ---------- */
 
@@ -280,6 +279,18 @@ add_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
 	add_path(rel, &cpath->path);
 }
 
+/*
+ * Is this planner index a gpuidx index?  Recognized by the cost function
+ * its handler gave, not by the access method's OID: a cached OID goes stale
+ * when the extension is dropped and created again (a new OID), and looking
+ * the name up per relation costs a catalog lookup each time.
+ */
+static bool
+is_gpuidx_index_info(IndexOptInfo *index)
+{
+	return index->amcostestimate == (void (*) ()) gpuidx_costestimate;
+}
+
 /* Add GpuIndexScan paths for a base relation with gpuidx indexes. */
 static void
 gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
@@ -293,11 +304,6 @@ gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		rte->rtekind != RTE_RELATION || rte->inh ||
 		(rel->baserestrictinfo == NIL && rel->joininfo == NIL))
 		return;
-	if (!OidIsValid(gpuidx_am_oid))
-		gpuidx_am_oid = get_am_oid("gpuidx", true);
-	if (!OidIsValid(gpuidx_am_oid))
-		return;
-
 	foreach(lc, rel->indexlist)
 	{
 		IndexOptInfo *index = lfirst_node(IndexOptInfo, lc);
@@ -308,7 +314,7 @@ gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		Relids		required_outer = NULL;
 		ListCell   *lc2;
 
-		if (index->relam != gpuidx_am_oid || (index->indpred != NIL && !index->predOK))
+		if (!is_gpuidx_index_info(index) || (index->indpred != NIL && !index->predOK))
 			continue;
 		foreach(lc2, rel->baserestrictinfo)
 		{

@@ -169,6 +169,7 @@ typedef enum GpuidxEngineSetting
 extern int	gpuidx_engine_setting;
 extern int	gpuidx_pending_limit;
 extern int	gpuidx_device_memory_limit_mb;
+extern int	gpuidx_host_memory_limit_mb;
 extern int	gpuidx_batch_chunk;
 extern int	gpuidx_default_structure;
 extern bool gpuidx_enable_customscan;
@@ -344,6 +345,7 @@ extern GpuidxImageData *gpuidx_image_acquire(Relation index);
 extern void gpuidx_image_release(GpuidxImageData *img);
 extern void gpuidx_wait_for_scans(Relation index);
 extern bool gpuidx_can_skip_heap(void);
+extern void gpuidx_cache_usage(int64 *images, uint64 *host_bytes);
 extern GiEngineKind gpuidx_choose_engine(void);
 extern void gpuidx_query_image(GpuidxImageData *img, GiOp op,
 							   const int64 *probes, const int64 *probes_hi,
@@ -385,6 +387,7 @@ extern bool gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir);
 extern int64 gpuidx_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
 extern void gpuidx_endscan(IndexScanDesc scan);
 extern GiStructure gpuidx_relation_structure(Relation index);	/* build.c */
+extern bool gpuidx_relation_structure_given(Relation index);	/* build.c */
 extern Relation gpuidx_open_checked(Oid indexoid, Relation *heap);
 extern bool gpuidx_is_gpuidx_index(Relation index);
 

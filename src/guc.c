@@ -10,6 +10,7 @@
 int			gpuidx_engine_setting = GPUIDX_ENGINE_AUTO;
 int			gpuidx_pending_limit = 100000;
 int			gpuidx_device_memory_limit_mb = 0;
+int			gpuidx_host_memory_limit_mb = 1024;
 int			gpuidx_batch_chunk = 1048576;
 int			gpuidx_default_structure = GI_STRUCT_BTREE;
 bool		gpuidx_enable_batch_insert = true;
@@ -48,6 +49,12 @@ gpuidx_define_gucs(void)
 							"Device memory gpuidx images may use in one backend (0 = no limit).",
 							NULL,
 							&gpuidx_device_memory_limit_mb, 0, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.host_memory_limit",
+							"Host memory gpuidx images may use in one backend (0 = no limit).",
+							"Past it the least recently used images that no running scan holds are "
+							"freed; they are loaded again when next used.",
+							&gpuidx_host_memory_limit_mb, 1024, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuidx.batch_chunk",
 							"Probes sent to the engine at a time by the batch functions.",

@@ -1,10 +1,9 @@
 /*
- * handler.c - the access method handler, _PG_init, options, validation,
- * cost, and what identifies a gpuidx index (gpuidx_open_checked).
+ * handler.c - the access method handler, _PG_init, reloptions, operator
+ * class validation, and what identifies a gpuidx index
+ * (gpuidx_open_checked).  The index cost estimate is in scan.c.
  */
 #include "gpuidx.h"
-
-#include <math.h>
 
 #include "access/amvalidate.h"
 #include "access/htup_details.h"
@@ -14,19 +13,18 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_amproc.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
 #include "commands/progress.h"
 #include "commands/vacuum.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "optimizer/optimizer.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
-#include "utils/selfuncs.h"
 #include "utils/syscache.h"
 
 PG_MODULE_MAGIC;
@@ -85,6 +83,45 @@ gpuidx_is_gpuidx_index(Relation index)
 }
 
 /*
+ * A partitioned index has no pages of its own: say so, and name what to call
+ * instead (the index of each partition).
+ */
+static void
+reject_partitioned_index(Oid indexoid)
+{
+	List	   *leaves = find_all_inheritors(indexoid, AccessShareLock, NULL);
+	StringInfoData names;
+	ListCell   *lc;
+	int			shown = 0;
+
+	initStringInfo(&names);
+	foreach(lc, leaves)
+	{
+		Oid			leaf = lfirst_oid(lc);
+
+		if (get_rel_relkind(leaf) != RELKIND_INDEX)
+			continue;
+		if (shown == 3)
+		{
+			appendStringInfoString(&names, ", ...");
+			break;
+		}
+		appendStringInfo(&names, "%s%s", shown > 0 ? ", " : "",
+						 quote_identifier(get_rel_name(leaf)));
+		shown++;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("\"%s\" is a partitioned index", get_rel_name(indexoid)),
+			 errdetail("A partitioned index has no entries of its own; the index of each partition holds them."),
+			 shown > 0 ?
+			 errhint("Call the function on the partitions' indexes (%s); "
+					 "SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = '%s'::regclass lists them.",
+					 names.data, get_rel_name(indexoid)) :
+			 errhint("The partitioned table has no partitions yet.")));
+}
+
+/*
  * Open a gpuidx index named by OID and its table (AccessShareLock), after
  * checking that it is one and that the user may SELECT from the table.
  */
@@ -100,7 +137,7 @@ gpuidx_open_checked(Oid indexoid, Relation *heap)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", indexoid)));
-	if (relkind != RELKIND_INDEX)
+	if (relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
@@ -112,11 +149,27 @@ gpuidx_open_checked(Oid indexoid, Relation *heap)
 
 	*heap = table_open(heapoid, AccessShareLock);
 	index = index_open(indexoid, AccessShareLock);
+	if (relkind == RELKIND_PARTITIONED_INDEX && index->rd_indam->ambuild == gpuidx_build)
+		reject_partitioned_index(indexoid);
 	if (!gpuidx_is_gpuidx_index(index))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a gpuidx index",
 						RelationGetRelationName(index))));
+
+	/*
+	 * An invalid index (a failed or unfinished CREATE INDEX CONCURRENTLY or
+	 * REINDEX CONCURRENTLY) may have no pages at all, or lack entries.
+	 */
+	if (!index->rd_index->indisvalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gpuidx index \"%s\" is not valid",
+						RelationGetRelationName(index)),
+				 errdetail("A failed or unfinished CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY left it without all its entries."),
+				 errhint("REINDEX INDEX %s rebuilds it.",
+						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+													RelationGetRelationName(index)))));
 	return index;
 }
 
@@ -137,63 +190,6 @@ gpuidx_buildphasename(int64 phasenum)
 		default:
 			return NULL;
 	}
-}
-
-/*
- * Cost: an index probe batch costs one pass over the cached image, not one
- * descent per array element.  A fixed start-up charge (reading the metapage,
- * checking the cache) keeps single-key lookups on btree where both exist.
- */
-void
-gpuidx_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
-					Cost *indexStartupCost, Cost *indexTotalCost,
-					Selectivity *indexSelectivity, double *indexCorrelation,
-					double *indexPages)
-{
-	IndexOptInfo *index = path->indexinfo;
-	GenericCosts costs;
-	double		nprobes = 1.0;
-	double		entries = Max(index->tuples, 1.0);
-	double		per_probe;
-	ListCell   *lc;
-
-	MemSet(&costs, 0, sizeof(costs));
-	genericcostestimate(root, path, loop_count, &costs);
-
-	/* Count the probes of = ANY(array) clauses: they are one batch. */
-	foreach(lc, path->indexclauses)
-	{
-		IndexClause *iclause = lfirst_node(IndexClause, lc);
-		ListCell   *lc2;
-
-		foreach(lc2, iclause->indexquals)
-		{
-			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
-
-			if (IsA(rinfo->clause, ScalarArrayOpExpr))
-			{
-				ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) rinfo->clause;
-				Node	   *other = (Node *) lsecond(saop->args);
-
-				nprobes *= Max(estimate_array_length(other), 1);
-			}
-		}
-	}
-
-	/*
-	 * Fixed cost of a batch: reading the metapage and checking the image
-	 * (about a random page), plus dispatching to the engine, which on a GPU
-	 * is a launch and two copies.  A lone key is cheaper through btree.
-	 */
-	per_probe = cpu_operator_cost * (log2(entries) + 1.0) * 0.25;
-	*indexStartupCost = random_page_cost + 400.0 * cpu_operator_cost +
-		(gpuidx_engine_setting != GPUIDX_ENGINE_CPU ? 2000.0 * cpu_operator_cost : 0.0) +
-		nprobes * per_probe;
-	*indexTotalCost = *indexStartupCost +
-		costs.numIndexTuples * cpu_index_tuple_cost;
-	*indexSelectivity = costs.indexSelectivity;
-	*indexCorrelation = 0.0;
-	*indexPages = costs.numIndexPages;
 }
 
 /* Check an operator class: strategies 1..5 on integer types, no support functions. */

@@ -1,10 +1,13 @@
 /*
- * scan.c - index scans: the scan keys become one batch (points of an
- * = ANY array, or one interval) answered by the engine; the hits are
- * position ranges in (key, TID) order, walked forward or backward.
+ * scan.c - index scans and their cost estimate: the scan keys become one
+ * batch (points of an = ANY array, or one interval) answered by the engine;
+ * the hits are position ranges in (key, TID) order, walked forward or
+ * backward.
  */
 #include "gpuidx.h"
 #include "keyinterval.h"
+
+#include <math.h>
 
 #include "access/relscan.h"
 #include "access/skey.h"
@@ -12,9 +15,11 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/tidbitmap.h"
+#include "optimizer/optimizer.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/selfuncs.h"
 #include "utils/snapmgr.h"
 
 typedef struct GpuidxScanOpaqueData
@@ -30,6 +35,65 @@ typedef struct GpuidxScanOpaqueData
 } GpuidxScanOpaqueData;
 
 typedef GpuidxScanOpaqueData *GpuidxScanOpaque;
+
+/*
+ * Cost: an index probe batch costs one pass over the cached image, not one
+ * descent per array element.  A fixed start-up charge (reading the metapage,
+ * checking the cache) keeps single-key lookups on btree where both exist.
+ * (Here, not in handler.c: GpuIndexScan's planner compares an index's cost
+ * function with this one to recognize gpuidx indexes.)
+ */
+void
+gpuidx_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+					Cost *indexStartupCost, Cost *indexTotalCost,
+					Selectivity *indexSelectivity, double *indexCorrelation,
+					double *indexPages)
+{
+	IndexOptInfo *index = path->indexinfo;
+	GenericCosts costs;
+	double		nprobes = 1.0;
+	double		entries = Max(index->tuples, 1.0);
+	double		per_probe;
+	ListCell   *lc;
+
+	MemSet(&costs, 0, sizeof(costs));
+	genericcostestimate(root, path, loop_count, &costs);
+
+	/* Count the probes of = ANY(array) clauses: they are one batch. */
+	foreach(lc, path->indexclauses)
+	{
+		IndexClause *iclause = lfirst_node(IndexClause, lc);
+		ListCell   *lc2;
+
+		foreach(lc2, iclause->indexquals)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
+
+			if (IsA(rinfo->clause, ScalarArrayOpExpr))
+			{
+				ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) rinfo->clause;
+				Node	   *other = (Node *) lsecond(saop->args);
+
+				nprobes *= Max(estimate_array_length(other), 1);
+			}
+		}
+	}
+
+	/*
+	 * Fixed cost of a batch: reading the metapage and checking the image
+	 * (about a random page), plus dispatching to the engine, which on a GPU
+	 * is a launch and two copies.  A lone key is cheaper through btree.
+	 */
+	per_probe = cpu_operator_cost * (log2(entries) + 1.0) * 0.25;
+	*indexStartupCost = random_page_cost + 400.0 * cpu_operator_cost +
+		(gpuidx_engine_setting != GPUIDX_ENGINE_CPU ? 2000.0 * cpu_operator_cost : 0.0) +
+		nprobes * per_probe;
+	*indexTotalCost = *indexStartupCost +
+		costs.numIndexTuples * cpu_index_tuple_cost;
+	*indexSelectivity = costs.indexSelectivity;
+	*indexCorrelation = 0.0;
+	*indexPages = costs.numIndexPages;
+}
 
 /* Start a scan. */
 IndexScanDesc

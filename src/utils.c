@@ -88,6 +88,7 @@ gpuidx_array_keys(Datum arraydatum, int64 *count)
 	int64		n = 0,
 				d;
 	int64	   *out;
+	Oid			keytype = getBaseType(elemtype);	/* once, not per element */
 
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 	deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
@@ -95,7 +96,7 @@ gpuidx_array_keys(Datum arraydatum, int64 *count)
 	out = gpuidx_alloc_huge(sizeof(int64) * Max(nelems, 1));
 	for (i = 0; i < nelems; i++)
 		if (!nulls[i])
-			out[n++] = gpuidx_datum_to_key(elems[i], elemtype);
+			out[n++] = gpuidx_datum_to_key(elems[i], keytype);
 	pfree(elems);
 	pfree(nulls);
 	if (n > 1)
@@ -114,7 +115,11 @@ gpuidx_array_keys(Datum arraydatum, int64 *count)
 	return out;
 }
 
-/* Key width of an indexable type, 0 if the type is not supported. */
+/*
+ * Key width of an indexable type, 0 if the type is not supported.  A domain
+ * counts as its base type (an index on a domain column has the domain as its
+ * attribute type).
+ */
 int
 gpuidx_key_bytes_for_type(Oid typid)
 {
@@ -127,7 +132,11 @@ gpuidx_key_bytes_for_type(Oid typid)
 		case INT8OID:
 			return 8;
 		default:
-			return 0;
+			{
+				Oid			base = getBaseType(typid);
+
+				return base != typid ? gpuidx_key_bytes_for_type(base) : 0;
+			}
 	}
 }
 
@@ -144,6 +153,13 @@ gpuidx_datum_to_key(Datum value, Oid typid)
 		case INT8OID:
 			return DatumGetInt64(value);
 		default:
+			{
+				/* A domain: its values are those of its base type. */
+				Oid			base = getBaseType(typid);
+
+				if (base != typid)
+					return gpuidx_datum_to_key(value, base);
+			}
 			elog(ERROR, "gpuidx: unsupported key type %u", typid);
 			return 0;			/* keep compiler quiet */
 	}

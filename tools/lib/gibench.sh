@@ -184,7 +184,9 @@ gib_plans() {
         for m in btree gpuidx; do
             [[ "$w/$m" == lookup/btree ]] && continue
             echo "  $w via $m:"
-            pgc_psql -At -c "SELECT gibench.plan('$w', '$m', $n)" | head -n 4 | cut -c1-110 | sed "s/^/    /" || true
+            # sed, not head: head would exit after four lines and psql, still
+            # writing a long plan, would die of SIGPIPE ("Broken pipe").
+            pgc_psql -At -c "SELECT gibench.plan('$w', '$m', $n)" | sed -n '1,4p' | cut -c1-110 | sed "s/^/    /" || true
         done
     done
 }
