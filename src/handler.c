@@ -7,6 +7,7 @@
 
 #include "access/amvalidate.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/reloptions.h"
 #include "access/table.h"
 #include "catalog/index.h"
@@ -121,6 +122,15 @@ reject_partitioned_index(Oid indexoid)
 			 errhint("The partitioned table has no partitions yet.")));
 }
 
+/* The index named by OID does not exist (any more). */
+static void
+index_gone(Oid indexoid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("relation with OID %u does not exist", indexoid)));
+}
+
 /*
  * Open a gpuidx index named by OID and its table (AccessShareLock), after
  * checking that it is one and that the user may SELECT from the table.
@@ -134,21 +144,24 @@ gpuidx_open_checked(Oid indexoid, Relation *heap)
 	Relation	index;
 
 	if (relkind == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", indexoid)));
+		index_gone(indexoid);
 	if (relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
-	heapoid = IndexGetRelation(indexoid, false);
+	heapoid = IndexGetRelation(indexoid, true);
+	if (!OidIsValid(heapoid))
+		index_gone(indexoid);
 	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(heapoid)),
 					   get_rel_name(heapoid));
 
+	/* Dropped meanwhile (say by REINDEX CONCURRENTLY): an error, not a crash. */
 	*heap = table_open(heapoid, AccessShareLock);
-	index = index_open(indexoid, AccessShareLock);
+	index = try_relation_open(indexoid, AccessShareLock);
+	if (index == NULL)
+		index_gone(indexoid);
 	if (relkind == RELKIND_PARTITIONED_INDEX && index->rd_indam->ambuild == gpuidx_build)
 		reject_partitioned_index(indexoid);
 	if (!gpuidx_is_gpuidx_index(index))
