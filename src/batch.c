@@ -4,6 +4,7 @@
  * statement's snapshot, its key rechecked, row-level security applied.
  */
 #include "gpuidx.h"
+#include "heapvisit.h"
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
@@ -11,7 +12,6 @@
 #include "access/tableam.h"
 #include "access/visibilitymap.h"
 #include "catalog/index.h"
-#include "catalog/pg_inherits.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -81,109 +81,6 @@ rows_push(RowList *list, int64 probe, int64 pos, int64 key, ItemPointer ctid)
 	list->rows[list->n].key = key;
 	list->rows[list->n].ctid = *ctid;
 	list->n++;
-}
-
-/*
- * A partitioned index has no pages of its own: say so, and name what to call
- * instead (the index of each partition).
- */
-static void
-reject_partitioned_index(Oid indexoid)
-{
-	List	   *leaves = find_all_inheritors(indexoid, AccessShareLock, NULL);
-	StringInfoData names;
-	ListCell   *lc;
-	int			shown = 0;
-
-	initStringInfo(&names);
-	foreach(lc, leaves)
-	{
-		Oid			leaf = lfirst_oid(lc);
-
-		if (get_rel_relkind(leaf) != RELKIND_INDEX)
-			continue;
-		if (shown == 3)
-		{
-			appendStringInfoString(&names, ", ...");
-			break;
-		}
-		appendStringInfo(&names, "%s%s", shown > 0 ? ", " : "",
-						 quote_identifier(get_rel_name(leaf)));
-		shown++;
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-			 errmsg("\"%s\" is a partitioned index", get_rel_name(indexoid)),
-			 errdetail("A partitioned index has no entries of its own; the index of each partition holds them."),
-			 shown > 0 ?
-			 errhint("Call the function on the partitions' indexes (%s); "
-					 "SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = '%s'::regclass lists them.",
-					 names.data, get_rel_name(indexoid)) :
-			 errhint("The partitioned table has no partitions yet.")));
-}
-
-/* The index named by OID does not exist (any more). */
-static void
-index_gone(Oid indexoid)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_TABLE),
-			 errmsg("relation with OID %u does not exist", indexoid)));
-}
-
-/*
- * Open a gpuidx index named by OID and its table (AccessShareLock), after
- * checking that it is one and that the user may SELECT from the table.
- */
-Relation
-gpuidx_open_checked(Oid indexoid, Relation *heap)
-{
-	Oid			heapoid;
-	char		relkind = get_rel_relkind(indexoid);
-	AclResult	aclresult;
-	Relation	index;
-
-	if (relkind == '\0')
-		index_gone(indexoid);
-	if (relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
-	heapoid = IndexGetRelation(indexoid, true);
-	if (!OidIsValid(heapoid))
-		index_gone(indexoid);
-	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(heapoid)),
-					   get_rel_name(heapoid));
-
-	/* Dropped meanwhile (say by REINDEX CONCURRENTLY): an error, not a crash. */
-	*heap = table_open(heapoid, AccessShareLock);
-	index = try_relation_open(indexoid, AccessShareLock);
-	if (index == NULL)
-		index_gone(indexoid);
-	if (relkind == RELKIND_PARTITIONED_INDEX && index->rd_indam->ambuild == gpuidx_build)
-		reject_partitioned_index(indexoid);
-	if (!gpuidx_is_gpuidx_index(index))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a gpuidx index",
-						RelationGetRelationName(index))));
-
-	/*
-	 * An invalid index (a failed or unfinished CREATE INDEX CONCURRENTLY or
-	 * REINDEX CONCURRENTLY) may have no pages at all, or lack entries.
-	 */
-	if (!index->rd_index->indisvalid)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("gpuidx index \"%s\" is not valid",
-						RelationGetRelationName(index)),
-				 errdetail("A failed or unfinished CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY left it without all its entries."),
-				 errhint("REINDEX INDEX %s rebuilds it.",
-						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
-													RelationGetRelationName(index)))));
-	return index;
 }
 
 /* Open the index and its table, checking kind and privileges. */
@@ -327,64 +224,69 @@ rls_filter(Batch *b, RowList *list, int64 from)
 	pfree(arr);
 }
 
+/* What visible_by_page's callback needs. */
+typedef struct PageVisit
+{
+	const uint64 *order;		/* candidate number of each sorted TID */
+	const int64 *cand_key;		/* each candidate's key */
+	bool	   *visible;		/* out: per candidate */
+	ItemPointerData *ctids;		/* out: the visible member's TID */
+	bool		recheck;		/* compare the tuple's key with the entry's */
+	TupleDesc	desc;
+	AttrNumber	attnum;
+	Oid			keytype;
+} PageVisit;
+
+/* A candidate's visible tuple: keep it if its key (when rechecked) agrees. */
+static void
+visit_candidate(void *arg, int64 i, ItemPointer tid, HeapTuple tuple)
+{
+	PageVisit  *pv = (PageVisit *) arg;
+	int64		c = (int64) pv->order[i];
+
+	if (pv->recheck)
+	{
+		bool		isnull;
+		Datum		value = heap_getattr(tuple, pv->attnum, pv->desc, &isnull);
+
+		if (isnull || gpuidx_datum_to_key(value, pv->keytype) != pv->cand_key[c])
+			return;
+	}
+	pv->visible[c] = true;
+	pv->ctids[c] = *tid;
+}
+
 /*
  * Heap tables: visibility of candidates sorted by TID, one page at a time
- * (one pin and one share lock per heap page, as a bitmap heap scan does),
- * instead of one table_index_fetch_tuple call per candidate.
+ * (heapvisit.c), instead of one table_index_fetch_tuple call per candidate.
  */
 static void
 visible_by_page(Batch *b, const int64 *sorted_tids, const uint64 *order,
 				int64 ncand, const int64 *cand_key, bool *visible,
 				ItemPointerData *ctids)
 {
-	TupleDesc	desc = RelationGetDescr(b->heap);
-	AttrNumber	attnum = b->indexInfo->ii_IndexAttrNumbers[0];
-	Oid			keytype = b->keytype;
+	PageVisit	pv;
+	int64		i = 0;
+
+	pv.order = order;
+	pv.cand_key = cand_key;
+	pv.visible = visible;
+	pv.ctids = ctids;
+	pv.desc = RelationGetDescr(b->heap);
+	pv.attnum = b->indexInfo->ii_IndexAttrNumbers[0];
+	pv.keytype = b->keytype;
 
 	/*
 	 * Under an MVCC snapshot the visible member of a HOT chain carries the
 	 * indexed key and the image is current, so the key needs no recheck
 	 * (as in an index scan); other snapshots recheck it.
 	 */
-	bool		recheck = !IsMVCCSnapshot(b->snapshot);
-	int64		i = 0;
-
+	pv.recheck = !IsMVCCSnapshot(b->snapshot);
+	memset(visible, 0, sizeof(bool) * ncand);
 	while (i < ncand)
-	{
-		BlockNumber blk = (BlockNumber) ((uint64) sorted_tids[i] >> 16);
-		Buffer		buf;
-		OffsetNumber maxoff;
-
-		CHECK_FOR_INTERRUPTS();
-		buf = ReadBuffer(b->heap, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		maxoff = PageGetMaxOffsetNumber(BufferGetPage(buf));
-		for (; i < ncand && (BlockNumber) ((uint64) sorted_tids[i] >> 16) == blk; i++)
-		{
-			int64		c = (int64) order[i];
-			ItemPointerData tid;
-			HeapTupleData tuple;
-			bool		all_dead = false;
-
-			gpuidx_tid_unpack((uint64) sorted_tids[i], &tid);
-			visible[c] = false;
-			if (ItemPointerGetOffsetNumber(&tid) > maxoff ||
-				!heap_hot_search_buffer(&tid, b->heap, buf, b->snapshot, &tuple,
-										&all_dead, true))
-				continue;
-			if (recheck)
-			{
-				bool		isnull;
-				Datum		value = heap_getattr(&tuple, attnum, desc, &isnull);
-
-				if (isnull || gpuidx_datum_to_key(value, keytype) != cand_key[c])
-					continue;
-			}
-			visible[c] = true;
-			ctids[c] = tid;
-		}
-		UnlockReleaseBuffer(buf);
-	}
+		ReleaseBuffer(gpuidx_heap_visit_page(b->heap, b->snapshot,
+											 (const uint64 *) sorted_tids,
+											 ncand, &i, visit_candidate, &pv));
 }
 
 /* Above this many candidates a round fetches in position order, unsorted. */
@@ -573,6 +475,41 @@ read_probes(ArrayType *arr, const char *what, Datum **vals, bool **nulls)
 	return n;
 }
 
+/*
+ * The hi bounds (argument 2) of a range call with n lo bounds; an error
+ * unless there are as many.
+ */
+static void
+read_hi_probes(FunctionCallInfo fcinfo, int n, Datum **hi, bool **hinull)
+{
+	int			nhi = read_probes(PG_GETARG_ARRAYTYPE_P(2), "hi", hi, hinull);
+
+	if (nhi != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lo and hi must have the same number of elements"),
+				 errdetail("lo has %d elements, hi has %d.", n, nhi)));
+}
+
+/*
+ * Buffers for one chunk of at most gpuidx.batch_chunk of n probes: the
+ * probe values (hi bounds too when with_hi, else *ph is left alone), each
+ * probe's number and the engine's answer.
+ */
+static void
+alloc_chunk(int n, bool with_hi, int64 **pv, int64 **ph, int64 **pidx,
+			uint64 **first, uint64 **last)
+{
+	Size		len = Max(Min(n, gpuidx_batch_chunk), 1);
+
+	*pv = palloc(sizeof(int64) * len);
+	if (with_hi)
+		*ph = palloc(sizeof(int64) * len);
+	*pidx = palloc(sizeof(int64) * len);
+	*first = palloc(sizeof(uint64) * len);
+	*last = palloc(sizeof(uint64) * len);
+}
+
 /* Shared body of gpuidx_lookup / _predecessor / _successor / _range. */
 static void
 run_batch(FunctionCallInfo fcinfo, GiOp op)
@@ -597,23 +534,9 @@ run_batch(FunctionCallInfo fcinfo, GiOp op)
 	n = read_probes(PG_GETARG_ARRAYTYPE_P(1), op == GI_OP_RANGE ? "lo" : "keys",
 					&lo, &lonull);
 	if (op == GI_OP_RANGE)
-	{
-		int			nhi = read_probes(PG_GETARG_ARRAYTYPE_P(2), "hi", &hi, &hinull);
-
-		if (nhi != n)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("lo and hi must have the same number of elements"),
-					 errdetail("lo has %d elements, hi has %d.", n, nhi)));
-	}
+		read_hi_probes(fcinfo, n, &hi, &hinull);
 	batch_open(&b, indexoid);
-
-	pv = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	if (hi)
-		ph = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	pidx = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	first = palloc(sizeof(uint64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	last = palloc(sizeof(uint64) * Max(Min(n, gpuidx_batch_chunk), 1));
+	alloc_chunk(n, hi != NULL, &pv, &ph, &pidx, &first, &last);
 
 	for (start = 0; start < n; start += gpuidx_batch_chunk)
 	{
@@ -720,7 +643,6 @@ gpuidx_range_count(PG_FUNCTION_ARGS)
 	bool	   *lonull,
 			   *hinull;
 	int			n,
-				nhi,
 				start;
 	Datum	   *counts;
 	bool	   *countnull;
@@ -735,21 +657,12 @@ gpuidx_range_count(PG_FUNCTION_ARGS)
 	RowList		rows = {0};
 
 	n = read_probes(PG_GETARG_ARRAYTYPE_P(1), "lo", &lo, &lonull);
-	nhi = read_probes(PG_GETARG_ARRAYTYPE_P(2), "hi", &hi, &hinull);
-	if (nhi != n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lo and hi must have the same number of elements"),
-				 errdetail("lo has %d elements, hi has %d.", n, nhi)));
+	read_hi_probes(fcinfo, n, &hi, &hinull);
 	batch_open(&b, indexoid);
 
 	counts = palloc(sizeof(Datum) * Max(n, 1));
 	countnull = palloc(sizeof(bool) * Max(n, 1));
-	pv = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	ph = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	pidx = palloc(sizeof(int64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	first = palloc(sizeof(uint64) * Max(Min(n, gpuidx_batch_chunk), 1));
-	last = palloc(sizeof(uint64) * Max(Min(n, gpuidx_batch_chunk), 1));
+	alloc_chunk(n, true, &pv, &ph, &pidx, &first, &last);
 
 	for (start = 0; start < n; start += gpuidx_batch_chunk)
 	{

@@ -31,6 +31,38 @@ typedef struct GpuidxBuildState
 	uint64	   *null_tids;
 } GpuidxBuildState;
 
+/*
+ * The structure to build an index with: its WITH (structure = ...) option,
+ * else gpuidx.default_structure.  Once built, the metapage records it, and
+ * the build records a default it used as the index's option
+ * (record_structure_option).
+ */
+GiStructure
+gpuidx_relation_structure(Relation index)
+{
+	GpuidxOptions *opts = (GpuidxOptions *) index->rd_options;
+
+	if (opts && opts->structure_offset != 0)
+	{
+		const char *value = (const char *) opts + opts->structure_offset;
+
+		if (strcmp(value, "veb") == 0)
+			return GI_STRUCT_VEB;
+		if (strcmp(value, "btree") == 0)
+			return GI_STRUCT_BTREE;
+	}
+	return (GiStructure) gpuidx_default_structure;
+}
+
+/* Did the index's reloptions name a structure (WITH (structure = ...))? */
+bool
+gpuidx_relation_structure_given(Relation index)
+{
+	GpuidxOptions *opts = (GpuidxOptions *) index->rd_options;
+
+	return opts && opts->structure_offset != 0;
+}
+
 /* Collect one heap tuple's key and TID; NULL keys are not indexed. */
 static void
 build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
@@ -150,14 +182,14 @@ gpuidx_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.keys = palloc(sizeof(int64) * bs.capacity);
 	bs.tids = palloc(sizeof(uint64) * bs.capacity);
 
-	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, 2);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIDX_PHASE_SCAN_TABLE);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   build_callback, &bs, NULL);
 
-	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, 3);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIDX_PHASE_SORT);
 	gpuidx_sort_pairs(bs.keys, bs.tids, bs.n);
 
-	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, 4);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIDX_PHASE_WRITE_BASE);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, bs.n);
 	gpuidx_write_empty_metapage(index, MAIN_FORKNUM, key_bytes, structure);
 	head = gpuidx_write_chain(index, bs.keys, bs.tids, bs.n, GPUIDX_PAGE_BASE, NULL);

@@ -43,8 +43,6 @@ typedef struct CacheEntry
 	uint64		last_used;		/* for least-recently-used eviction */
 } CacheEntry;
 
-bool		gpuidx_enable_batch_insert = true;
-
 static HTAB *image_cache = NULL;
 static GpuidxImageData *live_versions = NULL;
 static uint64 use_tick = 0;
@@ -207,36 +205,6 @@ cache_init(void)
 	before_shmem_exit(cache_exit_callback, 0);
 }
 
-/* Raise an engine error as a PostgreSQL error with a fitting SQLSTATE. */
-void
-gpuidx_raise_engine_error(const GiError *err, const char *what)
-{
-	int			code;
-
-	switch (err->status)
-	{
-		case GI_ERR_HOST_OOM:
-		case GI_ERR_DEVICE_OOM:
-			code = ERRCODE_OUT_OF_MEMORY;
-			break;
-		case GI_ERR_NO_DEVICE:
-			code = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
-			break;
-		case GI_ERR_DEVICE:
-			code = ERRCODE_SYSTEM_ERROR;
-			break;
-		case GI_ERR_UNSUPPORTED:
-			code = ERRCODE_FEATURE_NOT_SUPPORTED;
-			break;
-		default:
-			code = ERRCODE_INTERNAL_ERROR;
-			break;
-	}
-	ereport(ERROR,
-			(errcode(code),
-			 errmsg("gpuidx: %s failed: %s", what, err->message)));
-}
-
 /* Which engine to use now, per gpuidx.engine; CUDA starts here, lazily. */
 GiEngineKind
 gpuidx_choose_engine(void)
@@ -278,6 +246,35 @@ device_bytes_in_use(GpuidxImageData *except)
 }
 
 /*
+ * Free the current image of the least recently used index that no scan
+ * holds (never keep's; only GPU images when gpu_only); false when there is
+ * none.
+ */
+static bool
+evict_lru(Oid keep, bool gpu_only)
+{
+	HASH_SEQ_STATUS seq;
+	CacheEntry *e,
+			   *victim = NULL;
+
+	hash_seq_init(&seq, image_cache);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (e->indexoid == keep || e->current == NULL ||
+			e->current->refcount > 0 ||
+			(gpu_only && e->current->engine != GI_ENGINE_GPU))
+			continue;
+		if (victim == NULL || e->last_used < victim->last_used)
+			victim = e;
+	}
+	if (victim == NULL)
+		return false;
+	free_version(victim->current);
+	victim->current = NULL;
+	return true;
+}
+
+/*
  * Make room on the device under gpuidx.device_memory_limit: free the images
  * of the least recently used indexes that no scan holds, until need more
  * bytes fit or nothing is left to evict.
@@ -287,25 +284,10 @@ evict_for_device(uint64 limit, uint64 need, Oid keep)
 {
 	for (;;)
 	{
-		HASH_SEQ_STATUS seq;
-		CacheEntry *e,
-				   *victim = NULL;
-
 		if (device_bytes_in_use(NULL) + need <= limit)
 			return;
-		hash_seq_init(&seq, image_cache);
-		while ((e = hash_seq_search(&seq)) != NULL)
-		{
-			if (e->indexoid == keep || e->current == NULL ||
-				e->current->refcount > 0 || e->current->engine != GI_ENGINE_GPU)
-				continue;
-			if (victim == NULL || e->last_used < victim->last_used)
-				victim = e;
-		}
-		if (victim == NULL)
+		if (!evict_lru(keep, true))
 			return;
-		free_version(victim->current);
-		victim->current = NULL;
 	}
 }
 
@@ -359,28 +341,14 @@ evict_for_host(Oid keep)
 		return;
 	for (;;)
 	{
-		HASH_SEQ_STATUS seq;
-		CacheEntry *e,
-				   *victim = NULL;
 		int64		images;
 		uint64		used;
 
 		gpuidx_cache_usage(&images, &used);
 		if (used <= limit)
 			return;
-		hash_seq_init(&seq, image_cache);
-		while ((e = hash_seq_search(&seq)) != NULL)
-		{
-			if (e->indexoid == keep || e->current == NULL ||
-				e->current->refcount > 0)
-				continue;
-			if (victim == NULL || e->last_used < victim->last_used)
-				victim = e;
-		}
-		if (victim == NULL)
+		if (!evict_lru(keep, false))
 			return;
-		free_version(victim->current);
-		victim->current = NULL;
 	}
 }
 

@@ -121,6 +121,20 @@ typedef struct GpuidxPendingCounts
 	((int) ((BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - \
 			 MAXALIGN(sizeof(GpuidxPageOpaqueData))) / sizeof(GpuidxEntry)))
 
+/* Empty every pending lane of a metapage (a new index, or a rewrite). */
+static inline void
+gpuidx_meta_clear_lanes(GpuidxMetaPageData *meta)
+{
+	int			lane;
+
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+	{
+		meta->lanes[lane].head = InvalidBlockNumber;
+		meta->lanes[lane].tail = InvalidBlockNumber;
+		meta->lanes[lane].full_count = 0;
+	}
+}
+
 /* Pack a heap TID into the 64-bit payload the engines carry (sorts as TIDs). */
 static inline uint64
 gpuidx_tid_pack(BlockNumber block, OffsetNumber offset)
@@ -143,7 +157,7 @@ typedef struct GpuidxOptions
 	int			structure_offset;	/* offset of the "structure" string */
 } GpuidxOptions;
 
-/* ---------- GUCs ---------- */
+/* ---------- GUCs (guc.c) ---------- */
 
 typedef enum GpuidxEngineSetting
 {
@@ -161,7 +175,23 @@ extern int	gpuidx_default_structure;
 extern bool gpuidx_enable_customscan;
 extern bool gpuidx_enable_batch_insert;
 
-/* ---------- customscan.c ---------- */
+extern void gpuidx_define_gucs(void);
+
+/* ---------- build progress ---------- */
+
+/*
+ * Sub-phases of CREATE INDEX reported in pg_stat_progress_create_index
+ * (PROGRESS_CREATEIDX_SUBPHASE); 1 is PostgreSQL's own "initializing".
+ * handler.c names them (amphasename).
+ */
+typedef enum GpuidxBuildPhase
+{
+	GPUIDX_PHASE_SCAN_TABLE = 2,	/* reading the heap */
+	GPUIDX_PHASE_SORT = 3,		/* sorting (key, TID) pairs */
+	GPUIDX_PHASE_WRITE_BASE = 4 /* writing the metapage and base run */
+} GpuidxBuildPhase;
+
+/* ---------- customscan_plan.c ---------- */
 
 extern void gpuidx_customscan_init(void);
 
@@ -190,11 +220,16 @@ extern void gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 extern void gpuidx_append(Relation index, uint16 list, int64 key,
 						  ItemPointer tid, uint64 count_exact_from,
 						  uint64 *count);
-extern void gpuidx_sort_pairs(int64 *keys, uint64 *tids, int64 n);
+
+/* ---------- utils.c ---------- */
+
 extern void *gpuidx_alloc_huge(Size size);
+extern void gpuidx_raise_engine_error(const GiError *err, const char *what);
+extern void gpuidx_sort_pairs(int64 *keys, uint64 *tids, int64 n);
 extern int64 *gpuidx_array_keys(Datum arraydatum, int64 *count);
 extern int	gpuidx_key_bytes_for_type(Oid typid);
 extern int64 gpuidx_datum_to_key(Datum value, Oid typid);
+extern Datum gpuidx_key_to_datum(int64 key, Oid typid);
 
 /* ---------- vacuum.c ---------- */
 
@@ -312,7 +347,6 @@ extern void gpuidx_wait_for_scans(Relation index);
 extern bool gpuidx_can_skip_heap(void);
 extern void gpuidx_cache_usage(int64 *images, uint64 *host_bytes);
 extern GiEngineKind gpuidx_choose_engine(void);
-extern void gpuidx_raise_engine_error(const GiError *err, const char *what);
 extern void gpuidx_query_image(GpuidxImageData *img, GiOp op,
 							   const int64 *probes, const int64 *probes_hi,
 							   int64 nprobes, uint64 *first, uint64 *last);
@@ -352,8 +386,8 @@ extern void gpuidx_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 extern bool gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir);
 extern int64 gpuidx_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
 extern void gpuidx_endscan(IndexScanDesc scan);
-extern GiStructure gpuidx_relation_structure(Relation index);
-extern bool gpuidx_relation_structure_given(Relation index);
+extern GiStructure gpuidx_relation_structure(Relation index);	/* build.c */
+extern bool gpuidx_relation_structure_given(Relation index);	/* build.c */
 extern Relation gpuidx_open_checked(Oid indexoid, Relation *heap);
 extern bool gpuidx_is_gpuidx_index(Relation index);
 

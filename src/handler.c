@@ -1,51 +1,36 @@
 /*
- * handler.c - the access method handler, GUCs, options, validation, cost.
+ * handler.c - the access method handler, _PG_init, reloptions, operator
+ * class validation, and what identifies a gpuidx index
+ * (gpuidx_open_checked).  The index cost estimate is in scan.c.
  */
 #include "gpuidx.h"
 
-#include <math.h>
-
 #include "access/amvalidate.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/reloptions.h"
+#include "access/table.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_amproc.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
 #include "commands/progress.h"
 #include "commands/vacuum.h"
 #include "fmgr.h"
-#include "optimizer/optimizer.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
-#include "utils/selfuncs.h"
 #include "utils/syscache.h"
 
 PG_MODULE_MAGIC;
 
-int			gpuidx_engine_setting = GPUIDX_ENGINE_AUTO;
-int			gpuidx_pending_limit = 100000;
-int			gpuidx_device_memory_limit_mb = 0;
-int			gpuidx_host_memory_limit_mb = 1024;
-int			gpuidx_batch_chunk = 1048576;
-int			gpuidx_default_structure = GI_STRUCT_BTREE;
-
 static relopt_kind gpuidx_relopt_kind;
-
-static const struct config_enum_entry structure_options[] = {
-	{"btree", GI_STRUCT_BTREE, false},
-	{"veb", GI_STRUCT_VEB, false},
-	{NULL, 0, false}
-};
-
-static const struct config_enum_entry engine_options[] = {
-	{"auto", GPUIDX_ENGINE_AUTO, false},
-	{"gpu", GPUIDX_ENGINE_GPU, false},
-	{"cpu", GPUIDX_ENGINE_CPU, false},
-	{NULL, 0, false}
-};
 
 /* Accept only the structures gpuidx knows. */
 static void
@@ -60,56 +45,14 @@ validate_structure(const char *value)
 				 errdetail("Valid values are \"btree\" and \"veb\".")));
 }
 
-/* Register GUCs and the reloption kind; no CUDA here (may be the postmaster). */
+/*
+ * Register the GUCs (guc.c), the custom scan and the reloption kind; no
+ * CUDA here (may be the postmaster).
+ */
 void
 _PG_init(void)
 {
-	DefineCustomEnumVariable("gpuidx.engine",
-							 "Where gpuidx builds images and answers batches.",
-							 "auto uses the GPU when a usable one exists, else the CPU; "
-							 "gpu raises an error when there is none.",
-							 &gpuidx_engine_setting, GPUIDX_ENGINE_AUTO,
-							 engine_options, PGC_USERSET, 0,
-							 NULL, NULL, NULL);
-	DefineCustomIntVariable("gpuidx.pending_limit",
-							"Pending entries after which an insert folds the pending list into the base run.",
-							NULL,
-							&gpuidx_pending_limit, 100000, 1, INT_MAX,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("gpuidx.device_memory_limit",
-							"Device memory gpuidx images may use in one backend (0 = no limit).",
-							NULL,
-							&gpuidx_device_memory_limit_mb, 0, 0, INT_MAX,
-							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
-	DefineCustomIntVariable("gpuidx.host_memory_limit",
-							"Host memory gpuidx images may use in one backend (0 = no limit).",
-							"Past it the least recently used images that no running scan holds are "
-							"freed; they are loaded again when next used.",
-							&gpuidx_host_memory_limit_mb, 1024, 0, INT_MAX,
-							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
-	DefineCustomIntVariable("gpuidx.batch_chunk",
-							"Probes sent to the engine at a time by the batch functions.",
-							"Larger batches are split into chunks of this size; "
-							"the query can be cancelled between chunks.",
-							&gpuidx_batch_chunk, 1048576, 1024, 1 << 28,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomEnumVariable("gpuidx.default_structure",
-							 "Structure of a new gpuidx index created without WITH (structure = ...).",
-							 NULL,
-							 &gpuidx_default_structure, GI_STRUCT_BTREE,
-							 structure_options, PGC_USERSET, 0,
-							 NULL, NULL, NULL);
-	DefineCustomBoolVariable("gpuidx.enable_batch_insert",
-							 "Brings new index entries into a cached B+ tree image by batch insertion.",
-							 "When off, every change rebuilds the image from its sorted entries "
-							 "(for comparison; the answers are the same).",
-							 &gpuidx_enable_batch_insert, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("gpuidx.enable_customscan",
-							 "Lets the planner use GpuIndexScan, which answers a table's quals on a gpuidx column as one batch.",
-							 NULL,
-							 &gpuidx_enable_customscan, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
+	gpuidx_define_gucs();
 	MarkGUCPrefixReserved("gpuidx");
 	gpuidx_customscan_init();
 
@@ -131,37 +74,6 @@ gpuidx_options(Datum reloptions, bool validate)
 									  sizeof(GpuidxOptions), tab, lengthof(tab));
 }
 
-/*
- * The structure to build an index with: its WITH (structure = ...) option,
- * else gpuidx.default_structure.  Once built, the metapage records it, and
- * the build records a default it used as the index's option (build.c).
- */
-GiStructure
-gpuidx_relation_structure(Relation index)
-{
-	GpuidxOptions *opts = (GpuidxOptions *) index->rd_options;
-
-	if (opts && opts->structure_offset != 0)
-	{
-		const char *value = (const char *) opts + opts->structure_offset;
-
-		if (strcmp(value, "veb") == 0)
-			return GI_STRUCT_VEB;
-		if (strcmp(value, "btree") == 0)
-			return GI_STRUCT_BTREE;
-	}
-	return (GiStructure) gpuidx_default_structure;
-}
-
-/* Did the index's reloptions name a structure (WITH (structure = ...))? */
-bool
-gpuidx_relation_structure_given(Relation index)
-{
-	GpuidxOptions *opts = (GpuidxOptions *) index->rd_options;
-
-	return opts && opts->structure_offset != 0;
-}
-
 /* Is this relation a gpuidx index? */
 bool
 gpuidx_is_gpuidx_index(Relation index)
@@ -169,6 +81,109 @@ gpuidx_is_gpuidx_index(Relation index)
 	return index->rd_rel->relkind == RELKIND_INDEX &&
 		index->rd_indam != NULL &&
 		index->rd_indam->ambuild == gpuidx_build;
+}
+
+/*
+ * A partitioned index has no pages of its own: say so, and name what to call
+ * instead (the index of each partition).
+ */
+static void
+reject_partitioned_index(Oid indexoid)
+{
+	List	   *leaves = find_all_inheritors(indexoid, AccessShareLock, NULL);
+	StringInfoData names;
+	ListCell   *lc;
+	int			shown = 0;
+
+	initStringInfo(&names);
+	foreach(lc, leaves)
+	{
+		Oid			leaf = lfirst_oid(lc);
+
+		if (get_rel_relkind(leaf) != RELKIND_INDEX)
+			continue;
+		if (shown == 3)
+		{
+			appendStringInfoString(&names, ", ...");
+			break;
+		}
+		appendStringInfo(&names, "%s%s", shown > 0 ? ", " : "",
+						 quote_identifier(get_rel_name(leaf)));
+		shown++;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("\"%s\" is a partitioned index", get_rel_name(indexoid)),
+			 errdetail("A partitioned index has no entries of its own; the index of each partition holds them."),
+			 shown > 0 ?
+			 errhint("Call the function on the partitions' indexes (%s); "
+					 "SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = '%s'::regclass lists them.",
+					 names.data, get_rel_name(indexoid)) :
+			 errhint("The partitioned table has no partitions yet.")));
+}
+
+/* The index named by OID does not exist (any more). */
+static void
+index_gone(Oid indexoid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("relation with OID %u does not exist", indexoid)));
+}
+
+/*
+ * Open a gpuidx index named by OID and its table (AccessShareLock), after
+ * checking that it is one and that the user may SELECT from the table.
+ */
+Relation
+gpuidx_open_checked(Oid indexoid, Relation *heap)
+{
+	Oid			heapoid;
+	char		relkind = get_rel_relkind(indexoid);
+	AclResult	aclresult;
+	Relation	index;
+
+	if (relkind == '\0')
+		index_gone(indexoid);
+	if (relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
+	heapoid = IndexGetRelation(indexoid, true);
+	if (!OidIsValid(heapoid))
+		index_gone(indexoid);
+	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(heapoid)),
+					   get_rel_name(heapoid));
+
+	/* Dropped meanwhile (say by REINDEX CONCURRENTLY): an error, not a crash. */
+	*heap = table_open(heapoid, AccessShareLock);
+	index = try_relation_open(indexoid, AccessShareLock);
+	if (index == NULL)
+		index_gone(indexoid);
+	if (relkind == RELKIND_PARTITIONED_INDEX && index->rd_indam->ambuild == gpuidx_build)
+		reject_partitioned_index(indexoid);
+	if (!gpuidx_is_gpuidx_index(index))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a gpuidx index",
+						RelationGetRelationName(index))));
+
+	/*
+	 * An invalid index (a failed or unfinished CREATE INDEX CONCURRENTLY or
+	 * REINDEX CONCURRENTLY) may have no pages at all, or lack entries.
+	 */
+	if (!index->rd_index->indisvalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gpuidx index \"%s\" is not valid",
+						RelationGetRelationName(index)),
+				 errdetail("A failed or unfinished CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY left it without all its entries."),
+				 errhint("REINDEX INDEX %s rebuilds it.",
+						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+													RelationGetRelationName(index)))));
+	return index;
 }
 
 /* Names of the CREATE INDEX phases, for pg_stat_progress_create_index. */
@@ -179,72 +194,15 @@ gpuidx_buildphasename(int64 phasenum)
 	{
 		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
 			return "initializing";
-		case 2:
+		case GPUIDX_PHASE_SCAN_TABLE:
 			return "scanning table";
-		case 3:
+		case GPUIDX_PHASE_SORT:
 			return "sorting entries";
-		case 4:
+		case GPUIDX_PHASE_WRITE_BASE:
 			return "writing base run";
 		default:
 			return NULL;
 	}
-}
-
-/*
- * Cost: an index probe batch costs one pass over the cached image, not one
- * descent per array element.  A fixed start-up charge (reading the metapage,
- * checking the cache) keeps single-key lookups on btree where both exist.
- */
-void
-gpuidx_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
-					Cost *indexStartupCost, Cost *indexTotalCost,
-					Selectivity *indexSelectivity, double *indexCorrelation,
-					double *indexPages)
-{
-	IndexOptInfo *index = path->indexinfo;
-	GenericCosts costs;
-	double		nprobes = 1.0;
-	double		entries = Max(index->tuples, 1.0);
-	double		per_probe;
-	ListCell   *lc;
-
-	MemSet(&costs, 0, sizeof(costs));
-	genericcostestimate(root, path, loop_count, &costs);
-
-	/* Count the probes of = ANY(array) clauses: they are one batch. */
-	foreach(lc, path->indexclauses)
-	{
-		IndexClause *iclause = lfirst_node(IndexClause, lc);
-		ListCell   *lc2;
-
-		foreach(lc2, iclause->indexquals)
-		{
-			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
-
-			if (IsA(rinfo->clause, ScalarArrayOpExpr))
-			{
-				ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) rinfo->clause;
-				Node	   *other = (Node *) lsecond(saop->args);
-
-				nprobes *= Max(estimate_array_length(other), 1);
-			}
-		}
-	}
-
-	/*
-	 * Fixed cost of a batch: reading the metapage and checking the image
-	 * (about a random page), plus dispatching to the engine, which on a GPU
-	 * is a launch and two copies.  A lone key is cheaper through btree.
-	 */
-	per_probe = cpu_operator_cost * (log2(entries) + 1.0) * 0.25;
-	*indexStartupCost = random_page_cost + 400.0 * cpu_operator_cost +
-		(gpuidx_engine_setting != GPUIDX_ENGINE_CPU ? 2000.0 * cpu_operator_cost : 0.0) +
-		nprobes * per_probe;
-	*indexTotalCost = *indexStartupCost +
-		costs.numIndexTuples * cpu_index_tuple_cost;
-	*indexSelectivity = costs.indexSelectivity;
-	*indexCorrelation = 0.0;
-	*indexPages = costs.numIndexPages;
 }
 
 /* Check an operator class: strategies 1..5 on integer types, no support functions. */

@@ -1,9 +1,13 @@
 /*
- * scan.c - index scans: the scan keys become one batch (points of an
- * = ANY array, or one interval) answered by the engine; the hits are
- * position ranges in (key, TID) order, walked forward or backward.
+ * scan.c - index scans and their cost estimate: the scan keys become one
+ * batch (points of an = ANY array, or one interval) answered by the engine;
+ * the hits are position ranges in (key, TID) order, walked forward or
+ * backward.
  */
 #include "gpuidx.h"
+#include "keyinterval.h"
+
+#include <math.h>
 
 #include "access/relscan.h"
 #include "access/skey.h"
@@ -11,9 +15,11 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/tidbitmap.h"
+#include "optimizer/optimizer.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/selfuncs.h"
 #include "utils/snapmgr.h"
 
 typedef struct GpuidxScanOpaqueData
@@ -29,6 +35,65 @@ typedef struct GpuidxScanOpaqueData
 } GpuidxScanOpaqueData;
 
 typedef GpuidxScanOpaqueData *GpuidxScanOpaque;
+
+/*
+ * Cost: an index probe batch costs one pass over the cached image, not one
+ * descent per array element.  A fixed start-up charge (reading the metapage,
+ * checking the cache) keeps single-key lookups on btree where both exist.
+ * (Here, not in handler.c: GpuIndexScan's planner compares an index's cost
+ * function with this one to recognize gpuidx indexes.)
+ */
+void
+gpuidx_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+					Cost *indexStartupCost, Cost *indexTotalCost,
+					Selectivity *indexSelectivity, double *indexCorrelation,
+					double *indexPages)
+{
+	IndexOptInfo *index = path->indexinfo;
+	GenericCosts costs;
+	double		nprobes = 1.0;
+	double		entries = Max(index->tuples, 1.0);
+	double		per_probe;
+	ListCell   *lc;
+
+	MemSet(&costs, 0, sizeof(costs));
+	genericcostestimate(root, path, loop_count, &costs);
+
+	/* Count the probes of = ANY(array) clauses: they are one batch. */
+	foreach(lc, path->indexclauses)
+	{
+		IndexClause *iclause = lfirst_node(IndexClause, lc);
+		ListCell   *lc2;
+
+		foreach(lc2, iclause->indexquals)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
+
+			if (IsA(rinfo->clause, ScalarArrayOpExpr))
+			{
+				ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) rinfo->clause;
+				Node	   *other = (Node *) lsecond(saop->args);
+
+				nprobes *= Max(estimate_array_length(other), 1);
+			}
+		}
+	}
+
+	/*
+	 * Fixed cost of a batch: reading the metapage and checking the image
+	 * (about a random page), plus dispatching to the engine, which on a GPU
+	 * is a launch and two copies.  A lone key is cheaper through btree.
+	 */
+	per_probe = cpu_operator_cost * (log2(entries) + 1.0) * 0.25;
+	*indexStartupCost = random_page_cost + 400.0 * cpu_operator_cost +
+		(gpuidx_engine_setting != GPUIDX_ENGINE_CPU ? 2000.0 * cpu_operator_cost : 0.0) +
+		nprobes * per_probe;
+	*indexTotalCost = *indexStartupCost +
+		costs.numIndexTuples * cpu_index_tuple_cost;
+	*indexSelectivity = costs.indexSelectivity;
+	*indexCorrelation = 0.0;
+	*indexPages = costs.numIndexPages;
+}
 
 /* Start a scan. */
 IndexScanDesc
@@ -70,29 +135,6 @@ gpuidx_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 }
 
-/* Keep the elements of a (sorted, distinct) that are also in b. */
-static int64
-intersect_keys(int64 *a, int64 na, const int64 *b, int64 nb)
-{
-	int64		i = 0,
-				j = 0,
-				o = 0;
-
-	while (i < na && j < nb)
-	{
-		if (a[i] < b[j])
-			i++;
-		else if (a[i] > b[j])
-			j++;
-		else
-		{
-			a[o++] = a[i++];
-			j++;
-		}
-	}
-	return o;
-}
-
 static void compute_key_ranges(GpuidxScanOpaque so, int64 *points,
 							   int64 npoints, int64 lo, int64 hi);
 
@@ -125,7 +167,9 @@ compute_ranges(IndexScanDesc scan)
 	for (i = 0; i < scan->numberOfKeys && !empty; i++)
 	{
 		ScanKey		sk = &scan->keyData[i];
-		int64		v;
+		int64		v,
+					klo,
+					khi;
 
 		if (sk->sk_flags & SK_SEARCHNULL)
 		{
@@ -162,7 +206,7 @@ compute_ranges(IndexScanDesc scan)
 				}
 				else
 				{
-					npoints = intersect_keys(points, npoints, vals, n);
+					npoints = gpuidx_intersect_points(points, npoints, vals, n);
 					pfree(vals);
 				}
 				continue;
@@ -175,33 +219,13 @@ compute_ranges(IndexScanDesc scan)
 			v = gpuidx_datum_to_key(sk->sk_argument,
 									OidIsValid(sk->sk_subtype) ? sk->sk_subtype : keytype);
 
-		switch (sk->sk_strategy)
+		if (gpuidx_strategy_interval(sk->sk_strategy, v, &klo, &khi))
 		{
-			case BTLessStrategyNumber:
-				if (v == PG_INT64_MIN)
-					empty = true;
-				else
-					hi = Min(hi, v - 1);
-				break;
-			case BTLessEqualStrategyNumber:
-				hi = Min(hi, v);
-				break;
-			case BTEqualStrategyNumber:
-				lo = Max(lo, v);
-				hi = Min(hi, v);
-				break;
-			case BTGreaterEqualStrategyNumber:
-				lo = Max(lo, v);
-				break;
-			case BTGreaterStrategyNumber:
-				if (v == PG_INT64_MAX)
-					empty = true;
-				else
-					lo = Max(lo, v + 1);
-				break;
-			default:
-				elog(ERROR, "gpuidx: unexpected strategy %d", sk->sk_strategy);
+			lo = Max(lo, klo);
+			hi = Min(hi, khi);
 		}
+		else
+			empty = true;
 	}
 	if (empty || (lo > hi && !want_null))
 		return;
@@ -351,8 +375,7 @@ gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir)
 		Datum		value;
 		bool		isnull = so->cur_pos >= so->img->n;
 
-		value = keytype == INT2OID ? Int16GetDatum((int16) key) :
-			keytype == INT4OID ? Int32GetDatum((int32) key) : Int64GetDatum(key);
+		value = gpuidx_key_to_datum(key, keytype);
 		if (so->itup)
 			pfree(so->itup);
 		so->itup = index_form_tuple(desc, &value, &isnull);

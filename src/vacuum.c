@@ -205,12 +205,7 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 	m = GpuidxPageGetMeta(GenericXLogRegisterBuffer(xstate, metabuf, 0));
 	m->base_head = head;
 	m->base_count = nb + np;
-	for (lane = 0; lane < GPUIDX_LANES; lane++)
-	{
-		m->lanes[lane].head = InvalidBlockNumber;
-		m->lanes[lane].tail = InvalidBlockNumber;
-		m->lanes[lane].full_count = 0;
-	}
+	gpuidx_meta_clear_lanes(m);
 	m->null_head = null_head;
 	m->null_tail = null_tail;
 	m->null_count = null_kept;

@@ -1,0 +1,622 @@
+/*
+ * customscan_exec.c - GpuIndexScan, executor side (the planner side is
+ * customscan_plan.c).
+ *
+ * The batch's values are evaluated at the first fetch (and after every
+ * rescan) into a sorted list of disjoint key intervals (keyinterval.c), the
+ * engine answers them in one call, the hit TIDs are sorted by heap block
+ * and the tuples fetched with the snapshot, a page at a time on heap tables
+ * (heapvisit.c).
+ */
+#include "gpuidx.h"
+#include "customscan.h"
+#include "heapvisit.h"
+#include "keyinterval.h"
+
+#include "access/heapam.h"
+#include "access/tableam.h"
+#include "access/visibilitymap.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "executor/instrument.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "portability/instr_time.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+
+/* Entries of the image per interval above which the hit mask is not used. */
+#define SELECT_MIN_ENTRIES_PER_INTERVAL 4096
+
+/* Can node be evaluated once per scan (no Vars, nothing volatile)? */
+static bool
+is_scan_constant(Node *node)
+{
+	return !contain_var_clause(node) && !contain_volatile_functions(node);
+}
+
+/* A batch clause prepared for evaluation. */
+typedef struct BatchTerm
+{
+	int			kind;			/* 'c' comparison, 'a' = ANY, '|' OR, '&' AND */
+	int			strategy;		/* for 'c': btree strategy with the key on the left */
+	ExprState  *value;			/* for 'c' and 'a': the scan-constant side */
+	Oid			value_type;		/* its type (element type for 'a') */
+	List	   *children;		/* for '|' and '&' */
+} BatchTerm;
+
+typedef struct GpuidxScanState
+{
+	CustomScanState css;
+	Relation	index;
+	List	   *terms;			/* BatchTerm, ANDed */
+	bool		computed;
+	GpuidxImageData *img;
+	IndexFetchTableData *fetch;
+	TupleTableSlot *fetch_slot;	/* the table AM's own slot */
+	uint64	   *hits;			/* packed TIDs, in heap order */
+	int64	   *hit_keys;		/* their keys (key-only mode) */
+	int64		nhits;
+	int64		next;
+	AttrNumber	keyonly_attno;	/* > 0: key-only mode, the key's column */
+	int			max_attno;		/* columns the plan reads: 1..max_attno */
+	bool		heap_pages;		/* heap table: visit hits a page at a time */
+	Buffer		page_buf;		/* the pinned heap page being returned */
+	int			page_n;			/* its visible tuples' offsets ... */
+	int			page_i;			/* ... and the next one to return */
+	OffsetNumber page_offs[MaxHeapTuplesPerPage];
+	Buffer		vmbuffer;		/* visibility map page (key-only mode) */
+	Oid			keytype;
+	/* for EXPLAIN ANALYZE */
+	int64		stat_probes;
+	int64		stat_hits;
+	int64		stat_fetches;
+	double		ms_transfer;
+	double		ms_search;
+	double		ms_compact;
+	double		ms_heap;
+	GiEngineKind engine;
+	ExprState  *batch_qual;		/* the batch clauses, for EvalPlanQual */
+} GpuidxScanState;
+
+static void begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *exec_gpuidx_scan(CustomScanState *node);
+static void end_gpuidx_scan(CustomScanState *node);
+static void rescan_gpuidx_scan(CustomScanState *node);
+static void explain_gpuidx_scan(CustomScanState *node, List *ancestors,
+								ExplainState *es);
+
+static const CustomExecMethods gpuidx_exec_methods = {
+	.CustomName = "GpuIndexScan",
+	.BeginCustomScan = begin_gpuidx_scan,
+	.ExecCustomScan = exec_gpuidx_scan,
+	.EndCustomScan = end_gpuidx_scan,
+	.ReScanCustomScan = rescan_gpuidx_scan,
+	.ExplainCustomScan = explain_gpuidx_scan,
+};
+
+/* Create the executor state of a GpuIndexScan. */
+static Node *
+create_gpuidx_scan_state(CustomScan *cscan)
+{
+	GpuidxScanState *state = palloc0(sizeof(GpuidxScanState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->css.methods = &gpuidx_exec_methods;
+	return (Node *) state;
+}
+
+const CustomScanMethods gpuidx_scan_methods = {
+	.CustomName = "GpuIndexScan",
+	.CreateCustomScanState = create_gpuidx_scan_state,
+};
+
+/* Prepare one batch clause (as planned) for evaluation. */
+static BatchTerm *
+prepare_term(Node *clause, GpuidxScanState *state, Oid opfamily)
+{
+	BatchTerm  *term = palloc0(sizeof(BatchTerm));
+
+	if (IsA(clause, OpExpr))
+	{
+		OpExpr	   *op = (OpExpr *) clause;
+		Node	   *l = linitial(op->args);
+		Node	   *r = lsecond(op->args);
+
+		term->kind = 'c';
+		if (is_scan_constant(r))
+		{
+			term->strategy = get_op_opfamily_strategy(op->opno, opfamily);
+			term->value = ExecInitExpr((Expr *) r, &state->css.ss.ps);
+			term->value_type = exprType(r);
+		}
+		else
+		{
+			/* Key on the right: use the commutator, which has it on the left. */
+			term->strategy = get_op_opfamily_strategy(get_commutator(op->opno), opfamily);
+			term->value = ExecInitExpr((Expr *) l, &state->css.ss.ps);
+			term->value_type = exprType(l);
+		}
+	}
+	else if (IsA(clause, ScalarArrayOpExpr))
+	{
+		Node	   *arr = lsecond(((ScalarArrayOpExpr *) clause)->args);
+
+		term->kind = 'a';
+		term->value = ExecInitExpr((Expr *) arr, &state->css.ss.ps);
+		term->value_type = get_element_type(exprType(arr));
+	}
+	else
+	{
+		BoolExpr   *b = (BoolExpr *) clause;
+		ListCell   *lc;
+
+		term->kind = is_orclause(clause) ? '|' : '&';
+		foreach(lc, b->args)
+			term->children = lappend(term->children,
+									 prepare_term(lfirst(lc), state, opfamily));
+	}
+	return term;
+}
+
+/* Open the index and prepare the batch clauses. */
+static void
+begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
+{
+	GpuidxScanState *state = (GpuidxScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	Oid			indexoid = (Oid) intVal(list_nth(cscan->custom_private, GPUIDX_CSCAN_INDEXOID));
+	ListCell   *lc;
+
+	state->index = index_open(indexoid, AccessShareLock);
+	state->keyonly_attno = (AttrNumber) intVal(list_nth(cscan->custom_private, GPUIDX_CSCAN_KEYONLY_ATTNO));
+	if (!gpuidx_can_skip_heap())
+		state->keyonly_attno = 0;	/* a standby visits the heap (cache.c) */
+	state->max_attno = intVal(list_nth(cscan->custom_private, GPUIDX_CSCAN_MAX_ATTNO));
+	if (state->max_attno < 0 ||
+		state->max_attno > RelationGetDescr(node->ss.ss_currentRelation)->natts)
+		state->max_attno = RelationGetDescr(node->ss.ss_currentRelation)->natts;
+	state->keytype = TupleDescAttr(RelationGetDescr(state->index), 0)->atttypid;
+	state->vmbuffer = InvalidBuffer;
+	state->page_buf = InvalidBuffer;
+	state->heap_pages = node->ss.ss_currentRelation->rd_rel->relam == HEAP_TABLE_AM_OID;
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	foreach(lc, cscan->custom_exprs)
+		state->terms = lappend(state->terms,
+							   prepare_term(lfirst(lc), state,
+											state->index->rd_opfamily[0]));
+	state->fetch = table_index_fetch_begin(node->ss.ss_currentRelation);
+	/* EvalPlanQual rechecks a new row version against the whole batch. */
+	state->batch_qual = ExecInitQual(cscan->custom_exprs, &node->ss.ps);
+	/* PostgreSQL 15 gives custom scans a virtual scan slot: fetch apart. */
+	state->fetch_slot = table_slot_create(node->ss.ss_currentRelation,
+										  &estate->es_tupleTable);
+}
+
+/* Evaluate a prepared term into the key intervals it admits. */
+static GpuidxIntervals
+eval_term(BatchTerm *term, ExprContext *econtext)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (term->kind == '|' || term->kind == '&')
+	{
+		ListCell   *lc;
+		GpuidxIntervals acc;
+		bool		first = true;
+
+		acc = gpuidx_intervals_none();
+		foreach(lc, term->children)
+		{
+			GpuidxIntervals x = eval_term(lfirst(lc), econtext);
+
+			if (first)
+				acc = x;
+			else
+				acc = term->kind == '|' ? gpuidx_intervals_union(acc, x) : gpuidx_intervals_intersect(acc, x);
+			first = false;
+		}
+		return acc;
+	}
+
+	d = ExecEvalExprSwitchContext(term->value, econtext, &isnull);
+	if (isnull)
+		return gpuidx_intervals_none();	/* strict: NULL matches nothing */
+	if (term->kind == 'a')
+	{
+		int64		n;
+		int64	   *vals = gpuidx_array_keys(d, &n);
+
+		return gpuidx_intervals_points(vals, n);
+	}
+	else
+	{
+		int64		v = gpuidx_datum_to_key(d, term->value_type);
+		int64		lo,
+					hi;
+
+		if (!gpuidx_strategy_interval(term->strategy, v, &lo, &hi))
+			return gpuidx_intervals_none();
+		return gpuidx_intervals_single(lo, hi);
+	}
+}
+
+/* Milliseconds since *t, and reset *t to now. */
+static double
+lap_ms(instr_time *t)
+{
+	instr_time	now;
+	double		ms;
+
+	INSTR_TIME_SET_CURRENT(now);
+	ms = INSTR_TIME_GET_MILLISEC(now) - INSTR_TIME_GET_MILLISEC(*t);
+	*t = now;
+	return ms;
+}
+
+/*
+ * Search the image for the intervals and copy every hit's packed TID (and
+ * key, when with_keys) into state->hits (state->hit_keys), in position
+ * order; the search time goes to ms_search.  Returns the number of hits.
+ */
+static int64
+copy_range_hits(GpuidxScanState *state, GpuidxIntervals iv, bool with_keys,
+				instr_time *t)
+{
+	uint64	   *first = palloc(sizeof(uint64) * iv.n);
+	uint64	   *last = palloc(sizeof(uint64) * iv.n);
+	int64		total = 0,
+				i;
+
+	gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last);
+	state->ms_search += lap_ms(t);
+	for (i = 0; i < iv.n; i++)
+		total += (int64) (last[i] - first[i]);
+	state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+	if (with_keys)
+		state->hit_keys = gpuidx_alloc_huge(sizeof(int64) * Max(total, 1));
+	for (i = 0; i < iv.n; i++)
+	{
+		gpuidx_copy_entries(state->img, (int64) first[i], (int64) last[i],
+							with_keys ? state->hit_keys + state->nhits : NULL,
+							state->hits + state->nhits);
+		state->nhits += (int64) (last[i] - first[i]);
+	}
+	pfree(first);
+	pfree(last);
+	return total;
+}
+
+/* Evaluate the batch, ask the engine, and collect hit TIDs in heap order. */
+static void
+compute_hits(GpuidxScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	GpuidxIntervals iv = gpuidx_intervals_single(PG_INT64_MIN, PG_INT64_MAX);
+	ListCell   *lc;
+	int64		total;
+	instr_time	t;
+
+	state->computed = true;
+	state->nhits = 0;
+	state->next = 0;
+	foreach(lc, state->terms)
+		iv = gpuidx_intervals_intersect(iv, eval_term(lfirst(lc), econtext));
+	state->stat_probes += iv.n;
+	if (iv.n == 0)
+		return;
+
+	INSTR_TIME_SET_CURRENT(t);
+	if (state->img == NULL)
+		state->img = gpuidx_image_acquire(state->index);
+	state->engine = state->img->engine;
+	if (state->img->n == 0)
+		return;
+	if (state->hits)
+		pfree(state->hits);
+	state->hits = NULL;
+
+	if (state->hit_keys)
+		pfree(state->hit_keys);
+	state->hit_keys = NULL;
+
+	if (state->keyonly_attno > 0)
+	{
+		/* Key-only: positions give keys and TIDs; sorted into heap order. */
+		total = copy_range_hits(state, iv, true, &t);
+		gpuidx_sort_pairs((int64 *) state->hits, (uint64 *) state->hit_keys, total);
+		state->ms_compact += lap_ms(&t);
+	}
+
+	/*
+	 * A batch large enough to pay for a hit mask over the whole image (one
+	 * bit per entry): the engine marks it and compacts it (SPACE), in heap
+	 * order.  A few intervals (a rescan in a nested loop, say) walk their
+	 * ranges instead of clearing and scanning that mask every time.
+	 */
+	else if (iv.n >= state->img->n / SELECT_MIN_ENTRIES_PER_INTERVAL &&
+			 gpuidx_select_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n,
+								 &state->hits, &state->nhits))
+	{
+		GiImageInfo info;
+
+		gi_image_info(state->img->image, &info);
+		state->ms_transfer += info.last_query.transfer_ms;
+		state->ms_search += info.last_query.search_ms;
+		state->ms_compact += Max(info.last_query.total_ms - info.last_query.search_ms -
+								 info.last_query.transfer_ms, 0.0);
+		lap_ms(&t);
+	}
+	else
+	{
+		/* No selection in this engine: walk the ranges on the host. */
+		total = copy_range_hits(state, iv, false, &t);
+		/* Heap order: consecutive fetches share a pinned page. */
+		{
+			int64	   *keys = (int64 *) state->hits;
+			uint64	   *dummy = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+
+			memset(dummy, 0, sizeof(uint64) * total);
+			gpuidx_sort_pairs(keys, dummy, total);
+			pfree(dummy);
+		}
+		state->ms_compact += lap_ms(&t);
+	}
+	state->stat_hits += state->nhits;
+}
+
+/* Drop the pinned heap page, if any. */
+static void
+release_heap_page(GpuidxScanState *state)
+{
+	if (BufferIsValid(state->page_buf))
+		ReleaseBuffer(state->page_buf);
+	state->page_buf = InvalidBuffer;
+	state->page_n = state->page_i = 0;
+}
+
+/* A hit's visible tuple: remember its offset, to return it from the page. */
+static void
+visit_hit(void *arg, int64 i, ItemPointer tid, HeapTuple tuple)
+{
+	GpuidxScanState *state = (GpuidxScanState *) arg;
+
+	if (state->page_n < MaxHeapTuplesPerPage)
+		state->page_offs[state->page_n++] = ItemPointerGetOffsetNumber(tid);
+}
+
+/*
+ * Heap tables: the hits (in TID order) are visited a page at a time
+ * (heapvisit.c): one share lock finds every visible tuple of the page
+ * (following HOT chains), then they are returned from the pinned page.
+ */
+static TupleTableSlot *
+next_from_heap_pages(GpuidxScanState *state, TupleTableSlot *slot, Snapshot snapshot)
+{
+	Relation	rel = state->css.ss.ss_currentRelation;
+
+	for (;;)
+	{
+		if (state->page_i < state->page_n)
+		{
+			Page		page = BufferGetPage(state->page_buf);
+			OffsetNumber off = state->page_offs[state->page_i++];
+			ItemId		lp = PageGetItemId(page, off);
+			HeapTupleData tuple;
+
+			tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			tuple.t_len = ItemIdGetLength(lp);
+			tuple.t_tableOid = RelationGetRelid(rel);
+			ItemPointerSet(&tuple.t_self, BufferGetBlockNumber(state->page_buf), off);
+			ExecStoreBufferHeapTuple(&tuple, state->fetch_slot, state->page_buf);
+
+			/*
+			 * Hand over only the columns the plan reads, without copying
+			 * them: the values point into the page, which stays pinned (by
+			 * fetch_slot and page_buf) until the next tuple is asked for, as
+			 * with a sequential scan's buffer slot.
+			 */
+			slot_getsomeattrs(state->fetch_slot, state->max_attno);
+			ExecClearTuple(slot);
+			memcpy(slot->tts_values, state->fetch_slot->tts_values,
+				   sizeof(Datum) * state->max_attno);
+			memcpy(slot->tts_isnull, state->fetch_slot->tts_isnull,
+				   sizeof(bool) * state->max_attno);
+			if (state->max_attno < slot->tts_tupleDescriptor->natts)
+				memset(slot->tts_isnull + state->max_attno, true,
+					   sizeof(bool) * (slot->tts_tupleDescriptor->natts - state->max_attno));
+			ExecStoreVirtualTuple(slot);
+			slot->tts_tid = tuple.t_self;
+			slot->tts_tableOid = tuple.t_tableOid;
+			return slot;
+		}
+		release_heap_page(state);
+		if (state->next >= state->nhits)
+			return ExecClearTuple(slot);
+
+		{
+			int64		first = state->next;
+
+			/* Keep the pin while returning the page's tuples. */
+			state->page_buf = gpuidx_heap_visit_page(rel, snapshot, state->hits,
+													 state->nhits, &state->next,
+													 visit_hit, state);
+			state->stat_fetches += state->next - first;
+		}
+	}
+}
+
+/* The next hit visible with the snapshot, into slot (cleared at the end). */
+static TupleTableSlot *
+fetch_next_hit(GpuidxScanState *state, TupleTableSlot *slot, Snapshot snapshot)
+{
+	ScanState  *ss = &state->css.ss;
+
+	if (state->heap_pages && state->keyonly_attno == 0)
+		return next_from_heap_pages(state, slot, snapshot);
+	while (state->next < state->nhits)
+	{
+		ItemPointerData tid;
+		bool		call_again = false;
+		bool		all_dead = false;
+
+		CHECK_FOR_INTERRUPTS();
+		gpuidx_tid_unpack(state->hits[state->next], &tid);
+		if (state->keyonly_attno > 0 &&
+			VM_ALL_VISIBLE(ss->ss_currentRelation, ItemPointerGetBlockNumber(&tid),
+						   &state->vmbuffer))
+		{
+			/* All-visible page: the key from the image is the row's answer. */
+			int64		key = state->hit_keys[state->next++];
+			int			natts = slot->tts_tupleDescriptor->natts;
+
+			ExecClearTuple(slot);
+			memset(slot->tts_isnull, true, sizeof(bool) * natts);
+			slot->tts_values[state->keyonly_attno - 1] =
+				gpuidx_key_to_datum(key, state->keytype);
+			slot->tts_isnull[state->keyonly_attno - 1] = false;
+			ExecStoreVirtualTuple(slot);
+			slot->tts_tid = tid;
+			slot->tts_tableOid = RelationGetRelid(ss->ss_currentRelation);
+			return slot;
+		}
+		state->next++;
+		state->stat_fetches++;
+		if (table_index_fetch_tuple(state->fetch, &tid, snapshot,
+									state->fetch_slot, &call_again, &all_dead))
+		{
+			ExecCopySlot(slot, state->fetch_slot);
+			/* ctid and tableoid are read off the slot (UPDATE, DELETE). */
+			slot->tts_tid = state->fetch_slot->tts_tid;
+			slot->tts_tableOid = state->fetch_slot->tts_tableOid;
+			return slot;
+		}
+	}
+	return ExecClearTuple(slot);
+}
+
+/*
+ * Fetch the next hit; the heap time is kept only under EXPLAIN ANALYZE with
+ * timing (reading the clock per tuple costs a fifth of a scan).
+ */
+static TupleTableSlot *
+next_gpuidx_tuple(ScanState *ss)
+{
+	GpuidxScanState *state = (GpuidxScanState *) ss;
+	bool		timed = ss->ps.instrument != NULL && ss->ps.instrument->need_timer;
+	instr_time	t;
+	TupleTableSlot *ret;
+
+	if (!state->computed)
+		compute_hits(state);
+	if (timed)
+		INSTR_TIME_SET_CURRENT(t);
+	ret = fetch_next_hit(state, ss->ss_ScanTupleSlot, ss->ps.state->es_snapshot);
+	if (timed)
+		state->ms_heap += lap_ms(&t);
+	return ret;
+}
+
+/*
+ * EvalPlanQual: a concurrently updated row version must still satisfy the
+ * batch clauses, which the plan's own qual list no longer repeats.
+ */
+static bool
+recheck_gpuidx_tuple(ScanState *ss, TupleTableSlot *slot)
+{
+	GpuidxScanState *state = (GpuidxScanState *) ss;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
+
+	econtext->ecxt_scantuple = slot;
+	return ExecQualAndReset(state->batch_qual, econtext);
+}
+
+/* Return the next qualifying, projected tuple. */
+static TupleTableSlot *
+exec_gpuidx_scan(CustomScanState *node)
+{
+	return ExecScan(&node->ss, (ExecScanAccessMtd) next_gpuidx_tuple,
+					(ExecScanRecheckMtd) recheck_gpuidx_tuple);
+}
+
+/* Start over: the batch's values may have changed (parameters). */
+static void
+rescan_gpuidx_scan(CustomScanState *node)
+{
+	GpuidxScanState *state = (GpuidxScanState *) node;
+
+	state->computed = false;
+	state->nhits = 0;
+	state->next = 0;
+	release_heap_page(state);
+	if (state->fetch_slot)
+		ExecClearTuple(state->fetch_slot);
+	if (state->img)
+	{
+		gpuidx_image_release(state->img);
+		state->img = NULL;
+	}
+	ExecScanReScan(&node->ss);
+}
+
+/* Release the index, the image and the heap fetch state. */
+static void
+end_gpuidx_scan(CustomScanState *node)
+{
+	GpuidxScanState *state = (GpuidxScanState *) node;
+
+	if (state->img)
+		gpuidx_image_release(state->img);
+	state->img = NULL;
+	if (BufferIsValid(state->vmbuffer))
+		ReleaseBuffer(state->vmbuffer);
+	if (state->fetch_slot)
+		ExecClearTuple(state->fetch_slot);
+	release_heap_page(state);
+	if (state->fetch)
+		table_index_fetch_end(state->fetch);
+	if (state->index)
+		index_close(state->index, AccessShareLock);
+}
+
+/* EXPLAIN: the index, the batch, the engine; with ANALYZE the counts and times. */
+static void
+explain_gpuidx_scan(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	GpuidxScanState *state = (GpuidxScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *context;
+	Node	   *batch;
+	char	   *s;
+
+	ExplainPropertyText("Index", RelationGetRelationName(state->index), es);
+	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+	batch = (Node *) make_ands_explicit(cscan->custom_exprs);
+	s = deparse_expression(batch, context, es->verbose, false);
+	ExplainPropertyText("Batch", s, es);
+	if (state->keyonly_attno > 0)
+		ExplainPropertyBool("Key Only", true, es);
+	if (es->analyze)
+	{
+		ExplainPropertyText("Engine", gi_engine_name(state->engine), es);
+		ExplainPropertyInteger("Probes", NULL, state->stat_probes, es);
+		ExplainPropertyInteger("Hits", NULL, state->stat_hits, es);
+		ExplainPropertyInteger("Heap Fetches", NULL, state->stat_fetches, es);
+		if (es->timing)
+		{
+			ExplainPropertyFloat("Transfer Time", "ms", state->ms_transfer, 3, es);
+			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);
+			ExplainPropertyFloat("Compaction Time", "ms", state->ms_compact, 3, es);
+			ExplainPropertyFloat("Heap Time", "ms", state->ms_heap, 3, es);
+		}
+	}
+}

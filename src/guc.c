@@ -1,0 +1,82 @@
+/*
+ * guc.c - every gpuidx.* setting: its variable, its definition and its
+ * documentation string, in one place.  _PG_init (handler.c) calls
+ * gpuidx_define_gucs() once per process.
+ */
+#include "gpuidx.h"
+
+#include "utils/guc.h"
+
+int			gpuidx_engine_setting = GPUIDX_ENGINE_AUTO;
+int			gpuidx_pending_limit = 100000;
+int			gpuidx_device_memory_limit_mb = 0;
+int			gpuidx_host_memory_limit_mb = 1024;
+int			gpuidx_batch_chunk = 1048576;
+int			gpuidx_default_structure = GI_STRUCT_BTREE;
+bool		gpuidx_enable_batch_insert = true;
+bool		gpuidx_enable_customscan = true;
+
+static const struct config_enum_entry structure_options[] = {
+	{"btree", GI_STRUCT_BTREE, false},
+	{"veb", GI_STRUCT_VEB, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry engine_options[] = {
+	{"auto", GPUIDX_ENGINE_AUTO, false},
+	{"gpu", GPUIDX_ENGINE_GPU, false},
+	{"cpu", GPUIDX_ENGINE_CPU, false},
+	{NULL, 0, false}
+};
+
+/* Define the gpuidx.* settings (the caller reserves the prefix). */
+void
+gpuidx_define_gucs(void)
+{
+	DefineCustomEnumVariable("gpuidx.engine",
+							 "Where gpuidx builds images and answers batches.",
+							 "auto uses the GPU when a usable one exists, else the CPU; "
+							 "gpu raises an error when there is none.",
+							 &gpuidx_engine_setting, GPUIDX_ENGINE_AUTO,
+							 engine_options, PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.pending_limit",
+							"Pending entries after which an insert folds the pending list into the base run.",
+							NULL,
+							&gpuidx_pending_limit, 100000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.device_memory_limit",
+							"Device memory gpuidx images may use in one backend (0 = no limit).",
+							NULL,
+							&gpuidx_device_memory_limit_mb, 0, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.host_memory_limit",
+							"Host memory gpuidx images may use in one backend (0 = no limit).",
+							"Past it the least recently used images that no running scan holds are "
+							"freed; they are loaded again when next used.",
+							&gpuidx_host_memory_limit_mb, 1024, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.batch_chunk",
+							"Probes sent to the engine at a time by the batch functions.",
+							"Larger batches are split into chunks of this size; "
+							"the query can be cancelled between chunks.",
+							&gpuidx_batch_chunk, 1048576, 1024, 1 << 28,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("gpuidx.default_structure",
+							 "Structure of a new gpuidx index created without WITH (structure = ...).",
+							 NULL,
+							 &gpuidx_default_structure, GI_STRUCT_BTREE,
+							 structure_options, PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuidx.enable_batch_insert",
+							 "Brings new index entries into a cached B+ tree image by batch insertion.",
+							 "When off, every change rebuilds the image from its sorted entries "
+							 "(for comparison; the answers are the same).",
+							 &gpuidx_enable_batch_insert, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuidx.enable_customscan",
+							 "Lets the planner use GpuIndexScan, which answers a table's quals on a gpuidx column as one batch.",
+							 NULL,
+							 &gpuidx_enable_customscan, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+}

@@ -1,0 +1,50 @@
+/*
+ * heapvisit.c - the one place that reads heap pages for a sorted list of
+ * hit TIDs: one pin and one share lock per page find every visible tuple of
+ * that page (following HOT chains), as a bitmap heap scan does, instead of
+ * one table_index_fetch_tuple call (pin, lock, unlock) per hit.  Used by the
+ * batch functions (batch.c) and GpuIndexScan (customscan_exec.c) on heap
+ * tables; what a caller does with a visible tuple (recheck its key, return
+ * it later from the pinned page) is its callback's business.
+ */
+#include "gpuidx.h"
+#include "heapvisit.h"
+
+#include "access/heapam.h"
+#include "miscadmin.h"
+
+/*
+ * Visit the heap page of tids[*next] (packed TIDs, sorted so that a page's
+ * TIDs are adjacent): every TID of that page from *next on is looked up
+ * under one share lock, visit is called for those the snapshot sees, and
+ * *next moves past them.  The page comes back pinned and unlocked, so that
+ * the caller may return tuples from it; the caller releases it.
+ */
+Buffer
+gpuidx_heap_visit_page(Relation heap, Snapshot snapshot, const uint64 *tids,
+					   int64 ntids, int64 *next, GpuidxHeapVisitFn visit,
+					   void *arg)
+{
+	BlockNumber blk = (BlockNumber) (tids[*next] >> 16);
+	Buffer		buf;
+	OffsetNumber maxoff;
+
+	CHECK_FOR_INTERRUPTS();
+	buf = ReadBuffer(heap, blk);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	maxoff = PageGetMaxOffsetNumber(BufferGetPage(buf));
+	for (; *next < ntids && (BlockNumber) (tids[*next] >> 16) == blk; (*next)++)
+	{
+		ItemPointerData tid;
+		HeapTupleData tuple;
+		bool		all_dead = false;
+
+		gpuidx_tid_unpack(tids[*next], &tid);
+		if (ItemPointerGetOffsetNumber(&tid) <= maxoff &&
+			heap_hot_search_buffer(&tid, heap, buf, snapshot, &tuple,
+								   &all_dead, true))
+			visit(arg, *next, &tid, &tuple);
+	}
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	return buf;
+}

@@ -1,0 +1,184 @@
+/*
+ * keyinterval.c - what a btree comparison admits, as inclusive intervals of
+ * 64-bit keys, and the algebra on sorted lists of them.  Both the index scan
+ * (scan.c: AND of scan keys, one interval or a point set) and GpuIndexScan
+ * (customscan_exec.c: ANDs and ORs of batch clauses, an interval list) turn
+ * their quals into intervals here, so the two agree on every strategy and
+ * on the edges of the key domain.
+ */
+#include "gpuidx.h"
+#include "keyinterval.h"
+
+#include "access/stratnum.h"
+
+/*
+ * The keys k with "k <strategy> value", as [*lo, *hi]; false when there are
+ * none (k < INT64_MIN, k > INT64_MAX).  Errors on a strategy that is not a
+ * btree comparison.
+ */
+bool
+gpuidx_strategy_interval(int strategy, int64 value, int64 *lo, int64 *hi)
+{
+	*lo = PG_INT64_MIN;
+	*hi = PG_INT64_MAX;
+	switch (strategy)
+	{
+		case BTLessStrategyNumber:
+			if (value == PG_INT64_MIN)
+				return false;
+			*hi = value - 1;
+			return true;
+		case BTLessEqualStrategyNumber:
+			*hi = value;
+			return true;
+		case BTEqualStrategyNumber:
+			*lo = *hi = value;
+			return true;
+		case BTGreaterEqualStrategyNumber:
+			*lo = value;
+			return true;
+		case BTGreaterStrategyNumber:
+			if (value == PG_INT64_MAX)
+				return false;
+			*lo = value + 1;
+			return true;
+		default:
+			elog(ERROR, "gpuidx: unexpected strategy %d", strategy);
+	}
+	return false;				/* keep compiler quiet */
+}
+
+/* An empty list with room for cap intervals (at least one). */
+static GpuidxIntervals
+intervals_alloc(int64 cap)
+{
+	GpuidxIntervals r;
+
+	r.lo = palloc(sizeof(int64) * Max(cap, 1));
+	r.hi = palloc(sizeof(int64) * Max(cap, 1));
+	r.n = 0;
+	return r;
+}
+
+/* The empty interval list. */
+GpuidxIntervals
+gpuidx_intervals_none(void)
+{
+	return gpuidx_intervals_single(1, 0);
+}
+
+/* Interval list of sorted distinct points. */
+GpuidxIntervals
+gpuidx_intervals_points(int64 *vals, int64 n)
+{
+	GpuidxIntervals r;
+
+	r.lo = vals;
+	r.hi = vals;				/* a point is [v, v]; the arrays are shared */
+	r.n = n;
+	return r;
+}
+
+/* Union of two interval lists, coalescing overlaps and neighbours. */
+GpuidxIntervals
+gpuidx_intervals_union(GpuidxIntervals a, GpuidxIntervals b)
+{
+	GpuidxIntervals r;
+	int64		i = 0,
+				j = 0;
+
+	r = intervals_alloc(a.n + b.n);
+	while (i < a.n || j < b.n)
+	{
+		int64		lo,
+					hi;
+
+		if (j >= b.n || (i < a.n && a.lo[i] <= b.lo[j]))
+		{
+			lo = a.lo[i];
+			hi = a.hi[i++];
+		}
+		else
+		{
+			lo = b.lo[j];
+			hi = b.hi[j++];
+		}
+		if (r.n > 0 && (r.hi[r.n - 1] == PG_INT64_MAX || lo <= r.hi[r.n - 1] + 1))
+		{
+			if (hi > r.hi[r.n - 1])
+				r.hi[r.n - 1] = hi;
+		}
+		else
+		{
+			r.lo[r.n] = lo;
+			r.hi[r.n] = hi;
+			r.n++;
+		}
+	}
+	return r;
+}
+
+/* Intersection of two interval lists. */
+GpuidxIntervals
+gpuidx_intervals_intersect(GpuidxIntervals a, GpuidxIntervals b)
+{
+	GpuidxIntervals r;
+	int64		i = 0,
+				j = 0;
+
+	r = intervals_alloc(a.n + b.n);
+	while (i < a.n && j < b.n)
+	{
+		int64		lo = Max(a.lo[i], b.lo[j]);
+		int64		hi = Min(a.hi[i], b.hi[j]);
+
+		if (lo <= hi)
+		{
+			r.lo[r.n] = lo;
+			r.hi[r.n] = hi;
+			r.n++;
+		}
+		if (a.hi[i] < b.hi[j])
+			i++;
+		else
+			j++;
+	}
+	return r;
+}
+
+/* One interval (or none when lo > hi). */
+GpuidxIntervals
+gpuidx_intervals_single(int64 lo, int64 hi)
+{
+	GpuidxIntervals r;
+
+	r.lo = palloc(sizeof(int64));
+	r.hi = palloc(sizeof(int64));
+	r.lo[0] = lo;
+	r.hi[0] = hi;
+	r.n = lo <= hi ? 1 : 0;
+	return r;
+}
+
+/* Keep the elements of a (sorted, distinct) that are also in b. */
+int64
+gpuidx_intersect_points(int64 *a, int64 na, const int64 *b, int64 nb)
+{
+	int64		i = 0,
+				j = 0,
+				o = 0;
+
+	while (i < na && j < nb)
+	{
+		if (a[i] < b[j])
+			i++;
+		else if (a[i] > b[j])
+			j++;
+		else
+		{
+			a[o++] = a[i++];
+			j++;
+		}
+	}
+	return o;
+}
