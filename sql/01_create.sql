@@ -2,12 +2,8 @@
 -- 01_create: the access method, its operator classes, CREATE INDEX,
 -- reloptions, what CREATE INDEX refuses, and gpuidx_info's stable keys.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_create CASCADE;
-CREATE SCHEMA gi_create;
-RESET client_min_messages;
-SET search_path = gi_create, public;
+\set schema gi_create
+\i sql/include/setup.sql
 
 -- the access method and its operator classes
 SELECT amname, amtype FROM pg_am WHERE amname = 'gpuidx';

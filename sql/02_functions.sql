@@ -4,12 +4,8 @@
 -- arrays, repeated probes, probe order, MVCC (deleted, updated, rolled-back
 -- and own uncommitted rows).
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_functions CASCADE;
-CREATE SCHEMA gi_functions;
-RESET client_min_messages;
-SET search_path = gi_functions, public;
+\set schema gi_functions
+\i sql/include/setup.sql
 
 CREATE TABLE f (id int PRIMARY KEY, k int8);
 INSERT INTO f VALUES (1, 10), (2, 20), (3, 20), (4, 30), (5, NULL), (6, -5),

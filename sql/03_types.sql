@@ -2,12 +2,8 @@
 -- 03_types: int2, int4 and int8 keys at their extremes, and probes outside
 -- the key type's range (answered mathematically, never wrapped).
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_types CASCADE;
-CREATE SCHEMA gi_types;
-RESET client_min_messages;
-SET search_path = gi_types, public;
+\set schema gi_types
+\i sql/include/setup.sql
 
 -- probes used against every type: the type's own extremes and neighbours,
 -- values just outside int2 and int4, 2^40, and the int8 extremes

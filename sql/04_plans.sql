@@ -3,12 +3,8 @@
 -- each plan is forced deterministically and its answer is compared with the
 -- same query run as a sequential scan.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_plans CASCADE;
-CREATE SCHEMA gi_plans;
-RESET client_min_messages;
-SET search_path = gi_plans, public;
+\set schema gi_plans
+\i sql/include/setup.sql
 
 -- same(q, ordered): run q under the current settings, then as a sequential
 -- scan; 'same' when both give the same rows (in the same order if ordered).

@@ -3,12 +3,8 @@
 -- answer from the rows the index covers, the key is the expression's value,
 -- and rows move in and out of a partial index as they are updated.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_partial_expr CASCADE;
-CREATE SCHEMA gi_partial_expr;
-RESET client_min_messages;
-SET search_path = gi_partial_expr, public;
+\set schema gi_partial_expr
+\i sql/include/setup.sql
 SET gpuidx.enable_customscan = off;
 
 -- gi_check(idx, probes, lo, hi): every batch function on idx against scans

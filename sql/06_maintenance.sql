@@ -3,12 +3,8 @@
 -- TRUNCATE, VACUUM FULL, CLUSTER, CREATE/REINDEX CONCURRENTLY, rollback;
 -- after each step every function is checked against a scan without index.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_maintenance CASCADE;
-CREATE SCHEMA gi_maintenance;
-RESET client_min_messages;
-SET search_path = gi_maintenance, public;
+\set schema gi_maintenance
+\i sql/include/setup.sql
 
 -- gi_check(idx, probes, lo, hi): every batch function on idx against scans
 -- without index (the fixture; path from the repository root, where

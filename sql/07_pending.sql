@@ -3,12 +3,8 @@
 -- the list folds into the base run; answers stay right throughout, including
 -- aborted and deleted pending entries, and VACUUM folds what is left.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_pending CASCADE;
-CREATE SCHEMA gi_pending;
-RESET client_min_messages;
-SET search_path = gi_pending, public;
+\set schema gi_pending
+\i sql/include/setup.sql
 
 -- gi_check(idx, probes, lo, hi): every batch function on idx against scans
 -- without index (the fixture; path from the repository root, where

@@ -2,12 +2,8 @@
 -- 08_security: the functions check SELECT privilege on the table (42501) and
 -- return only the rows that row-level security policies allow.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_security CASCADE;
-CREATE SCHEMA gi_security;
-RESET client_min_messages;
-SET search_path = gi_security, public;
+\set schema gi_security
+\i sql/include/setup.sql
 
 SET client_min_messages = warning;
 DROP ROLE IF EXISTS regress_gpuidx_reader;

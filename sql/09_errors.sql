@@ -2,12 +2,8 @@
 -- 09_errors: every bad input gets a clear error with the right SQLSTATE (or
 -- the documented answer), and the session goes on working afterwards.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_errors CASCADE;
-CREATE SCHEMA gi_errors;
-RESET client_min_messages;
-SET search_path = gi_errors, public;
+\set schema gi_errors
+\i sql/include/setup.sql
 
 \i sql/include/err.sql
 

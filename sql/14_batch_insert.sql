@@ -5,12 +5,8 @@
 -- removes entries reloads; vEB images are rebuilt.  Answers stay those of a
 -- plain scan through interleaved inserts, updates, deletes and VACUUM.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_binsert CASCADE;
-CREATE SCHEMA gi_binsert;
-RESET client_min_messages;
-SET search_path = gi_binsert, public;
+\set schema gi_binsert
+\i sql/include/setup.sql
 SET gpuidx.pending_limit = 1000000;
 
 -- Differences between gpuidx's batch answers and plain scans' (no index

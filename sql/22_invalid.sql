@@ -3,12 +3,8 @@
 -- has no pages; every batch function says so clearly (55000) with a REINDEX
 -- hint, instead of failing to read block 0.  REINDEX makes it usable.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_invalid CASCADE;
-CREATE SCHEMA gi_invalid;
-RESET client_min_messages;
-SET search_path = gi_invalid, public;
+\set schema gi_invalid
+\i sql/include/setup.sql
 
 \i sql/include/err.sql
 
@@ -25,13 +21,8 @@ CREATE INDEX CONCURRENTLY iv_gi ON iv USING gpuidx (picky(k));
 SELECT indisvalid FROM pg_index WHERE indexrelid = 'iv_gi'::regclass;
 
 SELECT * FROM gpuidx_lookup('iv_gi', '{1}');
-SELECT err($$SELECT * FROM gpuidx_lookup('iv_gi', '{1}')$$);
-SELECT err($$SELECT * FROM gpuidx_predecessor('iv_gi', '{1}')$$);
-SELECT err($$SELECT * FROM gpuidx_successor('iv_gi', '{1}')$$);
-SELECT err($$SELECT * FROM gpuidx_range('iv_gi', '{1}', '{2}')$$);
-SELECT err($$SELECT gpuidx_range_count('iv_gi', '{1}', '{2}')$$);
-SELECT err($$SELECT gpuidx_info('iv_gi')$$);
-SELECT err($$SELECT gpuidx_verify('iv_gi')$$);
+\set idx iv_gi
+\i sql/include/functions_err.sql
 
 -- the hinted REINDEX makes it valid and usable
 DELETE FROM iv WHERE k = 13;

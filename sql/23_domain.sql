@@ -3,12 +3,8 @@
 -- type, and answers through the batch functions, index scans and
 -- GpuIndexScan as a btree on the same column does.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_domain CASCADE;
-CREATE SCHEMA gi_domain;
-RESET client_min_messages;
-SET search_path = gi_domain, public;
+\set schema gi_domain
+\i sql/include/setup.sql
 
 CREATE DOMAIN dint AS int8;
 CREATE DOMAIN dpos AS int4 CHECK (VALUE >= 0);

@@ -2,12 +2,8 @@
 -- 24_partitioned: the batch functions on a gpuidx index of a partitioned
 -- table (a partitioned index, which has no pages of its own).
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_part CASCADE;
-CREATE SCHEMA gi_part;
-RESET client_min_messages;
-SET search_path = gi_part, public;
+\set schema gi_part
+\i sql/include/setup.sql
 
 \i sql/include/err.sql
 
@@ -18,13 +14,8 @@ INSERT INTO pt SELECT g, g % 200 FROM generate_series(1, 2000) g;
 CREATE INDEX ptg ON pt USING gpuidx (k);
 
 SELECT * FROM gpuidx_lookup('ptg', '{1}');
-SELECT err($$SELECT * FROM gpuidx_lookup('ptg', '{1}')$$);
-SELECT err($$SELECT * FROM gpuidx_predecessor('ptg', '{1}')$$);
-SELECT err($$SELECT * FROM gpuidx_successor('ptg', '{1}')$$);
-SELECT err($$SELECT * FROM gpuidx_range('ptg', '{1}', '{2}')$$);
-SELECT err($$SELECT gpuidx_range_count('ptg', '{1}', '{2}')$$);
-SELECT err($$SELECT gpuidx_info('ptg')$$);
-SELECT err($$SELECT gpuidx_verify('ptg')$$);
+\set idx ptg
+\i sql/include/functions_err.sql
 
 -- what the hint names: the partitions' indexes answer
 SELECT c.relname, count(*)

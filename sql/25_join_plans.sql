@@ -6,12 +6,8 @@
 -- array, ranges and comparisons against outer columns) make GpuIndexScan the
 -- inner side of a nested loop, parameterized by the outer row.
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_join CASCADE;
-CREATE SCHEMA gi_join;
-RESET client_min_messages;
-SET search_path = gi_join, public;
+\set schema gi_join
+\i sql/include/setup.sql
 
 CREATE TABLE t (id int, k int8);
 INSERT INTO t SELECT g, g FROM generate_series(1, 20000) g;

@@ -3,12 +3,8 @@
 -- images one backend keeps: past it the least recently used images that no
 -- scan holds are evicted, and an evicted index answers again (reloaded).
 --
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS gpuidx;
-DROP SCHEMA IF EXISTS gi_hostmem CASCADE;
-CREATE SCHEMA gi_hostmem;
-RESET client_min_messages;
-SET search_path = gi_hostmem, public;
+\set schema gi_hostmem
+\i sql/include/setup.sql
 
 
 -- twelve indexes of 50000 rows (about 1 MB of host memory each)

@@ -572,41 +572,24 @@ run_batch(FunctionCallInfo fcinfo, GiOp op)
 	batch_close(&b);
 }
 
-PG_FUNCTION_INFO_V1(gpuidx_lookup);
+/* A batch set-returning function: run_batch with one operation. */
+#define GPUIDX_BATCH_SRF(name, op) \
+PG_FUNCTION_INFO_V1(name); \
+Datum \
+name(PG_FUNCTION_ARGS) \
+{ \
+	run_batch(fcinfo, op); \
+	return (Datum) 0; \
+}
+
 /* gpuidx_lookup(idx, keys): the visible tuples whose key equals each probe. */
-Datum
-gpuidx_lookup(PG_FUNCTION_ARGS)
-{
-	run_batch(fcinfo, GI_OP_POINT);
-	return (Datum) 0;
-}
-
-PG_FUNCTION_INFO_V1(gpuidx_predecessor);
+GPUIDX_BATCH_SRF(gpuidx_lookup, GI_OP_POINT)
 /* gpuidx_predecessor(idx, keys): tuples of the largest visible key <= probe. */
-Datum
-gpuidx_predecessor(PG_FUNCTION_ARGS)
-{
-	run_batch(fcinfo, GI_OP_PRED);
-	return (Datum) 0;
-}
-
-PG_FUNCTION_INFO_V1(gpuidx_successor);
+GPUIDX_BATCH_SRF(gpuidx_predecessor, GI_OP_PRED)
 /* gpuidx_successor(idx, keys): tuples of the smallest visible key >= probe. */
-Datum
-gpuidx_successor(PG_FUNCTION_ARGS)
-{
-	run_batch(fcinfo, GI_OP_SUCC);
-	return (Datum) 0;
-}
-
-PG_FUNCTION_INFO_V1(gpuidx_range);
+GPUIDX_BATCH_SRF(gpuidx_successor, GI_OP_SUCC)
 /* gpuidx_range(idx, lo, hi): visible tuples with lo <= key <= hi. */
-Datum
-gpuidx_range(PG_FUNCTION_ARGS)
-{
-	run_batch(fcinfo, GI_OP_RANGE);
-	return (Datum) 0;
-}
+GPUIDX_BATCH_SRF(gpuidx_range, GI_OP_RANGE)
 
 /*
  * Visible tuples among positions [first, last): an entry on an all-visible
