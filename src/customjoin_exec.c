@@ -43,6 +43,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
 
 /* Where the node is in its work. */
 typedef enum JoinPhase
@@ -951,9 +952,12 @@ exec_join(CustomScanState *node)
 					(ExecScanRecheckMtd) recheck_join);
 }
 
-/* Forget the chunk in hand and the pinned image. */
+/*
+ * Forget the chunk in hand, and the pinned image unless keep_image (a
+ * rescan under an MVCC snapshot: see scan.c's rescan).
+ */
 static void
-reset_join(GpuidxJoinState *state)
+reset_join(GpuidxJoinState *state, bool keep_image)
 {
 	release_page(state);
 	if (state->chunk_cxt)
@@ -963,9 +967,11 @@ reset_join(GpuidxJoinState *state)
 	state->phase = PHASE_GATHER;
 	state->outer_done = false;
 	state->asof_limit = -2;
-	if (state->img)
+	if (state->img && !keep_image)
+	{
 		gpuidx_image_release(state->img);
-	state->img = NULL;
+		state->img = NULL;
+	}
 }
 
 /* Start over: parameters may have changed; rescan the outer side. */
@@ -974,7 +980,7 @@ rescan_join(CustomScanState *node)
 {
 	GpuidxJoinState *state = (GpuidxJoinState *) node;
 
-	reset_join(state);
+	reset_join(state, IsMVCCSnapshot(node->ss.ps.state->es_snapshot));
 	if (node->ss.ps.chgParam != NULL)
 		UpdateChangedParamSet(state->outer, node->ss.ps.chgParam);
 	if (state->outer->chgParam == NULL)
@@ -988,7 +994,7 @@ end_join(CustomScanState *node)
 {
 	GpuidxJoinState *state = (GpuidxJoinState *) node;
 
-	reset_join(state);
+	reset_join(state, false);
 	if (BufferIsValid(state->vmbuffer))
 		ReleaseBuffer(state->vmbuffer);
 	state->vmbuffer = InvalidBuffer;
