@@ -134,7 +134,8 @@ $$;
 -- "Gather/" before it when a Gather runs above it, and after a slash the
 -- node that reads the big table (t or tb) below it unless the join node
 -- reads it itself: "Hash Join/Seq Scan", "Nested Loop/Index Only Scan",
--- "Custom Scan (GpuIndexJoin)".  The engines that EXPLAIN ANALYZE reports
+-- "Custom Scan (GpuIndexJoin)"; without a join, the node that reads the
+-- big table.  The engines that EXPLAIN ANALYZE reports
 -- (property "Engine") follow in brackets.
 CREATE OR REPLACE FUNCTION gijoin.plan_name(plan jsonb) RETURNS text LANGUAGE sql AS $$
     WITH RECURSIVE tree(node, depth, path) AS (
@@ -165,6 +166,8 @@ CREATE OR REPLACE FUNCTION gijoin.plan_name(plan jsonb) RETURNS text LANGUAGE sq
                      || gijoin.node_name(top.node)
                      || coalesce('/' || (SELECT gijoin.node_name(node) FROM reader), '')
                 FROM top),
+             (SELECT gijoin.node_name(node) FROM tree WHERE node->>'Relation Name' IN ('t', 'tb')
+               ORDER BY depth, path LIMIT 1),
              gijoin.node_name(plan))
            || coalesce(' [' || (SELECT e FROM engines) || ']', '')
 $$;
