@@ -37,6 +37,17 @@ BEGIN
         tbl, repeat('x', padlen), nrows / 2, lo, hi);
 END $$;
 
+-- Drop every probe table (they depend on the table size).
+CREATE OR REPLACE FUNCTION gijoin.drop_probes() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT c.oid::regclass AS rel FROM pg_class c
+              WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
+                AND c.relname ~ '^p_(eq|rng|asof|asofs)_[0-9]+$' LOOP
+        EXECUTE format('DROP TABLE %s', r.rel);
+    END LOOP;
+END $$;
+
 -- Record how long a step took (ms since t0).
 CREATE OR REPLACE FUNCTION gijoin.note_ms(what text, t0 timestamptz) RETURNS void LANGUAGE sql AS $$
     INSERT INTO gijoin.info VALUES (what, round(extract(epoch FROM clock_timestamp() - t0) * 1000)::text)
