@@ -23,14 +23,9 @@
 -- the type's range; NULL), x4 and x2 (x as int4 / int2 where it fits, else
 -- NULL: cross-type comparisons in both directions) and a range lo..hi per row.
 --
--- jcheck() runs each query four ways: on the btree twin with
--- gpuidx.enable_customjoin = off and the planner free (the reference); on
--- the gpuidx table with GpuIndexJoin forced (hash, merge and nested-loop
--- joins off; "node" says the plan has Custom Scan (GpuIndexJoin)); with
--- GpuIndexJoin off and nested loops forced (gpuidx index scans as the inner
--- side, "nl_"); and with the planner free ("pl_").  Each is compared with
--- the reference with EXCEPT ALL both ways: every missing/extra count must
--- be 0, and rows (the reference's row count) shows the answer is not empty.
+-- Every query goes through jcheck() (sql/include/join_check.sql): GpuIndexJoin
+-- forced, nested loops over gpuidx index scans, and the planner's choice,
+-- each against the btree twin; every missing/extra count must be 0.
 -- As-of queries on t, where keys repeat and LIMIT may break ties either way,
 -- return (outer id, key); on u they return whole rows.
 --
@@ -49,98 +44,7 @@ SELECT (-(2::numeric ^ (8 * typlen - 1)))::int8 AS kmin,
        :'structure' <> 'default' AS named_structure
   FROM pg_type WHERE oid = :'type'::regtype \gset
 
--- uses_join(q): whether q's plan, under the current settings, has the node
-CREATE FUNCTION uses_join(q text) RETURNS boolean LANGUAGE plpgsql AS $f$
-DECLARE
-  line text;
-  found boolean := false;
-BEGIN
-  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-    found := found OR line LIKE '%Custom Scan (GpuIndexJoin)%';
-  END LOOP;
-  RETURN found;
-END $f$;
-
--- tdiff(a, b): rows of temp table b (the reference), and the rows of each
--- missing from the other (EXCEPT ALL)
-CREATE FUNCTION tdiff(a text, b text, OUT rows bigint, OUT missing bigint, OUT extra bigint)
-LANGUAGE plpgsql AS $f$
-BEGIN
-  EXECUTE format('SELECT count(*) FROM %I', b) INTO rows;
-  EXECUTE format('SELECT count(*) FROM (TABLE %I EXCEPT ALL TABLE %I) x', b, a) INTO missing;
-  EXECUTE format('SELECT count(*) FROM (TABLE %I EXCEPT ALL TABLE %I) x', a, b) INTO extra;
-END $f$;
-
--- jcheck(what, q, base): q with @T@ for the inner table, run on base||'b'
--- (the btree twin, the reference) and on base (gpuidx) as the header says.
--- The settings it changes are put back, so it also runs inside a
--- transaction block.
-CREATE FUNCTION jcheck(label text, q text, base text DEFAULT 't')
-RETURNS TABLE(what text, node boolean, rows bigint, missing bigint, extra bigint,
-              nl_missing bigint, nl_extra bigint, pl_missing bigint, pl_extra bigint)
-LANGUAGE plpgsql AS $f$
-DECLARE
-  names text[] := '{gpuidx.enable_customjoin, enable_hashjoin, enable_mergejoin, enable_nestloop, enable_seqscan, client_min_messages}';
-  saved text[] := '{}';
-  i int;
-  gi text := replace(q, '@T@', base);
-BEGIN
-  FOR i IN 1 .. cardinality(names) LOOP
-    saved := saved || current_setting(names[i]);
-  END LOOP;
-  PERFORM set_config('client_min_messages', 'warning', true);
-  DROP TABLE IF EXISTS pg_temp.j_ref, pg_temp.j_gi, pg_temp.j_nl, pg_temp.j_pl;
-  what := label;
-  -- the reference: the btree twin, GpuIndexJoin off, any plan
-  PERFORM set_config('gpuidx.enable_customjoin', 'off', true);
-  EXECUTE 'CREATE TEMP TABLE j_ref AS ' || replace(q, '@T@', base || 'b');
-  -- GpuIndexJoin forced
-  PERFORM set_config('gpuidx.enable_customjoin', 'on', true);
-  PERFORM set_config('enable_hashjoin', 'off', true);
-  PERFORM set_config('enable_mergejoin', 'off', true);
-  PERFORM set_config('enable_nestloop', 'off', true);
-  node := uses_join(gi);
-  EXECUTE 'CREATE TEMP TABLE j_gi AS ' || gi;
-  -- GpuIndexJoin off, a nested loop over gpuidx index scans
-  PERFORM set_config('gpuidx.enable_customjoin', 'off', true);
-  PERFORM set_config('enable_nestloop', 'on', true);
-  PERFORM set_config('enable_seqscan', 'off', true);
-  EXECUTE 'CREATE TEMP TABLE j_nl AS ' || gi;
-  -- the planner's own choice
-  FOR i IN 1 .. cardinality(names) - 1 LOOP
-    PERFORM set_config(names[i], saved[i], true);
-  END LOOP;
-  EXECUTE 'CREATE TEMP TABLE j_pl AS ' || gi;
-  SELECT d.rows, d.missing, d.extra INTO rows, missing, extra FROM tdiff('j_gi', 'j_ref') d;
-  SELECT d.missing, d.extra INTO nl_missing, nl_extra FROM tdiff('j_nl', 'j_ref') d;
-  SELECT d.missing, d.extra INTO pl_missing, pl_extra FROM tdiff('j_pl', 'j_ref') d;
-  DROP TABLE j_ref, j_gi, j_nl, j_pl;
-  PERFORM set_config(names[cardinality(names)], saved[cardinality(names)], true);
-  RETURN NEXT;
-END $f$;
-
--- cursor_diff(a, b): fetch every row of the open cursors a (gpuidx) and b
--- (the reference) and compare them as text, as tdiff does
-CREATE FUNCTION cursor_diff(a refcursor, b refcursor, OUT rows bigint, OUT missing bigint, OUT extra bigint)
-LANGUAGE plpgsql AS $f$
-DECLARE
-  r record;
-BEGIN
-  CREATE TEMP TABLE c_a (v text);
-  CREATE TEMP TABLE c_b (v text);
-  LOOP
-    FETCH a INTO r;
-    EXIT WHEN NOT FOUND;
-    INSERT INTO c_a VALUES (r::text);
-  END LOOP;
-  LOOP
-    FETCH b INTO r;
-    EXIT WHEN NOT FOUND;
-    INSERT INTO c_b VALUES (r::text);
-  END LOOP;
-  SELECT d.rows, d.missing, d.extra INTO rows, missing, extra FROM tdiff('c_a', 'c_b') d;
-  DROP TABLE c_a, c_b;
-END $f$;
+\i sql/include/join_check.sql
 
 -- the data
 SELECT setseed(:seed);
@@ -191,8 +95,7 @@ UPDATE o SET x4 = CASE WHEN x BETWEEN -2147483648 AND 2147483647 THEN x END,
                        WHEN id % 37 = 0 AND x > -9223372036854775808 THEN x - 1
                        WHEN x > 9223372036854775807 - 40 THEN x
                        ELSE x + id % 40 END;
-CREATE TABLE oe (LIKE o);
-ANALYZE t, tb, u, ub, o, oe;
+ANALYZE t, tb, u, ub, o;
 SELECT count(*) AS outer_rows, count(x) AS probes, count(DISTINCT x) AS distinct_probes,
        count(*) FILTER (WHERE x NOT BETWEEN :'kmin'::int8 AND :'kmax'::int8) AS outside_type,
        count(x4) AS int4_probes, count(x2) AS int2_probes, count(*) FILTER (WHERE lo > hi) AS empty_ranges
@@ -448,7 +351,7 @@ SELECT * FROM compare_all();
 ROLLBACK;
 
 -- 4. after VACUUM (dead entries removed, TIDs then reused by new rows),
--- every batch at least gpu_min_batch
+-- with no batch too small for the GPU
 VACUUM (INDEX_CLEANUP ON) t;
 VACUUM (INDEX_CLEANUP ON) tb;
 VACUUM (INDEX_CLEANUP ON) u;
@@ -461,7 +364,7 @@ INSERT INTO ub SELECT min(id) + 200000, k, 'v' || min(id) FROM tb n
   WHERE id > 200000 AND k IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ub WHERE ub.k = n.k) GROUP BY k;
 SELECT (SELECT count(*) FROM u) = (SELECT count(*) FROM ub) AS same_u_rows,
        (SELECT count(k) = count(DISTINCT k) FROM u) AS u_keys_distinct;
-SET gpuidx.gpu_min_batch = 1;
+SET gpuidx.gpu_min_batch = 0;
 SELECT * FROM compare_all();
 RESET gpuidx.gpu_min_batch;
 
