@@ -932,9 +932,11 @@ gpuidx_image_release(GpuidxImageData *img)
 
 /*
  * Query an image; on a device failure the image is dropped (the device
- * state may be unusable) so the next query rebuilds it.
+ * state may be unusable) so the next query rebuilds it.  A batch too small
+ * to repay a device call is answered on the host (hostsearch.c); returns
+ * true then.
  */
-void
+bool
 gpuidx_query_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 				   const int64 *probes_hi, int64 nprobes, uint64 *first,
 				   uint64 *last)
@@ -942,7 +944,12 @@ gpuidx_query_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 	GiError		err;
 
 	if (nprobes <= 0)
-		return;
+		return false;
+	if (gpuidx_answer_on_host(img, nprobes))
+	{
+		gpuidx_host_query(img, op, probes, probes_hi, nprobes, first, last);
+		return true;
+	}
 	if (gi_image_query(img->image, op, (const int64_t *) probes,
 					   (const int64_t *) probes_hi, (size_t) nprobes,
 					   (uint64_t *) first, (uint64_t *) last, &err) != GI_OK)
@@ -956,12 +963,14 @@ gpuidx_query_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 		}
 		gpuidx_raise_engine_error(&err, "querying the index image");
 	}
+	return false;
 }
 
 /*
  * Select the hit payloads (TIDs) of a batch through the engine's hit mask
  * and SPACE compaction, in heap order.  Returns false if the engine does
- * not implement selection (the caller then walks the query's ranges).
+ * not implement selection or the batch is one for the host (the caller
+ * then walks the query's ranges).
  * *out is palloc'd in the current context.
  */
 bool
@@ -973,6 +982,8 @@ gpuidx_select_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 	uint64_t   *sel = NULL;
 	size_t		nsel = 0;
 
+	if (gpuidx_answer_on_host(img, nprobes))
+		return false;			/* the caller walks the ranges on the host */
 	if (gi_image_select(img->image, op, (const int64_t *) probes,
 						(const int64_t *) probes_hi, (size_t) nprobes,
 						GI_ORDER_PAYLOAD, &sel, &nsel, &err) != GI_OK)

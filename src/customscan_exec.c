@@ -83,6 +83,8 @@ typedef struct GpuidxScanState
 	double		ms_compact;
 	double		ms_heap;
 	GiEngineKind engine;
+	int64		stat_engine_calls;	/* batches the engine answered ... */
+	int64		stat_host_calls;	/* ... and those answered on the host */
 	ExprState  *batch_qual;		/* the batch clauses, for EvalPlanQual */
 } GpuidxScanState;
 
@@ -277,7 +279,10 @@ copy_range_hits(GpuidxScanState *state, GpuidxIntervals iv, bool with_keys,
 	int64		total = 0,
 				i;
 
-	gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last);
+	if (gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last))
+		state->stat_host_calls++;
+	else
+		state->stat_engine_calls++;
 	state->ms_search += lap_ms(t);
 	for (i = 0; i < iv.n; i++)
 		total += (int64) (last[i] - first[i]);
@@ -349,6 +354,7 @@ compute_hits(GpuidxScanState *state)
 	{
 		GiImageInfo info;
 
+		state->stat_engine_calls++;
 		gi_image_info(state->img->image, &info);
 		state->ms_transfer += info.last_query.transfer_ms;
 		state->ms_search += info.last_query.search_ms;
@@ -607,7 +613,9 @@ explain_gpuidx_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyBool("Key Only", true, es);
 	if (es->analyze)
 	{
-		ExplainPropertyText("Engine", gi_engine_name(state->engine), es);
+		ExplainPropertyText("Engine", gpuidx_engine_label(state->engine,
+														  state->stat_engine_calls,
+														  state->stat_host_calls), es);
 		ExplainPropertyInteger("Probes", NULL, state->stat_probes, es);
 		ExplainPropertyInteger("Hits", NULL, state->stat_hits, es);
 		ExplainPropertyInteger("Heap Fetches", NULL, state->stat_fetches, es);

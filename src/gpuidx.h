@@ -173,6 +173,8 @@ extern int	gpuidx_host_memory_limit_mb;
 extern int	gpuidx_batch_chunk;
 extern int	gpuidx_default_structure;
 extern bool gpuidx_enable_customscan;
+extern bool gpuidx_enable_customjoin;
+extern int	gpuidx_gpu_min_batch;
 extern bool gpuidx_enable_batch_insert;
 
 extern void gpuidx_define_gucs(void);
@@ -194,6 +196,7 @@ typedef enum GpuidxBuildPhase
 /* ---------- customscan_plan.c ---------- */
 
 extern void gpuidx_customscan_init(void);
+extern void gpuidx_customjoin_init(void);
 
 /* ---------- storage.c ---------- */
 
@@ -347,12 +350,19 @@ extern void gpuidx_wait_for_scans(Relation index);
 extern bool gpuidx_can_skip_heap(void);
 extern void gpuidx_cache_usage(int64 *images, uint64 *host_bytes);
 extern GiEngineKind gpuidx_choose_engine(void);
-extern void gpuidx_query_image(GpuidxImageData *img, GiOp op,
+extern bool gpuidx_query_image(GpuidxImageData *img, GiOp op,
 							   const int64 *probes, const int64 *probes_hi,
 							   int64 nprobes, uint64 *first, uint64 *last);
 extern bool gpuidx_select_image(GpuidxImageData *img, GiOp op,
 								const int64 *probes, const int64 *probes_hi,
 								int64 nprobes, uint64 **out, int64 *nout);
+/* hostsearch.c */
+extern void gpuidx_host_query(const GpuidxImageData *img, GiOp op,
+							  const int64 *probes, const int64 *probes_hi,
+							  int64 nprobes, uint64 *first, uint64 *last);
+extern bool gpuidx_answer_on_host(const GpuidxImageData *img, int64 nprobes);
+extern const char *gpuidx_engine_label(GiEngineKind engine, int64 engine_calls,
+									   int64 host_calls);
 extern int64 gpuidx_run_start(const GpuidxImageData *img, int64 pos);
 extern int64 gpuidx_run_end(const GpuidxImageData *img, int64 pos);
 

@@ -15,6 +15,8 @@ int			gpuidx_batch_chunk = 1048576;
 int			gpuidx_default_structure = GI_STRUCT_BTREE;
 bool		gpuidx_enable_batch_insert = true;
 bool		gpuidx_enable_customscan = true;
+bool		gpuidx_enable_customjoin = true;
+int			gpuidx_gpu_min_batch = 256;
 
 static const struct config_enum_entry structure_options[] = {
 	{"btree", GI_STRUCT_BTREE, false},
@@ -79,4 +81,16 @@ gpuidx_define_gucs(void)
 							 NULL,
 							 &gpuidx_enable_customscan, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuidx.enable_customjoin",
+							 "Lets the planner use GpuIndexJoin, which answers a join's probes into a gpuidx-indexed table as batches.",
+							 NULL,
+							 &gpuidx_enable_customjoin, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.gpu_min_batch",
+							"Fewest probes sent to the GPU in one call.",
+							"A smaller batch on a GPU image (an index rescan, say) is answered "
+							"by a binary search of the backend's host copy of the sorted entries, "
+							"which is faster than a device call below this size.",
+							&gpuidx_gpu_min_batch, 256, 0, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 }
