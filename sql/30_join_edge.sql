@@ -192,7 +192,7 @@ RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_nestloop;
 SELECT * FROM jcheck('RLS inner', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k = o.x$$)
-UNION ALL SELECT * FROM jcheck('RLS pred', $$SELECT o.id, s.id FROM o JOIN LATERAL
+UNION ALL SELECT * FROM jcheck('RLS pred', $$SELECT o.id, s.id AS sid FROM o JOIN LATERAL
     (SELECT id, k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC, t.id LIMIT 1) s ON true$$);
 SELECT count(*) AS odd_ids_seen FROM o JOIN t ON t.k = o.x WHERE t.id % 2 = 1;
 RESET ROLE;
