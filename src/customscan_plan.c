@@ -285,8 +285,8 @@ add_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
  * when the extension is dropped and created again (a new OID), and looking
  * the name up per relation costs a catalog lookup each time.
  */
-static bool
-is_gpuidx_index_info(IndexOptInfo *index)
+bool
+gpuidx_indexinfo_is_gpuidx(IndexOptInfo *index)
 {
 	return index->amcostestimate == (void (*) ()) gpuidx_costestimate;
 }
@@ -314,7 +314,7 @@ gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		Relids		required_outer = NULL;
 		ListCell   *lc2;
 
-		if (!is_gpuidx_index_info(index) || (index->indpred != NIL && !index->predOK))
+		if (!gpuidx_indexinfo_is_gpuidx(index) || (index->indpred != NIL && !index->predOK))
 			continue;
 		foreach(lc2, rel->baserestrictinfo)
 		{

@@ -197,6 +197,8 @@ typedef enum GpuidxBuildPhase
 
 extern void gpuidx_customscan_init(void);
 extern void gpuidx_customjoin_init(void);
+struct IndexOptInfo;
+extern bool gpuidx_indexinfo_is_gpuidx(struct IndexOptInfo *index);
 
 /* ---------- storage.c ---------- */
 

@@ -55,6 +55,7 @@ _PG_init(void)
 	gpuidx_define_gucs();
 	MarkGUCPrefixReserved("gpuidx");
 	gpuidx_customscan_init();
+	gpuidx_customjoin_init();
 
 	gpuidx_relopt_kind = add_reloption_kind();
 	add_string_reloption(gpuidx_relopt_kind, "structure",

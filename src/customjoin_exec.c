@@ -1,0 +1,1097 @@
+/*
+ * customjoin_exec.c - GpuIndexJoin, executor side (the planner side is
+ * customjoin_plan.c; customjoin.h has the plan node's layout).
+ *
+ * Outer rows are gathered in chunks of gpuidx.batch_chunk.  Each row's
+ * probe expressions become one key interval (a table join) or one bound (an
+ * as-of join); the chunk's probes go to the engine as one batch (a small
+ * one is answered on the host, hostsearch.c).  Then:
+ *
+ *   - table join: the hits of the whole chunk are sorted by heap TID and
+ *     visited a page at a time under the snapshot (heapvisit.c); a row that
+ *     needs only the key comes from the image when its page is all-visible.
+ *     Each visible (outer row, table row) pair that passes the match quals
+ *     is joined; left joins then add the unmatched outer rows, anti joins
+ *     return only those, semi joins return an outer row at its first match;
+ *   - as-of join: per outer row, in outer order, the entries are walked from
+ *     the answer's run downwards (predecessor) or upwards (successor); each
+ *     is fetched with the snapshot and tested against the subquery's other
+ *     quals until LIMIT rows are found, exactly the rows the subquery would
+ *     return.
+ */
+#include "gpuidx.h"
+#include "customjoin.h"
+#include "heapvisit.h"
+#include "keyinterval.h"
+
+#include "access/heapam.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/visibilitymap.h"
+#include "catalog/pg_am.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "executor/instrument.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "portability/instr_time.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+
+/* Where the node is in its work. */
+typedef enum JoinPhase
+{
+	PHASE_GATHER,				/* read the next chunk of outer rows */
+	PHASE_PAIRS,				/* return joined pairs (table join) */
+	PHASE_ASOF,					/* walk per outer row (as-of join) */
+	PHASE_UNMATCHED,			/* return unmatched outer rows (left, anti) */
+	PHASE_DONE
+} JoinPhase;
+
+typedef struct GpuidxJoinState
+{
+	CustomScanState css;
+	GpuidxJoinKind kind;
+	JoinType	jointype;
+	Relation	table;
+	Relation	index;
+	AttrNumber	keyattno;
+	Oid			keytype;
+	Index		inner_rti;		/* the table's range table index (EPQ) */
+	int			nouter;			/* outer columns of the scan tuple */
+	int			ninner;			/* inner columns after them */
+	int		   *inner_cols;		/* table attno or subquery resno, each */
+	bool		key_only;		/* all-visible rows come from the image */
+	int			nprobes;
+	ExprState **probe_exprs;
+	int		   *strategies;
+	Oid		   *probe_types;
+	ExprState  *matchqual;
+	/* as-of */
+	ExprState **asof_outputs;
+	ExprState  *asof_qual;
+	ExprState  *asof_limit_expr;
+	int64		asof_limit;		/* -1: no limit */
+	TupleTableSlot *key_slot;	/* a virtual row with the key only */
+
+	PlanState  *outer;
+	TupleTableSlot *outer_stash;	/* a gathered outer row, restored */
+	IndexFetchTableData *fetch;
+	TupleTableSlot *table_slot;
+	Buffer		vmbuffer;
+	GpuidxImageData *img;
+	ItemPointerData cur_ctid;	/* the ctid column's value */
+
+	JoinPhase	phase;
+	bool		outer_done;
+	MemoryContext chunk_cxt;	/* outer rows and hits of one chunk */
+	MinimalTuple *rows;
+	int64		nrows;
+	int64		rows_cap;
+	bool	   *matched;		/* per row */
+	int64	   *row_lo,			/* per row: its interval or bound ... */
+			   *row_hi;
+	bool	   *row_valid;		/* ... unless NULL or empty */
+	uint64	   *first,			/* per row: the engine's answer */
+			   *last;
+
+	/* table join: hits sorted by TID, and the page being returned */
+	int64		nhits;
+	int64		hit_next;
+	uint64	   *hit_tid;
+	uint64	   *hit_idx;		/* -> hit_row, hit_key */
+	int64	   *hit_row;
+	int64	   *hit_key;
+	Buffer		page_buf;
+	int64		page_n;
+	int64		page_i;
+	int64		page_cap;
+	int64	   *page_hit;		/* hit of each visible entry of the page */
+	OffsetNumber *page_off;		/* its tuple's offset (HOT member) */
+	bool		page_from_image;	/* all-visible: no heap tuple */
+
+	/* as-of join: the walk of the current row */
+	int64		asof_row;
+	int64		asof_pos;
+	int64		asof_found;
+	bool		asof_started;
+
+	/* unmatched rows */
+	int64		emit_row;
+
+	/* EvalPlanQual */
+	bool		epq_have_outer;
+
+	/* EXPLAIN ANALYZE */
+	GiEngineKind engine;
+	int64		stat_batches;
+	int64		stat_host_batches;
+	int64		stat_probes;
+	int64		stat_hits;
+	int64		stat_fetches;
+	double		ms_search;
+	double		ms_heap;
+	double		ms_join;
+} GpuidxJoinState;
+
+static void begin_join(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *exec_join(CustomScanState *node);
+static void end_join(CustomScanState *node);
+static void rescan_join(CustomScanState *node);
+static void explain_join(CustomScanState *node, List *ancestors, ExplainState *es);
+
+static const CustomExecMethods gpuidx_join_exec_methods = {
+	.CustomName = "GpuIndexJoin",
+	.BeginCustomScan = begin_join,
+	.ExecCustomScan = exec_join,
+	.EndCustomScan = end_join,
+	.ReScanCustomScan = rescan_join,
+	.ExplainCustomScan = explain_join,
+};
+
+/* Create the executor state of a GpuIndexJoin. */
+static Node *
+create_join_state(CustomScan *cscan)
+{
+	GpuidxJoinState *state = palloc0(sizeof(GpuidxJoinState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->css.methods = &gpuidx_join_exec_methods;
+	return (Node *) state;
+}
+
+const CustomScanMethods gpuidx_join_methods = {
+	.CustomName = "GpuIndexJoin",
+	.CreateCustomScanState = create_join_state,
+};
+
+/* Milliseconds since *t, and reset *t to now. */
+static double
+lap_ms(instr_time *t)
+{
+	instr_time	now;
+	double		ms;
+
+	INSTR_TIME_SET_CURRENT(now);
+	ms = INSTR_TIME_GET_MILLISEC(now) - INSTR_TIME_GET_MILLISEC(*t);
+	*t = now;
+	return ms;
+}
+
+/* Open the table and index, prepare the expressions, start the outer plan. */
+static void
+begin_join(CustomScanState *node, EState *estate, int eflags)
+{
+	GpuidxJoinState *state = (GpuidxJoinState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *priv = cscan->custom_private;
+	List	   *strategies = list_nth(priv, GPUIDX_CJ_STRATEGIES);
+	List	   *inner_cols = list_nth(priv, GPUIDX_CJ_INNER_COLS);
+	RangeTblEntry *asof_rte = list_nth(priv, GPUIDX_CJ_ASOF_RTE);
+	TargetEntry *key_tle;
+	ListCell   *lc;
+	int			i;
+
+	state->kind = (GpuidxJoinKind) intVal(list_nth(priv, GPUIDX_CJ_KIND));
+	state->jointype = (JoinType) intVal(list_nth(priv, GPUIDX_CJ_JOINTYPE));
+	state->keyattno = (AttrNumber) intVal(list_nth(priv, GPUIDX_CJ_KEY_ATTNO));
+	state->nouter = intVal(list_nth(priv, GPUIDX_CJ_NOUTER));
+	state->key_only = intVal(list_nth(priv, GPUIDX_CJ_KEY_ONLY)) && gpuidx_can_skip_heap();
+
+	/*
+	 * The as-of subquery's table is not in the plan's range table: the
+	 * executor neither locked it nor checked the user's right to read it.
+	 */
+	if (asof_rte)
+		ExecCheckRTPerms(list_make1(asof_rte), true);
+	state->table = table_open((Oid) intVal(list_nth(priv, GPUIDX_CJ_TABLE)), AccessShareLock);
+	state->index = index_open((Oid) intVal(list_nth(priv, GPUIDX_CJ_INDEX)), AccessShareLock);
+	state->keytype = TupleDescAttr(RelationGetDescr(state->index), 0)->atttypid;
+	key_tle = list_nth(cscan->custom_scan_tlist, state->nouter < list_length(cscan->custom_scan_tlist) ?
+					   state->nouter : 0);
+	if (state->kind == GPUIDX_JOIN_TABLE && IsA(key_tle->expr, Var))
+		state->inner_rti = ((Var *) key_tle->expr)->varno;
+
+	state->ninner = list_length(inner_cols);
+	state->inner_cols = palloc(sizeof(int) * Max(state->ninner, 1));
+	i = 0;
+	foreach(lc, inner_cols)
+		state->inner_cols[i++] = lfirst_int(lc);
+
+	state->outer = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
+	node->custom_ps = list_make1(state->outer);
+	state->outer_stash = MakeSingleTupleTableSlot(ExecGetResultType(state->outer),
+												  &TTSOpsMinimalTuple);
+	state->table_slot = table_slot_create(state->table, &estate->es_tupleTable);
+	state->key_slot = ExecAllocTableSlot(&estate->es_tupleTable,
+										 RelationGetDescr(state->table), &TTSOpsVirtual);
+	state->vmbuffer = InvalidBuffer;
+	state->page_buf = InvalidBuffer;
+	state->phase = PHASE_GATHER;
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+
+	/* probes, then match quals (custom_exprs, over the scan tuple) */
+	state->nprobes = list_length(strategies);
+	state->probe_exprs = palloc(sizeof(ExprState *) * state->nprobes);
+	state->strategies = palloc(sizeof(int) * state->nprobes);
+	state->probe_types = palloc(sizeof(Oid) * state->nprobes);
+	for (i = 0; i < state->nprobes; i++)
+	{
+		Expr	   *e = list_nth(cscan->custom_exprs, i);
+
+		state->probe_exprs[i] = ExecInitExpr(e, &node->ss.ps);
+		state->strategies[i] = list_nth_int(strategies, i);
+		state->probe_types[i] = getBaseType(exprType((Node *) e));
+	}
+	state->matchqual = ExecInitQual(list_copy_tail(cscan->custom_exprs, state->nprobes),
+									&node->ss.ps);
+	if (state->kind != GPUIDX_JOIN_TABLE)
+	{
+		List	   *outputs = list_nth(priv, GPUIDX_CJ_ASOF_OUTPUTS);
+		Expr	   *limit = list_nth(priv, GPUIDX_CJ_ASOF_LIMIT);
+
+		state->asof_outputs = palloc(sizeof(ExprState *) * Max(state->ninner, 1));
+		i = 0;
+		foreach(lc, outputs)
+			state->asof_outputs[i++] = ExecInitExpr(lfirst(lc), &node->ss.ps);
+		state->asof_qual = ExecInitQual(list_nth(priv, GPUIDX_CJ_ASOF_QUALS), &node->ss.ps);
+		state->asof_limit_expr = limit ? ExecInitExpr(limit, &node->ss.ps) : NULL;
+		state->asof_limit = -2;	/* evaluated at the first row */
+	}
+	state->fetch = table_index_fetch_begin(state->table);
+	state->chunk_cxt = AllocSetContextCreate(estate->es_query_cxt, "gpuidx join chunk",
+											 ALLOCSET_DEFAULT_SIZES);
+}
+
+/* Fill the scan tuple's outer columns from an outer row, inner ones NULL. */
+static void
+store_outer(GpuidxJoinState *state, TupleTableSlot *outer)
+{
+	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+	int			natts = scan->tts_tupleDescriptor->natts;
+
+	ExecClearTuple(scan);
+	slot_getallattrs(outer);
+	memcpy(scan->tts_values, outer->tts_values, sizeof(Datum) * state->nouter);
+	memcpy(scan->tts_isnull, outer->tts_isnull, sizeof(bool) * state->nouter);
+	memset(scan->tts_isnull + state->nouter, true, sizeof(bool) * (natts - state->nouter));
+	ExecStoreVirtualTuple(scan);
+}
+
+/* Restore gathered row r into the scan tuple (inner columns NULL). */
+static void
+restore_row(GpuidxJoinState *state, int64 r)
+{
+	ExecStoreMinimalTuple(state->rows[r], state->outer_stash, false);
+	store_outer(state, state->outer_stash);
+}
+
+/*
+ * The interval (table join) or bound (as-of, in lo) row r asks for, from
+ * the probe expressions over the scan tuple; false if it can match nothing
+ * (a NULL, or an empty intersection).
+ */
+static bool
+eval_probes(GpuidxJoinState *state, int64 *lo, int64 *hi)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	int			i;
+
+	*lo = PG_INT64_MIN;
+	*hi = PG_INT64_MAX;
+	econtext->ecxt_scantuple = state->css.ss.ss_ScanTupleSlot;
+	for (i = 0; i < state->nprobes; i++)
+	{
+		bool		isnull;
+		Datum		d = ExecEvalExprSwitchContext(state->probe_exprs[i], econtext, &isnull);
+		int64		v,
+					l,
+					h;
+
+		if (isnull)
+			return false;		/* strict operators: NULL matches nothing */
+		v = gpuidx_datum_to_key(d, state->probe_types[i]);
+		if (!gpuidx_strategy_interval(state->strategies[i], v, &l, &h))
+			return false;
+		*lo = Max(*lo, l);
+		*hi = Min(*hi, h);
+	}
+	if (*lo > *hi)
+		return false;
+	if (state->kind == GPUIDX_JOIN_ASOF_PRED)
+		*lo = *hi;				/* the largest key admitted */
+	return true;
+}
+
+/* Grow the per-row arrays of a chunk to hold at least n rows. */
+static void
+reserve_rows(GpuidxJoinState *state, int64 n)
+{
+	int64		cap = Max(state->rows_cap * 2, 1024);
+	MemoryContext old;
+
+	if (n <= state->rows_cap)
+		return;
+	cap = Min(Max(cap, n), (int64) gpuidx_batch_chunk);
+	old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
+	if (state->rows == NULL)
+	{
+		state->rows = palloc(sizeof(MinimalTuple) * cap);
+		state->matched = palloc(sizeof(bool) * cap);
+		state->row_lo = palloc(sizeof(int64) * cap);
+		state->row_hi = palloc(sizeof(int64) * cap);
+		state->row_valid = palloc(sizeof(bool) * cap);
+		state->first = palloc(sizeof(uint64) * cap);
+		state->last = palloc(sizeof(uint64) * cap);
+	}
+	else
+	{
+		state->rows = repalloc(state->rows, sizeof(MinimalTuple) * cap);
+		state->matched = repalloc(state->matched, sizeof(bool) * cap);
+		state->row_lo = repalloc(state->row_lo, sizeof(int64) * cap);
+		state->row_hi = repalloc(state->row_hi, sizeof(int64) * cap);
+		state->row_valid = repalloc(state->row_valid, sizeof(bool) * cap);
+		state->first = repalloc(state->first, sizeof(uint64) * cap);
+		state->last = repalloc(state->last, sizeof(uint64) * cap);
+	}
+	state->rows_cap = cap;
+	MemoryContextSwitchTo(old);
+}
+
+/* Drop the pinned heap page, if any. */
+static void
+release_page(GpuidxJoinState *state)
+{
+	if (BufferIsValid(state->page_buf))
+		ReleaseBuffer(state->page_buf);
+	state->page_buf = InvalidBuffer;
+	state->page_n = state->page_i = 0;
+}
+
+/*
+ * Table join: copy the chunk's hits (positions [first, last) of each row)
+ * and sort them by heap TID, so that the heap is visited a page at a time.
+ */
+static void
+collect_hits(GpuidxJoinState *state)
+{
+	int64		total = 0,
+				r,
+				h = 0;
+
+	for (r = 0; r < state->nrows; r++)
+		if (state->row_valid[r])
+			total += (int64) (state->last[r] - state->first[r]);
+	state->nhits = total;
+	state->hit_next = 0;
+	state->hit_tid = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+	state->hit_idx = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
+	state->hit_row = gpuidx_alloc_huge(sizeof(int64) * Max(total, 1));
+	state->hit_key = state->key_only ? gpuidx_alloc_huge(sizeof(int64) * Max(total, 1)) : NULL;
+	for (r = 0; r < state->nrows; r++)
+	{
+		int64		n;
+		int64		j;
+
+		if (!state->row_valid[r])
+			continue;
+		n = (int64) (state->last[r] - state->first[r]);
+		gpuidx_copy_entries(state->img, (int64) state->first[r], (int64) state->last[r],
+							state->hit_key ? state->hit_key + h : NULL, state->hit_tid + h);
+		for (j = 0; j < n; j++)
+		{
+			state->hit_row[h + j] = r;
+			state->hit_idx[h + j] = (uint64) (h + j);
+		}
+		h += n;
+	}
+	gpuidx_sort_pairs((int64 *) state->hit_tid, state->hit_idx, total);
+	state->stat_hits += total;
+}
+
+/*
+ * Read the next chunk of outer rows, evaluate their probes and ask the
+ * engine; false when the outer side is exhausted and nothing was read.
+ */
+static bool
+gather_chunk(GpuidxJoinState *state)
+{
+	MemoryContext old;
+	int64		nvalid = 0;
+	int64	   *plo,
+			   *phi;
+	int64		r;
+	bool		points = true;
+	instr_time	t;
+	GiOp		op;
+
+	MemoryContextReset(state->chunk_cxt);
+	release_page(state);
+	state->nrows = 0;
+	state->nhits = 0;
+	state->hit_next = 0;
+	if (state->outer_done)
+		return false;
+	while (state->nrows < gpuidx_batch_chunk)
+	{
+		TupleTableSlot *slot = ExecProcNode(state->outer);
+		int64		n = state->nrows;
+
+		if (TupIsNull(slot))
+		{
+			state->outer_done = true;
+			break;
+		}
+		reserve_rows(state, n + 1);
+		old = MemoryContextSwitchTo(state->chunk_cxt);
+		state->rows[n] = ExecCopySlotMinimalTuple(slot);
+		MemoryContextSwitchTo(old);
+		store_outer(state, slot);
+		state->row_valid[n] = eval_probes(state, &state->row_lo[n], &state->row_hi[n]);
+		state->matched[n] = false;
+		state->first[n] = state->last[n] = 0;
+		if (state->row_valid[n])
+		{
+			nvalid++;
+			points = points && state->row_lo[n] == state->row_hi[n];
+		}
+		state->nrows++;
+		ResetExprContext(state->css.ss.ps.ps_ExprContext);
+	}
+	if (state->nrows == 0)
+		return false;
+	if (nvalid == 0)
+		return true;
+
+	/* One engine batch for the chunk's valid rows. */
+	INSTR_TIME_SET_CURRENT(t);
+	if (state->img == NULL)
+		state->img = gpuidx_image_acquire(state->index);
+	state->engine = state->img->engine;
+	if (state->img->n == 0)
+	{
+		for (r = 0; r < state->nrows; r++)
+			state->row_valid[r] = false;
+		return true;
+	}
+	old = MemoryContextSwitchTo(state->chunk_cxt);
+	plo = palloc(sizeof(int64) * nvalid);
+	phi = palloc(sizeof(int64) * nvalid);
+	{
+		uint64	   *f = palloc(sizeof(uint64) * nvalid);
+		uint64	   *l = palloc(sizeof(uint64) * nvalid);
+		int64		q = 0;
+
+		for (r = 0; r < state->nrows; r++)
+			if (state->row_valid[r])
+			{
+				plo[q] = state->row_lo[r];
+				phi[q] = state->row_hi[r];
+				q++;
+			}
+		op = state->kind == GPUIDX_JOIN_ASOF_PRED ? GI_OP_PRED :
+			state->kind == GPUIDX_JOIN_ASOF_SUCC ? GI_OP_SUCC :
+			points ? GI_OP_POINT : GI_OP_RANGE;
+		if (gpuidx_query_image(state->img, op, plo, op == GI_OP_RANGE ? phi : NULL,
+							   nvalid, f, l))
+			state->stat_host_batches++;
+		state->stat_batches++;
+		state->stat_probes += nvalid;
+		q = 0;
+		for (r = 0; r < state->nrows; r++)
+			if (state->row_valid[r])
+			{
+				state->first[r] = f[q];
+				state->last[r] = l[q];
+				q++;
+			}
+	}
+	state->ms_search += lap_ms(&t);
+	if (state->kind == GPUIDX_JOIN_TABLE)
+		collect_hits(state);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/* Page visitor: remember a visible hit and its tuple's offset. */
+static void
+visit_hit(void *arg, int64 i, ItemPointer tid, HeapTuple tuple)
+{
+	GpuidxJoinState *state = (GpuidxJoinState *) arg;
+
+	if (state->page_n >= state->page_cap)
+	{
+		int64		cap = Max(state->page_cap * 2, 512);
+		MemoryContext old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
+
+		state->page_hit = state->page_hit ? repalloc(state->page_hit, sizeof(int64) * cap) :
+			palloc(sizeof(int64) * cap);
+		state->page_off = state->page_off ? repalloc(state->page_off, sizeof(OffsetNumber) * cap) :
+			palloc(sizeof(OffsetNumber) * cap);
+		state->page_cap = cap;
+		MemoryContextSwitchTo(old);
+	}
+	state->page_hit[state->page_n] = i;
+	state->page_off[state->page_n] = tid ? ItemPointerGetOffsetNumber(tid) : InvalidOffsetNumber;
+	state->page_n++;
+}
+
+/*
+ * Load the next page of hits: all-visible pages of a key-only join come
+ * from the image, others are visited under the snapshot.  false at the end
+ * of the chunk's hits.
+ */
+static bool
+next_page(GpuidxJoinState *state)
+{
+	EState	   *estate = state->css.ss.ps.state;
+	BlockNumber blk;
+
+	release_page(state);
+	while (state->hit_next < state->nhits)
+	{
+		blk = (BlockNumber) (state->hit_tid[state->hit_next] >> 16);
+		if (state->key_only && VM_ALL_VISIBLE(state->table, blk, &state->vmbuffer))
+		{
+			state->page_from_image = true;
+			while (state->hit_next < state->nhits &&
+				   (BlockNumber) (state->hit_tid[state->hit_next] >> 16) == blk)
+			{
+				visit_hit(state, state->hit_next, NULL, NULL);
+				state->hit_next++;
+			}
+			return true;
+		}
+		state->page_from_image = false;
+		{
+			int64		before = state->hit_next;
+
+			state->page_buf = gpuidx_heap_visit_page(state->table, estate->es_snapshot,
+													 state->hit_tid, state->nhits,
+													 &state->hit_next, visit_hit, state);
+			state->stat_fetches += state->hit_next - before;
+			if (state->page_n > 0)
+				return true;
+			release_page(state);
+		}
+	}
+	return false;
+}
+
+/* The datum of a table's system column, for a row at tid. */
+static Datum
+system_column(GpuidxJoinState *state, int attno, ItemPointer tid, bool *isnull)
+{
+	*isnull = false;
+	if (attno == SelfItemPointerAttributeNumber)
+	{
+		state->cur_ctid = *tid;
+		return PointerGetDatum(&state->cur_ctid);
+	}
+	if (attno == TableOidAttributeNumber)
+		return ObjectIdGetDatum(RelationGetRelid(state->table));
+	elog(ERROR, "gpuidx: system column %d not supported in a join", attno);
+	return (Datum) 0;
+}
+
+/*
+ * Fill the scan tuple's inner columns from a table row: from the tuple at
+ * off on the pinned page, or (off invalid: an all-visible key-only row)
+ * from the image's key.
+ */
+static void
+store_inner_row(GpuidxJoinState *state, OffsetNumber off, uint64 packed, int64 key)
+{
+	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+	ItemPointerData tid;
+	int			j;
+
+	gpuidx_tid_unpack(packed, &tid);
+	if (OffsetNumberIsValid(off))
+	{
+		Page		page = BufferGetPage(state->page_buf);
+		ItemId		lp = PageGetItemId(page, off);
+		HeapTupleData tuple;
+
+		tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tuple.t_len = ItemIdGetLength(lp);
+		tuple.t_tableOid = RelationGetRelid(state->table);
+		ItemPointerSet(&tuple.t_self, BufferGetBlockNumber(state->page_buf), off);
+		tid = tuple.t_self;
+		ExecStoreBufferHeapTuple(&tuple, state->table_slot, state->page_buf);
+		slot_getallattrs(state->table_slot);
+	}
+	for (j = 0; j < state->ninner; j++)
+	{
+		int			attno = state->inner_cols[j];
+		int			k = state->nouter + j;
+
+		if (attno < 0)
+			scan->tts_values[k] = system_column(state, attno, &tid, &scan->tts_isnull[k]);
+		else if (!OffsetNumberIsValid(off))
+		{
+			/* key-only: the key is the only user column read */
+			scan->tts_values[k] = gpuidx_key_to_datum(key, state->keytype);
+			scan->tts_isnull[k] = false;
+		}
+		else
+		{
+			scan->tts_values[k] = state->table_slot->tts_values[attno - 1];
+			scan->tts_isnull[k] = state->table_slot->tts_isnull[attno - 1];
+		}
+	}
+}
+
+/*
+ * Table join: the next (outer row, table row) pair that matches, as a scan
+ * tuple; NULL when the chunk's hits are done.  Semi joins return an outer
+ * row at its first match; anti joins only mark matches.
+ */
+static TupleTableSlot *
+next_pair(GpuidxJoinState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+	bool		semi_or_anti = state->jointype == JOIN_SEMI || state->jointype == JOIN_ANTI;
+
+	for (;;)
+	{
+		int64		i,
+					h,
+					r;
+		OffsetNumber off;
+
+		if (state->page_i >= state->page_n)
+		{
+			instr_time	t;
+
+			INSTR_TIME_SET_CURRENT(t);
+			if (!next_page(state))
+				return NULL;
+			state->ms_heap += lap_ms(&t);
+			continue;
+		}
+		i = state->page_hit[state->page_i];
+		off = state->page_off[state->page_i];
+		state->page_i++;
+		h = (int64) state->hit_idx[i];
+		r = state->hit_row[h];
+		if (semi_or_anti && state->matched[r])
+			continue;
+		restore_row(state, r);
+		store_inner_row(state, off, state->hit_tid[i], state->hit_key ? state->hit_key[h] : 0);
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = scan;
+		if (state->matchqual && !ExecQual(state->matchqual, econtext))
+			continue;
+		state->matched[r] = true;
+		if (state->jointype == JOIN_ANTI)
+			continue;
+		return scan;
+	}
+}
+
+/* The subquery's LIMIT, evaluated once per scan (-1: none). */
+static int64
+asof_limit(GpuidxJoinState *state)
+{
+	if (state->asof_limit == -2)
+	{
+		bool		isnull = true;
+		Datum		d = (Datum) 0;
+
+		if (state->asof_limit_expr)
+			d = ExecEvalExprSwitchContext(state->asof_limit_expr,
+										  state->css.ss.ps.ps_ExprContext, &isnull);
+		if (isnull)
+			state->asof_limit = -1;
+		else if (DatumGetInt64(d) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_ROW_COUNT_IN_LIMIT_CLAUSE),
+					 errmsg("LIMIT must not be negative")));
+		else
+			state->asof_limit = DatumGetInt64(d);
+	}
+	return state->asof_limit;
+}
+
+/*
+ * As-of join: the next row of the current outer row's walk, or the next
+ * outer row's; NULL when the chunk is done.  The walk starts at the
+ * engine's answer and goes on past rows that are invisible or fail the
+ * subquery's quals until LIMIT rows were produced; each produced row is
+ * returned if it passes the match quals; a left join null-extends an outer
+ * row none of whose rows matched.
+ */
+static TupleTableSlot *
+next_asof(GpuidxJoinState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+	Snapshot	snapshot = state->css.ss.ps.state->es_snapshot;
+	bool		pred = state->kind == GPUIDX_JOIN_ASOF_PRED;
+	int64		limit = asof_limit(state);
+	int64		n = state->img ? state->img->n : 0;
+
+	for (;;)
+	{
+		int64		r = state->asof_row;
+
+		if (r >= state->nrows)
+			return NULL;
+		if (!state->asof_started)
+		{
+			state->asof_started = true;
+			state->asof_found = 0;
+			state->asof_pos = -1;
+			if (state->row_valid[r] && state->last[r] > state->first[r])
+				state->asof_pos = pred ? (int64) state->last[r] - 1 : (int64) state->first[r];
+			restore_row(state, r);
+		}
+		while (state->asof_pos >= 0 && state->asof_pos < n &&
+			   (limit < 0 || state->asof_found < limit))
+		{
+			int64		pos = state->asof_pos;
+			ItemPointerData tid;
+			TupleTableSlot *inner;
+			int			j;
+
+			state->asof_pos += pred ? -1 : 1;
+			CHECK_FOR_INTERRUPTS();
+			gpuidx_tid_unpack(gpuidx_tid_at(state->img, pos), &tid);
+			if (state->key_only &&
+				VM_ALL_VISIBLE(state->table, ItemPointerGetBlockNumber(&tid), &state->vmbuffer))
+			{
+				inner = state->key_slot;
+				ExecClearTuple(inner);
+				memset(inner->tts_isnull, true, sizeof(bool) * inner->tts_tupleDescriptor->natts);
+				inner->tts_values[state->keyattno - 1] =
+					gpuidx_key_to_datum(gpuidx_key_at(state->img, pos), state->keytype);
+				inner->tts_isnull[state->keyattno - 1] = false;
+				ExecStoreVirtualTuple(inner);
+			}
+			else
+			{
+				bool		call_again = false;
+				bool		all_dead = false;
+
+				state->stat_fetches++;
+				if (!table_index_fetch_tuple(state->fetch, &tid, snapshot,
+											 state->table_slot, &call_again, &all_dead))
+					continue;
+				inner = state->table_slot;
+			}
+			ResetExprContext(econtext);
+			econtext->ecxt_innertuple = inner;
+			econtext->ecxt_outertuple = scan;
+			if (state->asof_qual && !ExecQual(state->asof_qual, econtext))
+				continue;
+			state->asof_found++;
+			state->stat_hits++;
+			for (j = 0; j < state->ninner; j++)
+				scan->tts_values[state->nouter + j] =
+					ExecEvalExpr(state->asof_outputs[j], econtext,
+								 &scan->tts_isnull[state->nouter + j]);
+			econtext->ecxt_scantuple = scan;
+			if (state->matchqual && !ExecQual(state->matchqual, econtext))
+				continue;
+			state->matched[r] = true;
+			return scan;
+		}
+		/* this outer row is done */
+		state->asof_started = false;
+		state->asof_row++;
+		if (state->jointype == JOIN_LEFT && !state->matched[r])
+		{
+			restore_row(state, r);
+			return scan;
+		}
+	}
+}
+
+/* The next scan tuple of the join (ExecScan's access method). */
+static TupleTableSlot *
+next_join_tuple(ScanState *ss)
+{
+	GpuidxJoinState *state = (GpuidxJoinState *) ss;
+	TupleTableSlot *slot;
+
+	for (;;)
+	{
+		switch (state->phase)
+		{
+			case PHASE_GATHER:
+				if (!gather_chunk(state))
+				{
+					state->phase = PHASE_DONE;
+					break;
+				}
+				state->asof_row = 0;
+				state->asof_started = false;
+				state->emit_row = 0;
+				state->phase = state->kind == GPUIDX_JOIN_TABLE ? PHASE_PAIRS : PHASE_ASOF;
+				break;
+			case PHASE_PAIRS:
+				if ((slot = next_pair(state)) != NULL)
+					return slot;
+				release_page(state);
+				state->phase = state->jointype == JOIN_LEFT ||
+					state->jointype == JOIN_ANTI ? PHASE_UNMATCHED : PHASE_GATHER;
+				break;
+			case PHASE_ASOF:
+				if ((slot = next_asof(state)) != NULL)
+					return slot;
+				state->phase = PHASE_GATHER;
+				break;
+			case PHASE_UNMATCHED:
+				while (state->emit_row < state->nrows)
+				{
+					int64		r = state->emit_row++;
+
+					if (!state->matched[r])
+					{
+						restore_row(state, r);
+						return ss->ss_ScanTupleSlot;
+					}
+				}
+				state->phase = PHASE_GATHER;
+				break;
+			case PHASE_DONE:
+				return ExecClearTuple(ss->ss_ScanTupleSlot);
+		}
+	}
+}
+
+/*
+ * EvalPlanQual (UPDATE/DELETE ... FROM, SELECT FOR UPDATE): join each
+ * outer test row with the table's test row, if it has one, as the plan
+ * would; called once per result row wanted (the node has scanrelid 0, so
+ * ExecScan leaves the whole join to this method).  As-of joins are not
+ * planned for such queries.
+ */
+static bool
+recheck_join(ScanState *ss, TupleTableSlot *slot)
+{
+	GpuidxJoinState *state = (GpuidxJoinState *) ss;
+	EPQState   *epq = ss->ps.state->es_epq_active;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
+	Index		rti = state->inner_rti;
+
+	if (state->kind != GPUIDX_JOIN_TABLE || rti == 0)
+		elog(ERROR, "gpuidx: EvalPlanQual through an as-of GpuIndexJoin");
+	for (;;)
+	{
+		TupleTableSlot *outer = ExecProcNode(state->outer);
+		TupleTableSlot *inner = NULL;
+		bool		match = false;
+		int64		lo,
+					hi;
+
+		if (TupIsNull(outer))
+			return false;
+		if (epq->relsubs_slot[rti - 1] != NULL)
+			inner = epq->relsubs_slot[rti - 1];
+		else if (epq->relsubs_rowmark[rti - 1] != NULL)
+		{
+			inner = EvalPlanQualSlot(epq, state->table, rti);
+			if (!EvalPlanQualFetchRowMark(epq, rti, inner))
+				inner = NULL;
+		}
+		store_outer(state, outer);
+		if (inner && !TupIsNull(inner) && eval_probes(state, &lo, &hi))
+		{
+			bool		isnull;
+			Datum		k = slot_getattr(inner, state->keyattno, &isnull);
+			int64		key = isnull ? 0 : gpuidx_datum_to_key(k, state->keytype);
+			int			j;
+
+			if (!isnull && key >= lo && key <= hi)
+			{
+				slot_getallattrs(inner);
+				for (j = 0; j < state->ninner; j++)
+				{
+					int			attno = state->inner_cols[j];
+					int			c = state->nouter + j;
+
+					if (attno < 0)
+						slot->tts_values[c] = system_column(state, attno, &inner->tts_tid,
+															&slot->tts_isnull[c]);
+					else
+					{
+						slot->tts_values[c] = inner->tts_values[attno - 1];
+						slot->tts_isnull[c] = inner->tts_isnull[attno - 1];
+					}
+				}
+				econtext->ecxt_scantuple = slot;
+				match = state->matchqual == NULL || ExecQual(state->matchqual, econtext);
+			}
+		}
+		if (match ? state->jointype != JOIN_ANTI :
+			state->jointype == JOIN_LEFT || state->jointype == JOIN_ANTI)
+		{
+			if (!match)
+				store_outer(state, outer);	/* inner columns NULL */
+			return true;
+		}
+	}
+}
+
+/* Return the next joined, filtered, projected row. */
+static TupleTableSlot *
+exec_join(CustomScanState *node)
+{
+	return ExecScan(&node->ss, (ExecScanAccessMtd) next_join_tuple,
+					(ExecScanRecheckMtd) recheck_join);
+}
+
+/* Forget the chunk in hand and the pinned image. */
+static void
+reset_join(GpuidxJoinState *state)
+{
+	release_page(state);
+	if (state->chunk_cxt)
+		MemoryContextReset(state->chunk_cxt);
+	state->nrows = 0;
+	state->nhits = 0;
+	state->phase = PHASE_GATHER;
+	state->outer_done = false;
+	state->asof_limit = -2;
+	if (state->img)
+		gpuidx_image_release(state->img);
+	state->img = NULL;
+}
+
+/* Start over: parameters may have changed; rescan the outer side. */
+static void
+rescan_join(CustomScanState *node)
+{
+	GpuidxJoinState *state = (GpuidxJoinState *) node;
+
+	reset_join(state);
+	if (node->ss.ps.chgParam != NULL)
+		UpdateChangedParamSet(state->outer, node->ss.ps.chgParam);
+	if (state->outer->chgParam == NULL)
+		ExecReScan(state->outer);
+	ExecScanReScan(&node->ss);
+}
+
+/* Release everything the join holds. */
+static void
+end_join(CustomScanState *node)
+{
+	GpuidxJoinState *state = (GpuidxJoinState *) node;
+
+	reset_join(state);
+	if (BufferIsValid(state->vmbuffer))
+		ReleaseBuffer(state->vmbuffer);
+	state->vmbuffer = InvalidBuffer;
+	if (state->table_slot)
+		ExecClearTuple(state->table_slot);
+	if (state->fetch)
+		table_index_fetch_end(state->fetch);
+	if (state->outer_stash)
+		ExecDropSingleTupleTableSlot(state->outer_stash);
+	ExecEndNode(state->outer);
+	if (state->index)
+		index_close(state->index, AccessShareLock);
+	if (state->table)
+		table_close(state->table, AccessShareLock);
+}
+
+/* The comparison a strategy stands for, key on the left. */
+static const char *
+strategy_operator(int strategy)
+{
+	static const char *const ops[] = {"?", "<", "<=", "=", ">=", ">"};
+
+	return strategy >= 1 && strategy <= 5 ? ops[strategy] : "?";
+}
+
+/* EXPLAIN: index, join type and kind, probes, filter; with ANALYZE counts. */
+static void
+explain_join(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	GpuidxJoinState *state = (GpuidxJoinState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *priv = cscan->custom_private;
+	List	   *strategies = list_nth(priv, GPUIDX_CJ_STRATEGIES);
+	int			nprobes = list_length(strategies);
+	List	   *context;
+	StringInfoData buf;
+	const char *jointype;
+	const char *keyname;
+	bool		equi = true;
+	int			i;
+
+	switch (state->jointype)
+	{
+		case JOIN_LEFT:
+			jointype = "Left";
+			break;
+		case JOIN_SEMI:
+			jointype = "Semi";
+			break;
+		case JOIN_ANTI:
+			jointype = "Anti";
+			break;
+		default:
+			jointype = "Inner";
+			break;
+	}
+	ExplainPropertyText("Index", RelationGetRelationName(state->index), es);
+	ExplainPropertyText("Join Type", jointype, es);
+	for (i = 0; i < nprobes; i++)
+		equi = equi && list_nth_int(strategies, i) == BTEqualStrategyNumber;
+	ExplainPropertyText("Join Kind", state->kind != GPUIDX_JOIN_TABLE ? "as-of" :
+						equi ? "equi" : "range", es);
+
+	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+	keyname = quote_identifier(get_attname(RelationGetRelid(state->table), state->keyattno, false));
+	initStringInfo(&buf);
+	for (i = 0; i < nprobes; i++)
+		appendStringInfo(&buf, "%s(%s.%s %s %s)", i > 0 ? " AND " : "",
+						 quote_identifier(RelationGetRelationName(state->table)), keyname,
+						 strategy_operator(list_nth_int(strategies, i)),
+						 deparse_expression(list_nth(cscan->custom_exprs, i), context, true, false));
+	ExplainPropertyText("Probe", buf.data, es);
+	if (state->kind != GPUIDX_JOIN_TABLE)
+	{
+		Expr	   *limit = list_nth(priv, GPUIDX_CJ_ASOF_LIMIT);
+
+		ExplainPropertyText("Order", state->kind == GPUIDX_JOIN_ASOF_PRED ?
+							"descending" : "ascending", es);
+		if (limit && IsA(limit, Const) && !((Const *) limit)->constisnull)
+			ExplainPropertyInteger("Limit", NULL, DatumGetInt64(((Const *) limit)->constvalue), es);
+		if (list_nth(priv, GPUIDX_CJ_ASOF_QUALS) != NIL)
+			ExplainPropertyBool("Subquery Filter", true, es);
+	}
+	if (list_length(cscan->custom_exprs) > nprobes)
+		ExplainPropertyText("Join Filter",
+							deparse_expression((Node *) make_ands_explicit(list_copy_tail(cscan->custom_exprs, nprobes)),
+											   context, true, false), es);
+	if (intVal(list_nth(priv, GPUIDX_CJ_KEY_ONLY)))
+		ExplainPropertyBool("Key Only", true, es);
+	ExplainPropertyInteger("Chunk", NULL, gpuidx_batch_chunk, es);
+	if (es->analyze)
+	{
+		ExplainPropertyText("Engine", gpuidx_engine_label(state->engine,
+														  state->stat_batches - state->stat_host_batches,
+														  state->stat_host_batches), es);
+		ExplainPropertyInteger("Batches", NULL, state->stat_batches, es);
+		ExplainPropertyInteger("Probes", NULL, state->stat_probes, es);
+		ExplainPropertyInteger("Hits", NULL, state->stat_hits, es);
+		ExplainPropertyInteger("Heap Fetches", NULL, state->stat_fetches, es);
+		if (es->timing)
+		{
+			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);
+			ExplainPropertyFloat("Heap Time", "ms", state->ms_heap, 3, es);
+		}
+	}
+}
