@@ -151,14 +151,23 @@ check_race('update, key moved to another outer key', '{9,90}',
 	rows_text(sub { $_[0] == 9 ? '9:90:0:x' : "$_[0]:" . ($_[0] % 100) . ':0:z' }, ids_of(9), ids_of(90)),
 	'10000');
 
-# 4. DELETE ... USING while row 7's key moves from 7 to 1000: row 7 stays,
+# 4. A range join (keys x .. x + 1) while row 5's key moves from 5 to 999:
+# the rows with keys 5 and 6 but row 5 are updated.
+check_race('range update, key moved away', '{5}',
+	'UPDATE ep SET k = 999 WHERE id = 5',
+	q{WITH u AS (UPDATE ep SET pad = 'z' FROM o WHERE ep.k BETWEEN o.x AND o.x + 1 RETURNING ep.id) SELECT count(*) FROM u},
+	'199',
+	rows_text(sub { $_[0] == 5 ? '5:999:0:x' : "$_[0]:" . ($_[0] % 100) . ':0:z' }, ids_of(5), ids_of(6)),
+	'10000');
+
+# 5. DELETE ... USING while row 7's key moves from 7 to 1000: row 7 stays,
 # the 99 other rows with key 7 and the 100 with key 70 go.
 check_race('delete, key moved away', '{7,70}',
 	'UPDATE ep SET k = 1000 WHERE id = 7',
 	q{WITH d AS (DELETE FROM ep USING o WHERE ep.k = o.x RETURNING ep.id) SELECT count(*) FROM d},
 	'199', '7:1000:0:x', '9801');
 
-# 5. DELETE ... USING while row 8 is updated with its key kept: row 8 is
+# 6. DELETE ... USING while row 8 is updated with its key kept: row 8 is
 # deleted with the rest of key 8.
 check_race('delete, key kept', '{8}',
 	q{UPDATE ep SET pad = 'locked' WHERE id = 8},
