@@ -39,10 +39,12 @@
 #include "nodes/nodeFuncs.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
 
 /* Where the node is in its work. */
 typedef enum JoinPhase
@@ -50,6 +52,7 @@ typedef enum JoinPhase
 	PHASE_GATHER,				/* read the next chunk of outer rows */
 	PHASE_PAIRS,				/* return joined pairs (table join) */
 	PHASE_ASOF,					/* walk per outer row (as-of join) */
+	PHASE_WALK,					/* walk per outer row (key-only table join) */
 	PHASE_UNMATCHED,			/* return unmatched outer rows (left, anti) */
 	PHASE_DONE
 } JoinPhase;
@@ -81,7 +84,7 @@ typedef struct GpuidxJoinState
 	TupleTableSlot *key_slot;	/* a virtual row with the key only */
 
 	PlanState  *outer;
-	TupleTableSlot *outer_stash;	/* a gathered outer row, restored */
+	TupleDesc	outer_desc;		/* the outer plan's output */
 	IndexFetchTableData *fetch;
 	TupleTableSlot *table_slot;
 	Buffer		vmbuffer;
@@ -91,7 +94,11 @@ typedef struct GpuidxJoinState
 	JoinPhase	phase;
 	bool		outer_done;
 	MemoryContext chunk_cxt;	/* outer rows and hits of one chunk */
-	MinimalTuple *rows;
+	Datum	   *row_values;		/* nouter a row: the gathered outer rows */
+	bool	   *row_nulls;
+	bool		walk_rows;		/* key-only table join on a mostly
+								 * all-visible table: walk each row's hits
+								 * in row order, no sort by TID */
 	int64		nrows;
 	int64		rows_cap;
 	bool	   *matched;		/* per row */
@@ -213,6 +220,15 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 	state->table = table_open((Oid) intVal(list_nth(priv, GPUIDX_CJ_TABLE)), AccessShareLock);
 	state->index = index_open((Oid) intVal(list_nth(priv, GPUIDX_CJ_INDEX)), AccessShareLock);
 	state->keytype = TupleDescAttr(RelationGetDescr(state->index), 0)->atttypid;
+
+	/*
+	 * A key-only table join on a table whose pages are mostly all-visible
+	 * answers nearly every hit from the image: walking the hits row by row
+	 * beats sorting them into heap order.
+	 */
+	state->walk_rows = state->kind == GPUIDX_JOIN_TABLE && state->key_only &&
+		state->table->rd_rel->relpages > 0 &&
+		state->table->rd_rel->relallvisible >= state->table->rd_rel->relpages / 2;
 	key_tle = list_nth(cscan->custom_scan_tlist, state->nouter < list_length(cscan->custom_scan_tlist) ?
 					   state->nouter : 0);
 	if (state->kind == GPUIDX_JOIN_TABLE && IsA(key_tle->expr, Var))
@@ -226,8 +242,7 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 
 	state->outer = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
 	node->custom_ps = list_make1(state->outer);
-	state->outer_stash = MakeSingleTupleTableSlot(ExecGetResultType(state->outer),
-												  &TTSOpsMinimalTuple);
+	state->outer_desc = ExecGetResultType(state->outer);
 	state->table_slot = table_slot_create(state->table, &estate->es_tupleTable);
 	state->key_slot = ExecAllocTableSlot(&estate->es_tupleTable,
 										 RelationGetDescr(state->table), &TTSOpsVirtual);
@@ -289,8 +304,39 @@ store_outer(GpuidxJoinState *state, TupleTableSlot *outer)
 static void
 restore_row(GpuidxJoinState *state, int64 r)
 {
-	ExecStoreMinimalTuple(state->rows[r], state->outer_stash, false);
-	store_outer(state, state->outer_stash);
+	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+	int			natts = scan->tts_tupleDescriptor->natts;
+
+	ExecClearTuple(scan);
+	memcpy(scan->tts_values, state->row_values + r * state->nouter,
+		   sizeof(Datum) * state->nouter);
+	memcpy(scan->tts_isnull, state->row_nulls + r * state->nouter,
+		   sizeof(bool) * state->nouter);
+	memset(scan->tts_isnull + state->nouter, true, sizeof(bool) * (natts - state->nouter));
+	ExecStoreVirtualTuple(scan);
+}
+
+/*
+ * Keep outer row n of the chunk: its column values (by-reference ones
+ * copied into the chunk's memory), so that restoring it is a copy of
+ * Datums.
+ */
+static void
+keep_row(GpuidxJoinState *state, int64 n, TupleTableSlot *slot)
+{
+	Datum	   *values = state->row_values + n * state->nouter;
+	bool	   *nulls = state->row_nulls + n * state->nouter;
+	int			i;
+
+	slot_getallattrs(slot);
+	memcpy(nulls, slot->tts_isnull, sizeof(bool) * state->nouter);
+	for (i = 0; i < state->nouter; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(state->outer_desc, i);
+
+		values[i] = nulls[i] || att->attbyval ? slot->tts_values[i] :
+			datumCopy(slot->tts_values[i], false, att->attlen);
+	}
 }
 
 /*
@@ -341,9 +387,12 @@ reserve_rows(GpuidxJoinState *state, int64 n)
 		return;
 	cap = Min(Max(cap, n), (int64) gpuidx_batch_chunk);
 	old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
-	if (state->rows == NULL)
+	if (state->row_values == NULL)
 	{
-		state->rows = palloc(sizeof(MinimalTuple) * cap);
+		state->row_values = MemoryContextAllocHuge(CurrentMemoryContext,
+												   sizeof(Datum) * cap * Max(state->nouter, 1));
+		state->row_nulls = MemoryContextAllocHuge(CurrentMemoryContext,
+												  sizeof(bool) * cap * Max(state->nouter, 1));
 		state->matched = palloc(sizeof(bool) * cap);
 		state->row_lo = palloc(sizeof(int64) * cap);
 		state->row_hi = palloc(sizeof(int64) * cap);
@@ -353,7 +402,10 @@ reserve_rows(GpuidxJoinState *state, int64 n)
 	}
 	else
 	{
-		state->rows = repalloc(state->rows, sizeof(MinimalTuple) * cap);
+		state->row_values = repalloc_huge(state->row_values,
+										  sizeof(Datum) * cap * Max(state->nouter, 1));
+		state->row_nulls = repalloc_huge(state->row_nulls,
+										 sizeof(bool) * cap * Max(state->nouter, 1));
 		state->matched = repalloc(state->matched, sizeof(bool) * cap);
 		state->row_lo = repalloc(state->row_lo, sizeof(int64) * cap);
 		state->row_hi = repalloc(state->row_hi, sizeof(int64) * cap);
@@ -451,9 +503,9 @@ gather_chunk(GpuidxJoinState *state)
 		}
 		reserve_rows(state, n + 1);
 		old = MemoryContextSwitchTo(state->chunk_cxt);
-		state->rows[n] = ExecCopySlotMinimalTuple(slot);
+		keep_row(state, n, slot);
 		MemoryContextSwitchTo(old);
-		store_outer(state, slot);
+		restore_row(state, n);
 		state->row_valid[n] = eval_probes(state, &state->row_lo[n], &state->row_hi[n]);
 		state->matched[n] = false;
 		state->first[n] = state->last[n] = 0;
@@ -514,7 +566,7 @@ gather_chunk(GpuidxJoinState *state)
 			}
 	}
 	state->ms_search += lap_ms(&t);
-	if (state->kind == GPUIDX_JOIN_TABLE)
+	if (state->kind == GPUIDX_JOIN_TABLE && !state->walk_rows)
 		collect_hits(state);
 	MemoryContextSwitchTo(old);
 	return true;
@@ -698,6 +750,76 @@ next_pair(GpuidxJoinState *state)
 	}
 }
 
+/*
+ * Table join in row order (key-only, mostly all-visible table): the next
+ * matching pair of the current row's hits, each hit's row from the image
+ * on an all-visible page or fetched with the snapshot; at a row's end, left
+ * joins null-extend it and anti joins return it if nothing matched.  NULL
+ * when the chunk is done.
+ */
+static TupleTableSlot *
+next_walked_pair(GpuidxJoinState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+	Snapshot	snapshot = state->css.ss.ps.state->es_snapshot;
+	bool		semi_or_anti = state->jointype == JOIN_SEMI || state->jointype == JOIN_ANTI;
+
+	for (;;)
+	{
+		int64		r = state->asof_row;
+
+		if (r >= state->nrows)
+			return NULL;
+		if (!state->asof_started)
+		{
+			state->asof_started = true;
+			state->asof_pos = state->row_valid[r] ? (int64) state->first[r] : 0;
+			if (state->row_valid[r])
+				state->stat_hits += (int64) (state->last[r] - state->first[r]);
+		}
+		while (state->row_valid[r] && state->asof_pos < (int64) state->last[r] &&
+			   !(semi_or_anti && state->matched[r]))
+		{
+			int64		pos = state->asof_pos++;
+			uint64		packed = gpuidx_tid_at(state->img, pos);
+			ItemPointerData tid;
+
+			gpuidx_tid_unpack(packed, &tid);
+			if (!VM_ALL_VISIBLE(state->table, ItemPointerGetBlockNumber(&tid), &state->vmbuffer))
+			{
+				bool		call_again = false;
+				bool		all_dead = false;
+
+				state->stat_fetches++;
+				if (!table_index_fetch_tuple(state->fetch, &tid, snapshot,
+											 state->table_slot, &call_again, &all_dead))
+					continue;
+				packed = gpuidx_tid_pack(ItemPointerGetBlockNumber(&state->table_slot->tts_tid),
+										 ItemPointerGetOffsetNumber(&state->table_slot->tts_tid));
+			}
+			restore_row(state, r);
+			store_inner_row(state, InvalidOffsetNumber, packed, gpuidx_key_at(state->img, pos));
+			ResetExprContext(econtext);
+			econtext->ecxt_scantuple = scan;
+			if (state->matchqual && !ExecQual(state->matchqual, econtext))
+				continue;
+			state->matched[r] = true;
+			if (state->jointype != JOIN_ANTI)
+				return scan;
+		}
+		/* this outer row is done */
+		state->asof_started = false;
+		state->asof_row++;
+		if ((state->jointype == JOIN_LEFT || state->jointype == JOIN_ANTI) &&
+			!state->matched[r])
+		{
+			restore_row(state, r);
+			return scan;
+		}
+	}
+}
+
 /* The subquery's LIMIT, evaluated once per scan (-1: none). */
 static int64
 asof_limit(GpuidxJoinState *state)
@@ -836,7 +958,13 @@ next_join_tuple(ScanState *ss)
 				state->asof_row = 0;
 				state->asof_started = false;
 				state->emit_row = 0;
-				state->phase = state->kind == GPUIDX_JOIN_TABLE ? PHASE_PAIRS : PHASE_ASOF;
+				state->phase = state->kind != GPUIDX_JOIN_TABLE ? PHASE_ASOF :
+					state->walk_rows ? PHASE_WALK : PHASE_PAIRS;
+				break;
+			case PHASE_WALK:
+				if ((slot = next_walked_pair(state)) != NULL)
+					return slot;
+				state->phase = PHASE_GATHER;
 				break;
 			case PHASE_PAIRS:
 				if ((slot = next_pair(state)) != NULL)
@@ -951,9 +1079,12 @@ exec_join(CustomScanState *node)
 					(ExecScanRecheckMtd) recheck_join);
 }
 
-/* Forget the chunk in hand and the pinned image. */
+/*
+ * Forget the chunk in hand, and the pinned image unless keep_image (a
+ * rescan under an MVCC snapshot: see scan.c's rescan).
+ */
 static void
-reset_join(GpuidxJoinState *state)
+reset_join(GpuidxJoinState *state, bool keep_image)
 {
 	release_page(state);
 	if (state->chunk_cxt)
@@ -963,9 +1094,11 @@ reset_join(GpuidxJoinState *state)
 	state->phase = PHASE_GATHER;
 	state->outer_done = false;
 	state->asof_limit = -2;
-	if (state->img)
+	if (state->img && !keep_image)
+	{
 		gpuidx_image_release(state->img);
-	state->img = NULL;
+		state->img = NULL;
+	}
 }
 
 /* Start over: parameters may have changed; rescan the outer side. */
@@ -974,7 +1107,7 @@ rescan_join(CustomScanState *node)
 {
 	GpuidxJoinState *state = (GpuidxJoinState *) node;
 
-	reset_join(state);
+	reset_join(state, IsMVCCSnapshot(node->ss.ps.state->es_snapshot));
 	if (node->ss.ps.chgParam != NULL)
 		UpdateChangedParamSet(state->outer, node->ss.ps.chgParam);
 	if (state->outer->chgParam == NULL)
@@ -988,7 +1121,7 @@ end_join(CustomScanState *node)
 {
 	GpuidxJoinState *state = (GpuidxJoinState *) node;
 
-	reset_join(state);
+	reset_join(state, false);
 	if (BufferIsValid(state->vmbuffer))
 		ReleaseBuffer(state->vmbuffer);
 	state->vmbuffer = InvalidBuffer;
@@ -996,8 +1129,6 @@ end_join(CustomScanState *node)
 		ExecClearTuple(state->table_slot);
 	if (state->fetch)
 		table_index_fetch_end(state->fetch);
-	if (state->outer_stash)
-		ExecDropSingleTupleTableSlot(state->outer_stash);
 	ExecEndNode(state->outer);
 	if (state->index)
 		index_close(state->index, AccessShareLock);

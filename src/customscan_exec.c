@@ -566,7 +566,8 @@ rescan_gpuidx_scan(CustomScanState *node)
 	release_heap_page(state);
 	if (state->fetch_slot)
 		ExecClearTuple(state->fetch_slot);
-	if (state->img)
+	/* Under an MVCC snapshot the image stays pinned (see scan.c's rescan). */
+	if (state->img && !IsMVCCSnapshot(node->ss.ps.state->es_snapshot))
 	{
 		gpuidx_image_release(state->img);
 		state->img = NULL;

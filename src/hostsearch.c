@@ -116,7 +116,7 @@ gpuidx_host_query(const GpuidxImageData *img, GiOp op, const int64 *probes,
 bool
 gpuidx_answer_on_host(const GpuidxImageData *img, int64 nprobes)
 {
-	return img->engine == GI_ENGINE_GPU && nprobes < gpuidx_gpu_min_batch;
+	return nprobes < (img->engine == GI_ENGINE_GPU ? gpuidx_gpu_min_batch : 8);
 }
 
 /*

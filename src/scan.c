@@ -21,6 +21,7 @@
 #include "utils/rel.h"
 #include "utils/selfuncs.h"
 #include "utils/snapmgr.h"
+#include "utils/snapmgr.h"
 
 typedef struct GpuidxScanOpaqueData
 {
@@ -107,9 +108,16 @@ gpuidx_beginscan(Relation index, int nkeys, int norderbys)
 	return scan;
 }
 
-/* Forget computed hits (and the pinned image). */
+/*
+ * Forget computed hits, and the pinned image unless keep_image.  A rescan
+ * under an MVCC snapshot keeps it: every entry the snapshot can see was in
+ * the index when the image was loaded (later entries belong to rows the
+ * snapshot cannot see), and the pin's interlock (cache.c) already keeps
+ * VACUUM from removing entries under it.  A nested loop's rescans then
+ * cost a search, not a refresh of the image.
+ */
 static void
-reset_scan(GpuidxScanOpaque so)
+reset_scan(GpuidxScanOpaque so, bool keep_image)
 {
 	if (so->rfirst)
 		pfree(so->rfirst);
@@ -119,8 +127,11 @@ reset_scan(GpuidxScanOpaque so)
 	so->nranges = 0;
 	so->computed = false;
 	so->cur_range = -1;
-	gpuidx_image_release(so->img);
-	so->img = NULL;
+	if (!keep_image)
+	{
+		gpuidx_image_release(so->img);
+		so->img = NULL;
+	}
 }
 
 /* Restart a scan, possibly with new keys. */
@@ -130,7 +141,8 @@ gpuidx_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 {
 	GpuidxScanOpaque so = (GpuidxScanOpaque) scan->opaque;
 
-	reset_scan(so);
+	reset_scan(so, scan->xs_snapshot != InvalidSnapshot &&
+			   IsMVCCSnapshot(scan->xs_snapshot));
 	if (keys && scan->numberOfKeys > 0)
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 }
@@ -230,7 +242,8 @@ compute_ranges(IndexScanDesc scan)
 	if (empty || (lo > hi && !want_null))
 		return;
 
-	so->img = gpuidx_image_acquire(scan->indexRelation);
+	if (so->img == NULL)
+		so->img = gpuidx_image_acquire(scan->indexRelation);
 	/* Room for the non-NULL ranges and one range of NULL-key TIDs. */
 	so->rfirst = palloc(sizeof(uint64) * (Max(npoints, 1) + 1));
 	so->rlast = palloc(sizeof(uint64) * (Max(npoints, 1) + 1));
@@ -427,7 +440,7 @@ gpuidx_endscan(IndexScanDesc scan)
 {
 	GpuidxScanOpaque so = (GpuidxScanOpaque) scan->opaque;
 
-	reset_scan(so);
+	reset_scan(so, false);
 	if (so->itup)
 		pfree(so->itup);
 	pfree(so);

@@ -87,15 +87,17 @@ gib_load_parallel() {
     gib_load_report
 }
 
-# Print the engines to measure: $BENCH_ENGINES, else cpu plus gpu when it answers.
+# Print the engines to measure: $BENCH_ENGINES, else cpu plus gpu when it
+# answers (a lookup through the gpuidx index "$1", default t_gi_k).
 gib_engines() {
+    local index="${1:-t_gi_k}"
     if [[ -n "${BENCH_ENGINES:-}" ]]; then
         printf '%s\n' "$BENCH_ENGINES"
         return 0
     fi
     local out
     if out="$(pgc_psql -At -c "SET gpuidx.engine = gpu" \
-        -c "SELECT count(*) FROM gpuidx_lookup('t_gi_k'::regclass, ARRAY[0]::bigint[])" 2>&1)"; then
+        -c "SELECT count(*) FROM gpuidx_lookup('$index'::regclass, ARRAY[0]::bigint[])" 2>&1)"; then
         printf 'cpu gpu\n'
     else
         gi_log "gpu engine not measured: $(printf '%s' "$out" | head -n 1)"
