@@ -1,10 +1,11 @@
 --
 -- 25_join_plans: what the README says about joins.  A plain equi-join
 -- t.k = o.x is an equivalence class, not a join clause, so GpuIndexScan is
--- not offered for it (gpuidx index scans are, as for any index); join
--- clauses that are not equalities between two columns (= ANY of an outer
--- array, ranges and comparisons against outer columns) make GpuIndexScan the
--- inner side of a nested loop, parameterized by the outer row.
+-- not offered for it (gpuidx index scans are, as for any index, and
+-- GpuIndexJoin is: sql/27..30 test it); join clauses that are not
+-- equalities between two columns (= ANY of an outer array, ranges and
+-- comparisons against outer columns) make GpuIndexScan the inner side of a
+-- nested loop, parameterized by the outer row.
 --
 \set schema gi_join
 \i sql/include/setup.sql
@@ -20,7 +21,8 @@ SET enable_hashjoin = off;
 SET enable_mergejoin = off;
 SET enable_seqscan = off;
 
--- equi-join: no GpuIndexScan, even with index and bitmap scans off
+-- equi-join: no GpuIndexScan, even with index and bitmap scans off (then
+-- GpuIndexJoin answers it)
 EXPLAIN (COSTS OFF) SELECT * FROM o JOIN t ON t.k = o.x;
 SET enable_indexscan = off;
 SET enable_bitmapscan = off;

@@ -1,0 +1,244 @@
+--
+-- 30_join_edge: GpuIndexJoin at its edges, each answer compared with the
+-- btree twin's by jcheck() (sql/include/join_check.sql): several batches
+-- (gpuidx.batch_chunk at its minimum), gpuidx.gpu_min_batch high and low,
+-- empty outer and inner sides, LIMIT 0, rescans, a join of joins, parallel
+-- plans, outer sides that are functions, UPDATE ... FROM and DELETE ...
+-- USING, an error raised by the probe expression, row-level security and
+-- gpuidx.enable_customjoin = off.
+--
+\set schema gi_join_edge
+\i sql/include/setup.sql
+SET max_parallel_workers_per_gather = 0;
+\i sql/include/join_check.sql
+
+-- t: keys -2500..2499, four rows each, a few NULLs; o: 5000 outer rows
+CREATE TABLE t (id int, k int8, pad text) WITH (autovacuum_enabled = off);
+INSERT INTO t SELECT g, CASE WHEN g % 1000 = 0 THEN NULL ELSE g % 5000 - 2500 END, 'p' || g
+  FROM generate_series(1, 20000) g;
+CREATE TABLE tb (LIKE t);
+INSERT INTO tb SELECT * FROM t;
+CREATE INDEX t_gi ON t USING gpuidx (k);
+CREATE INDEX tb_bt ON tb (k);
+CREATE TABLE o (id int, x int8, lo int8, hi int8);
+INSERT INTO o SELECT g, CASE WHEN g % 97 = 0 THEN NULL ELSE (g * 7919) % 6000 - 3000 END, 0, 0
+  FROM generate_series(1, 5000) g;
+UPDATE o SET lo = x - 2, hi = x + id % 5;
+-- empty tables: an outer side, an inner side never written, an inner side
+-- whose rows are all deleted (their index entries stay until VACUUM)
+CREATE TABLE oe (LIKE o);
+CREATE TABLE e (LIKE t);
+CREATE TABLE eb (LIKE t);
+CREATE INDEX e_gi ON e USING gpuidx (k);
+CREATE INDEX eb_bt ON eb (k);
+CREATE TABLE d (LIKE t) WITH (autovacuum_enabled = off);
+CREATE TABLE db (LIKE t);
+INSERT INTO d SELECT * FROM t;
+INSERT INTO db SELECT * FROM t;
+CREATE INDEX d_gi ON d USING gpuidx (k);
+CREATE INDEX db_bt ON db (k);
+DELETE FROM d;
+DELETE FROM db;
+ANALYZE t, tb, o, oe, e, eb, d, db;
+
+-- 1. five batches of 1024 outer rows (the smallest chunk)
+SET gpuidx.batch_chunk = 1024;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+EXPLAIN (COSTS OFF) SELECT o.id, t.id FROM o JOIN t ON t.k = o.x;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+SELECT * FROM jcheck('chunked inner', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k = o.x$$)
+UNION ALL SELECT * FROM jcheck('chunked left', $$SELECT o.id, t.id AS tid FROM o LEFT JOIN @T@ t ON t.k = o.x$$)
+UNION ALL SELECT * FROM jcheck('chunked semi', $$SELECT o.id FROM o WHERE o.x IN (SELECT k FROM @T@)$$)
+UNION ALL SELECT * FROM jcheck('chunked anti', $$SELECT o.id FROM o WHERE NOT EXISTS (SELECT FROM @T@ t WHERE t.k = o.x)$$)
+UNION ALL SELECT * FROM jcheck('chunked range', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k BETWEEN o.lo AND o.hi$$)
+UNION ALL SELECT * FROM jcheck('chunked pred LIMIT 1', $$SELECT o.id, s.k FROM o JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s ON true$$)
+UNION ALL SELECT * FROM jcheck('chunked succ LIMIT 3 left', $$SELECT o.id, s.k FROM o LEFT JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k > o.x ORDER BY t.k LIMIT 3) s ON true$$)
+UNION ALL SELECT * FROM jcheck('chunked pred LIMIT 2 qual', $$SELECT o.id, s.k FROM o JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k < o.x AND t.id % 4 = 1 ORDER BY t.k DESC LIMIT 2) s ON true$$);
+RESET gpuidx.batch_chunk;
+
+-- 2. gpuidx.gpu_min_batch: every batch small enough for the host, and none
+SET gpuidx.gpu_min_batch = 2147483647;
+SELECT * FROM jcheck('host inner', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k = o.x$$)
+UNION ALL SELECT * FROM jcheck('host range', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k BETWEEN o.lo AND o.hi$$)
+UNION ALL SELECT * FROM jcheck('host pred LIMIT 3', $$SELECT o.id, s.k FROM o JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 3) s ON true$$);
+SET gpuidx.gpu_min_batch = 0;
+SELECT * FROM jcheck('device inner', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k = o.x$$)
+UNION ALL SELECT * FROM jcheck('device range', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k BETWEEN o.lo AND o.hi$$)
+UNION ALL SELECT * FROM jcheck('device succ LIMIT 3', $$SELECT o.id, s.k FROM o JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 3) s ON true$$);
+RESET gpuidx.gpu_min_batch;
+
+-- 3. empty sides: no outer rows; an inner table never written and one whose
+-- rows are all deleted; LIMIT 0
+SELECT * FROM jcheck('empty outer inner', $$SELECT oe.id, t.id AS tid FROM oe JOIN @T@ t ON t.k = oe.x$$)
+UNION ALL SELECT * FROM jcheck('empty outer semi', $$SELECT oe.id FROM oe WHERE oe.x IN (SELECT k FROM @T@)$$)
+UNION ALL SELECT * FROM jcheck('empty outer pred', $$SELECT oe.id, s.k FROM oe LEFT JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= oe.x ORDER BY t.k DESC LIMIT 1) s ON true$$)
+UNION ALL SELECT * FROM jcheck('empty inner inner', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k = o.x$$, 'e')
+UNION ALL SELECT * FROM jcheck('empty inner left', $$SELECT o.id, t.id AS tid FROM o LEFT JOIN @T@ t ON t.k = o.x$$, 'e')
+UNION ALL SELECT * FROM jcheck('empty inner anti', $$SELECT o.id FROM o WHERE NOT EXISTS (SELECT FROM @T@ t WHERE t.k = o.x)$$, 'e')
+UNION ALL SELECT * FROM jcheck('empty inner range', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k BETWEEN o.lo AND o.hi$$, 'e')
+UNION ALL SELECT * FROM jcheck('empty inner pred left', $$SELECT o.id, s.k FROM o LEFT JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s ON true$$, 'e')
+UNION ALL SELECT * FROM jcheck('deleted inner inner', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k = o.x$$, 'd')
+UNION ALL SELECT * FROM jcheck('deleted inner left', $$SELECT o.id, t.id AS tid FROM o LEFT JOIN @T@ t ON t.k = o.x$$, 'd')
+UNION ALL SELECT * FROM jcheck('deleted inner anti', $$SELECT o.id FROM o WHERE NOT EXISTS (SELECT FROM @T@ t WHERE t.k = o.x)$$, 'd')
+UNION ALL SELECT * FROM jcheck('deleted inner range', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k BETWEEN o.lo AND o.hi$$, 'd')
+UNION ALL SELECT * FROM jcheck('deleted inner succ left', $$SELECT o.id, s.k FROM o LEFT JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 2) s ON true$$, 'd')
+UNION ALL SELECT * FROM jcheck('pred LIMIT 0', $$SELECT o.id, s.k FROM o JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 0) s ON true$$)
+UNION ALL SELECT * FROM jcheck('pred LIMIT 0 left', $$SELECT o.id, s.k FROM o LEFT JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 0) s ON true$$)
+UNION ALL SELECT * FROM jcheck('all probes NULL', $$SELECT o.id, t.id AS tid FROM o LEFT JOIN @T@ t ON t.k = NULLIF(o.x, o.x)$$);
+
+-- 4. rescans: the join inside a correlated subquery, run once per outer
+-- value; a GpuIndexJoin whose outer side is another join
+SELECT * FROM jcheck('rescan equi', $$SELECT g, (SELECT count(*) FROM o JOIN @T@ t ON t.k = o.x WHERE o.id % 7 = g) AS n
+    FROM generate_series(0, 6) g$$)
+UNION ALL SELECT * FROM jcheck('join of joins', $$SELECT o.id, t.id AS tid, t2.id AS t2id
+    FROM o JOIN @T@ t ON t.k = o.x JOIN @T@ t2 ON t2.k = t.id - 2500 WHERE o.id % 10 = 1$$)
+UNION ALL SELECT * FROM jcheck('as-of of a join', $$SELECT o.id, t.id AS tid, s.k FROM o JOIN @T@ t ON t.k = o.x
+    JOIN LATERAL (SELECT k FROM @T@ t2 WHERE t2.k < t.id - 12000 ORDER BY t2.k DESC LIMIT 1) s ON true WHERE o.id % 10 = 2$$);
+-- the probe or a qual on t refers to the enclosing query's row (g); whether
+-- GpuIndexJoin takes these is its choice, the answers must be right
+SELECT what, rows, missing, extra, nl_missing, nl_extra, pl_missing, pl_extra
+  FROM jcheck('correlated equi probe', $$SELECT g, (SELECT count(*) FROM o JOIN @T@ t ON t.k = o.x + g) AS n
+    FROM generate_series(0, 6) g$$);
+SELECT what, rows, missing, extra, nl_missing, nl_extra, pl_missing, pl_extra
+  FROM jcheck('correlated as-of probe', $$SELECT g, (SELECT sum(s.k) FROM o JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= o.x + g ORDER BY t.k DESC LIMIT 1) s ON true WHERE o.id % 7 = g) AS n
+    FROM generate_series(0, 6) g$$);
+SELECT what, rows, missing, extra, nl_missing, nl_extra, pl_missing, pl_extra
+  FROM jcheck('correlated as-of qual on t', $$SELECT g, (SELECT sum(s.k) FROM o JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= o.x AND t.id > g * 3000 ORDER BY t.k DESC LIMIT 1) s ON true) AS n
+    FROM generate_series(0, 6) g$$);
+
+-- 5. outer sides that are functions, not tables (an unnest of probes)
+SELECT * FROM jcheck('unnest inner', $$SELECT p, t.id AS tid FROM unnest((SELECT array_agg(x) FROM o)) p JOIN @T@ t ON t.k = p$$)
+UNION ALL SELECT * FROM jcheck('series pred', $$SELECT g, s.k FROM generate_series(-3000, 3000, 7) g CROSS JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= g ORDER BY t.k DESC LIMIT 1) s$$);
+
+-- 6. parallel plans: forced parallel mode, and parallel workers allowed
+SET force_parallel_mode = on;
+SELECT * FROM jcheck('force_parallel_mode inner', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k = o.x$$)
+UNION ALL SELECT * FROM jcheck('force_parallel_mode pred', $$SELECT o.id, s.k FROM o JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s ON true$$);
+RESET force_parallel_mode;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT * FROM jcheck('parallel inner', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k = o.x$$)
+UNION ALL SELECT * FROM jcheck('parallel semi', $$SELECT o.id FROM o WHERE EXISTS (SELECT FROM @T@ t WHERE t.k = o.x)$$)
+UNION ALL SELECT * FROM jcheck('parallel range', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k BETWEEN o.lo AND o.hi$$)
+UNION ALL SELECT * FROM jcheck('parallel succ left', $$SELECT o.id, s.k FROM o LEFT JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s ON true$$);
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SET max_parallel_workers_per_gather = 0;
+
+-- 7. UPDATE ... FROM and DELETE ... USING through the join: the same rows
+-- change in t as in its twin
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+EXPLAIN (COSTS OFF) UPDATE t SET pad = 'updated' FROM o WHERE t.k = o.x AND o.id % 3 = 0;
+EXPLAIN (COSTS OFF) DELETE FROM t USING o WHERE t.k = o.x AND o.id % 5 = 0;
+UPDATE t SET pad = 'updated' FROM o WHERE t.k = o.x AND o.id % 3 = 0;
+DELETE FROM t USING o WHERE t.k = o.x AND o.id % 5 = 0;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+UPDATE tb SET pad = 'updated' FROM o WHERE tb.k = o.x AND o.id % 3 = 0;
+DELETE FROM tb USING o WHERE tb.k = o.x AND o.id % 5 = 0;
+SELECT (SELECT count(*) FROM t) AS rows, (SELECT count(*) FROM t WHERE pad = 'updated') AS updated,
+       (SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM tb) x) AS extra,
+       (SELECT count(*) FROM (SELECT * FROM tb EXCEPT ALL SELECT * FROM t) y) AS missing;
+SELECT * FROM jcheck('after UPDATE FROM', $$SELECT o.id, t.id AS tid, t.pad FROM o JOIN @T@ t ON t.k = o.x$$);
+
+-- 8. an error in the probe expression in the middle of the outer rows;
+-- the session goes on
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+SELECT uses_join($$SELECT o.id, t.id FROM o JOIN t ON t.k = 1000000 / (o.id - 3000)$$) AS node;
+SELECT count(*) FROM o JOIN t ON t.k = 1000000 / (o.id - 3000);
+SELECT uses_join($$SELECT o.id, s.k FROM o JOIN LATERAL (SELECT k FROM t WHERE t.k <= 1000000 / (o.id - 3000) ORDER BY k DESC LIMIT 1) s ON true$$) AS node;
+SELECT count(*) FROM o JOIN LATERAL (SELECT k FROM t WHERE t.k <= 1000000 / (o.id - 3000) ORDER BY k DESC LIMIT 1) s ON true;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+SELECT * FROM jcheck('after an error', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k = o.x$$);
+
+-- 9. row-level security on the inner table (join_spec.md: PostgreSQL's own
+-- plan then): the policy is applied before any other qual, so a function
+-- that is not leakproof never sees a hidden row, and only the rows the
+-- policy lets through come back
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS regress_gpuidx_join_reader;
+RESET client_min_messages;
+CREATE ROLE regress_gpuidx_join_reader;
+GRANT USAGE ON SCHEMA gi_join_edge TO regress_gpuidx_join_reader;
+GRANT SELECT ON t, tb, o TO regress_gpuidx_join_reader;
+ALTER TABLE t ENABLE ROW LEVEL SECURITY;
+ALTER TABLE tb ENABLE ROW LEVEL SECURITY;
+CREATE POLICY even_ids ON t FOR SELECT USING (id % 2 = 0);
+CREATE POLICY even_ids ON tb FOR SELECT USING (id % 2 = 0);
+-- seen_odd(id): true; counts in gi.odd_seen the odd ids (rows the policy
+-- hides) it is called with
+CREATE FUNCTION seen_odd(id int) RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+  IF id % 2 = 1 THEN
+    PERFORM set_config('gi.odd_seen', (current_setting('gi.odd_seen')::int + 1)::text, false);
+  END IF;
+  RETURN true;
+END $f$;
+SET ROLE regress_gpuidx_join_reader;
+SET gi.odd_seen = 0;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+SELECT count(*) FROM o JOIN t ON t.k = o.x AND seen_odd(t.id);
+SELECT count(*) FROM o JOIN t ON t.k BETWEEN o.lo AND o.hi WHERE seen_odd(t.id);
+SELECT count(*) FROM o WHERE EXISTS (SELECT FROM t WHERE t.k = o.x AND seen_odd(t.id));
+SELECT count(*) FROM o JOIN LATERAL (SELECT k FROM t WHERE t.k <= o.x AND seen_odd(t.id) ORDER BY k DESC LIMIT 1) s ON true;
+SELECT current_setting('gi.odd_seen') AS hidden_rows_seen;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+SELECT what, rows, missing, extra, nl_missing, nl_extra, pl_missing, pl_extra
+  FROM jcheck('RLS inner', $$SELECT o.id, t.id AS tid FROM o JOIN @T@ t ON t.k = o.x$$)
+UNION ALL SELECT what, rows, missing, extra, nl_missing, nl_extra, pl_missing, pl_extra
+  FROM jcheck('RLS pred', $$SELECT o.id, s.id AS sid FROM o JOIN LATERAL
+    (SELECT id, k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC, t.id LIMIT 1) s ON true$$);
+SELECT count(*) AS odd_ids_seen FROM o JOIN t ON t.k = o.x WHERE t.id % 2 = 1;
+RESET ROLE;
+ALTER TABLE t DISABLE ROW LEVEL SECURITY;
+ALTER TABLE tb DISABLE ROW LEVEL SECURITY;
+
+-- 10. gpuidx.enable_customjoin = off: never offered
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+SET gpuidx.enable_customjoin = off;
+SELECT uses_join($$SELECT o.id, t.id FROM o JOIN t ON t.k = o.x$$) AS equi_node,
+       uses_join($$SELECT o.id, s.k FROM o JOIN LATERAL (SELECT k FROM t WHERE t.k <= o.x ORDER BY k DESC LIMIT 1) s ON true$$) AS asof_node;
+RESET gpuidx.enable_customjoin;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+
+SET client_min_messages = warning;
+DROP SCHEMA gi_join_edge CASCADE;
+DROP ROLE regress_gpuidx_join_reader;
