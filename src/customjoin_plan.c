@@ -651,9 +651,12 @@ reads_key_only(RelOptInfo *joinrel, JoinShape *shape)
 	{
 		Var		   *v = lfirst(lc);
 
+		/*
+		 * ctid needs the heap: the image holds a HOT chain's root TID, the
+		 * row's ctid is the visible member's.
+		 */
 		if (IsA(v, Var) && v->varno == shape->innerrel->relid &&
 			v->varattno != shape->keyattno &&
-			v->varattno != SelfItemPointerAttributeNumber &&
 			v->varattno != TableOidAttributeNumber)
 			return false;
 	}
