@@ -235,12 +235,18 @@ recognize_table_join(PlannerInfo *root, RelOptInfo *joinrel,
 	if (shape->probes == NIL)
 		return false;
 
-	/* The table's own restrictions decide whether a row can join at all. */
+	/*
+	 * The table's own restrictions decide whether a row can join at all.  A
+	 * row-level security policy must run before every other qual (no leaky
+	 * function may see a hidden row): such tables keep PostgreSQL's plans.
+	 */
+	if (rte->securityQuals != NIL)
+		return false;
 	foreach(lc, innerrel->baserestrictinfo)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 
-		if (rinfo->pseudoconstant)
+		if (rinfo->pseudoconstant || rinfo->security_level > 0)
 			return false;
 		shape->matchquals = lappend(shape->matchquals, rinfo);
 	}
@@ -303,15 +309,32 @@ asof_index(RelOptInfo *innerrel, AttrNumber attno, double *allvisfrac)
 	return NULL;
 }
 
+/* Does node hold a Var of a query two or more levels up? */
+static bool
+has_distant_vars(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varlevelsup >= 2;
+	if (IsA(node, PlaceHolderVar))
+		return ((PlaceHolderVar *) node)->phlevelsup >= 1;
+	return expression_tree_walker(node, has_distant_vars, context);
+}
+
 /*
  * Every outer reference (a Var one level up) in node is a plain Var the
- * outer side outputs?
+ * outer side outputs, and nothing refers further up?  (References to an
+ * enclosing query are parameters its planner made; the subquery's parse
+ * tree, which this node evaluates, still has them as Vars.)
  */
 static bool
 outer_refs_ok(Node *node, RelOptInfo *outerrel)
 {
 	ListCell   *lc;
 
+	if (has_distant_vars(node, NULL))
+		return false;
 	foreach(lc, pull_vars_of_level(node, 1))
 	{
 		Var		   *v = lfirst(lc);
@@ -415,6 +438,7 @@ recognize_asof_join(PlannerInfo *root, RelOptInfo *joinrel,
 		!outer_refs_ok((Node *) q->targetList, outerrel) ||
 		contain_vars_of_level(q->limitCount, 0) ||
 		contain_vars_of_level(q->limitCount, 1) ||
+		has_distant_vars(q->limitCount, NULL) ||
 		contain_volatile_functions(q->limitCount) ||
 		contain_volatile_functions((Node *) q->targetList))
 		return false;
