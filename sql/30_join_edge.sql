@@ -233,6 +233,51 @@ CREATE TEMP TABLE cte_ref AS
 SELECT g.what, g.n, r.n AS ref_n FROM cte_gi g JOIN cte_ref r USING (what) ORDER BY what;
 SELECT * FROM jcheck('after the CTE', $$SELECT o.id, t.id AS tid, t.pad FROM o JOIN @T@ t ON t.k = o.x$$);
 
+-- ctid through the join where HOT updates left redirected line pointers
+-- (VACUUM prunes the chains and marks the pages all-visible): the ctid of
+-- the visible tuple, as PostgreSQL's own plan gives it on the same table
+-- (every key has four rows, so LIMIT 4 has no ties to break).
+-- (UPDATE ... FROM and DELETE ... USING on such a table: t/061_join_epq.pl,
+-- since a wrong TID there can damage the table.)
+CREATE TABLE hot (id int, k int8, pad text) WITH (fillfactor = 50, autovacuum_enabled = off);
+INSERT INTO hot SELECT g, g % 1000, 'x' FROM generate_series(1, 4000) g;
+CREATE INDEX hot_gi ON hot USING gpuidx (k);
+UPDATE hot SET pad = 'hot' WHERE id % 3 = 0;
+VACUUM hot;
+SELECT count(*) AS hot_rows, count(*) FILTER (WHERE (ctid::text::point)[1] > 100) AS moved_on_page
+  FROM hot WHERE pad = 'hot';
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+SELECT uses_join($$SELECT o.id, t.ctid FROM o JOIN hot t ON t.k = o.x$$) AS node;
+CREATE TEMP TABLE hot_gi AS SELECT 'equi' AS q, o.id, t.ctid::text AS tid FROM o JOIN hot t ON t.k = o.x
+  UNION ALL SELECT 'equi with a column', o.id, t.ctid::text || t.pad FROM o JOIN hot t ON t.k = o.x
+  UNION ALL SELECT 'range', o.id, t.ctid::text FROM o JOIN hot t ON t.k BETWEEN o.lo AND o.hi
+  UNION ALL SELECT 'as-of', o.id, s.ctid::text FROM o JOIN LATERAL
+    (SELECT ctid, k FROM hot t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 4) s ON true;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+SET gpuidx.enable_customjoin = off;
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+SET gpuidx.enable_customscan = off;
+CREATE TEMP TABLE hot_ref AS SELECT 'equi' AS q, o.id, t.ctid::text AS tid FROM o JOIN hot t ON t.k = o.x
+  UNION ALL SELECT 'equi with a column', o.id, t.ctid::text || t.pad FROM o JOIN hot t ON t.k = o.x
+  UNION ALL SELECT 'range', o.id, t.ctid::text FROM o JOIN hot t ON t.k BETWEEN o.lo AND o.hi
+  UNION ALL SELECT 'as-of', o.id, s.ctid::text FROM o JOIN LATERAL
+    (SELECT ctid, k FROM hot t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 4) s ON true;
+RESET gpuidx.enable_customjoin;
+RESET enable_indexscan;
+RESET enable_bitmapscan;
+RESET gpuidx.enable_customscan;
+SELECT q, (SELECT count(*) FROM hot_ref r WHERE r.q = x.q) AS rows,
+       (SELECT count(*) FROM (SELECT id, tid FROM hot_ref r WHERE r.q = x.q
+                              EXCEPT ALL SELECT id, tid FROM hot_gi g WHERE g.q = x.q) m) AS missing,
+       (SELECT count(*) FROM (SELECT id, tid FROM hot_gi g WHERE g.q = x.q
+                              EXCEPT ALL SELECT id, tid FROM hot_ref r WHERE r.q = x.q) e) AS extra
+  FROM (VALUES ('equi'), ('equi with a column'), ('range'), ('as-of')) x(q);
+
 -- 9. an error in the probe expression in the middle of the outer rows;
 -- the session goes on
 SET enable_hashjoin = off;
