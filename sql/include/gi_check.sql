@@ -25,6 +25,7 @@ BEGIN
   PERFORM set_config('enable_indexonlyscan', 'off', true);
   PERFORM set_config('enable_bitmapscan', 'off', true);
   PERFORM set_config('gpuidx.enable_customscan', 'off', true);
+  PERFORM set_config('gpuidx.enable_customjoin', 'off', true);
 
   fn := 'lookup';
   q := format('WITH g__ AS (SELECT * FROM gpuidx_lookup(%L, $1)), '
