@@ -140,6 +140,8 @@ BEGIN
     $$SELECT o.id, t.id AS tid, t.k FROM o JOIN @T@ t ON t.k = o.x WHERE t.id % 3 = 0$$);
   RETURN QUERY SELECT * FROM jcheck('inner whole rows',
     $$SELECT o.*, t.id AS tid, t.k, t.pad FROM o JOIN @T@ t ON t.k = o.x$$, 'u');
+  RETURN QUERY SELECT * FROM jcheck('inner key only',
+    $$SELECT o.id, t.k FROM o JOIN @T@ t ON t.k = o.x4$$);
   RETURN QUERY SELECT * FROM jcheck('left',
     $$SELECT o.id, t.id AS tid, t.k FROM o LEFT JOIN @T@ t ON t.k = o.x$$);
   RETURN QUERY SELECT * FROM jcheck('left probe expression',
@@ -165,6 +167,8 @@ BEGIN
     $$SELECT o.id, t.id AS tid, t.k FROM o JOIN @T@ t ON t.k >= o.lo AND t.k < o.hi$$);
   RETURN QUERY SELECT * FROM jcheck('range int2 bounds',
     $$SELECT o.id, t.id AS tid, t.k FROM o JOIN @T@ t ON t.k > o.x2 AND t.k <= o.x2 + 7$$);
+  RETURN QUERY SELECT * FROM jcheck('range key only',
+    $$SELECT o.id, t.k FROM o JOIN @T@ t ON t.k BETWEEN o.lo AND o.hi$$);
   RETURN QUERY SELECT * FROM jcheck('range one-sided >',
     $$SELECT o.id, t.id AS tid, t.k FROM o JOIN @T@ t ON t.k > o.hi WHERE o.id % 250 = 1$$);
   RETURN QUERY SELECT * FROM jcheck('range one-sided <=',
