@@ -43,7 +43,7 @@
 
 #define QCHUNK			(1u << 25)	/* probes per device pass (< 2^30) */
 #define SORT_MIN_PROBES	(1u << 20)	/* smaller batches are not sorted */
-#define SORT_TREE_L2X	16			/* nor are trees under 16x the L2 size */
+#define SORT_TREE_L2X	64			/* nor are trees under 64x the L2 size */
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
 
 static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0};	/* group 2: fastest measured */
@@ -94,7 +94,8 @@ geo_compute(uint64_t n, int m, Geo *g)
 /*
  * The search kernel: each group of G lanes answers probes i = group id,
  * + number of groups, ...  Unsorted: probes[i] -> first/last[i].  Sorted:
- * the i-th sorted probe goes to its caller index (scatter).
+ * the i-th sorted probe goes to its caller index (scatter).  gate: run only
+ * when *gate is 0 (the tiled search's sample chose this kernel; NULL: always).
  */
 template <class K, int G, bool SORTED, bool DYN>
 __global__ void __launch_bounds__(256)
@@ -102,9 +103,12 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 					const int64_t *probes_hi,
 					const typename KeyLimits<K>::SKey *skeys,
 					const uint32_t *sidx, uint64_t count,
-					uint64_t *first, uint64_t *last)
+					uint64_t *first, uint64_t *last, const int *gate)
 {
 	Group		g = make_group<G>(threadIdx.x & 31);
+
+	if (gate && *gate != 0)
+		return;
 
 	uint64_t	gid = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) / G;
 	uint64_t	ngroups = (uint64_t) gridDim.x * blockDim.x / G;
@@ -506,13 +510,13 @@ template <class K, int G, bool SORTED, bool DYN>
 static GiStatus
 launch_search(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *probes,
 			  const int64_t *hi, const void *skeys, const uint32_t *sidx,
-			  uint64_t count, uint64_t *first, uint64_t *last, GiError *err)
+			  uint64_t count, uint64_t *first, uint64_t *last, const int *gate, GiError *err)
 {
 	uint64_t	want = (count * G + 255) / 256;
 	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED, DYN>());
 
 	btree_search_kernel<K, G, SORTED, DYN><<<grid, 256, 0, img->stream>>>(
-		T, op, probes, hi, (const typename KeyLimits<K>::SKey *) skeys, sidx, count, first, last);
+		T, op, probes, hi, (const typename KeyLimits<K>::SKey *) skeys, sidx, count, first, last, gate);
 	CKL("btree_search_kernel");
 	return GI_OK;
 }
@@ -522,10 +526,11 @@ template <class K, bool SORTED, bool DYN>
 static GiStatus
 launch_search_g(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *probes,
 				const int64_t *hi, const void *skeys, const uint32_t *sidx,
-				uint64_t count, uint64_t *first, uint64_t *last, int group, GiError *err)
+				uint64_t count, uint64_t *first, uint64_t *last, int group, const int *gate,
+				GiError *err)
 {
 #define LAUNCH_G(GG) \
-	return launch_search<K, GG, SORTED, DYN>(img, T, op, probes, hi, skeys, sidx, count, first, last, err)
+	return launch_search<K, GG, SORTED, DYN>(img, T, op, probes, hi, skeys, sidx, count, first, last, gate, err)
 	switch (group)
 	{
 		case 8:
@@ -627,7 +632,10 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 			/*
 			 * Measured on an H200 (bench/RESULTS.md): with the upper levels
 			 * in L2, sorting 10^8 probes costs more than it saves up to
-			 * trees of ~1 GB; only trees far larger than L2 pay for it.
+			 * trees of ~1 GB; only trees far larger than L2 pay for it.  On
+			 * an H100 (2026-11-24) 10^8 int64 keys (0.86 GB, 17x L2) still
+			 * searched faster unsorted (6.4 vs 4.5 x 10^9 q/s), and a sort
+			 * would hide a clustered batch from the tiled search.
 			 */
 			do_sort = count >= SORT_MIN_PROBES && tree_bytes > SORT_TREE_L2X * gi_gpu_l2_bytes();
 		}
@@ -643,14 +651,27 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 		CK(cudaStreamSynchronize(st));
 		do_sort = h != 0;
 	}
-	if (!do_sort && g_policy.tile == 0 && g_policy.group <= 8)
-	{							/* probe order found per tile, on the device */
+	if (!do_sort && g_policy.tile >= 0 && g_policy.group <= 8)
+	{							/* probe order found on the device: a sample of
+								 * tiles picks the kernel (tile 0), or tiles */
+		int		   *gate = g_policy.tile == 0 ? s->flag : NULL;
+
 		if (img->ins)
+		{
 			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
-												   g_policy.group, g_policy.window, err)));
+												   g_policy.group, g_policy.window, gate, err)));
+			if (gate)
+				CKS((launch_search_g<K, false, true>(img, T, op, probes, hi, NULL, NULL, count,
+													 first, last, g_policy.group, gate, err)));
+		}
 		else
+		{
 			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
-													g_policy.group, g_policy.window, err)));
+													g_policy.group, g_policy.window, gate, err)));
+			if (gate)
+				CKS((launch_search_g<K, false, false>(img, T, op, probes, hi, NULL, NULL, count,
+													  first, last, g_policy.group, gate, err)));
+		}
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
 		return GI_OK;
@@ -659,10 +680,10 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	{
 		if (img->ins)
 			CKS((launch_search_g<K, false, true>(img, T, op, probes, hi, NULL, NULL, count,
-												 first, last, g_policy.group, err)));
+												 first, last, g_policy.group, NULL, err)));
 		else
 			CKS((launch_search_g<K, false, false>(img, T, op, probes, hi, NULL, NULL, count,
-												  first, last, g_policy.group, err)));
+												  first, last, g_policy.group, NULL, err)));
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
 		return GI_OK;
@@ -684,10 +705,10 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	*sort_ms += t1 - t0;
 	if (img->ins)
 		CKS((launch_search_g<K, true, true>(img, T, op, NULL, NULL, dk.Current(), dv.Current(),
-											count, first, last, g_policy.group, err)));
+											count, first, last, g_policy.group, NULL, err)));
 	else
 		CKS((launch_search_g<K, true, false>(img, T, op, NULL, NULL, dk.Current(), dv.Current(),
-											 count, first, last, g_policy.group, err)));
+											 count, first, last, g_policy.group, NULL, err)));
 	CK(cudaStreamSynchronize(st));
 	*search_ms += gi_now_ms() - t1;
 	return GI_OK;

@@ -180,8 +180,8 @@ static void
 check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t> p,
 			 std::vector<int64_t> ph, const char *form, size_t n, int w, int shape)
 {
-	static const GiGpuPolicy tiles[] = {{0, 0, 2, 0, -1}, {0, 0, 4, 0, 1}, {0, 0, 8, 0, 3},
-	{0, 0, 2, 0, 2}};
+	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1}, {0, 0, 4, 1, 1}, {0, 0, 8, 1, 3},
+	{0, 0, 2, 1, 2}, {0, 0, 2, 1, 0}};
 	size_t		q = p.size();
 	std::vector<uint64_t> rf(q), rl(q), f(q), l(q);
 	int64_t    *dpr = NULL,
@@ -205,7 +205,7 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 		cudaMemcpy(dph, ph.data(), q * 8, cudaMemcpyHostToDevice);
 		for (int op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
 		{
-			std::vector<GiGpuPolicy> pols(tiles, tiles + 4);
+			std::vector<GiGpuPolicy> pols(tiles, tiles + 5);
 			GiGpuPolicy ref = {0, 0, 2, -1, 0};
 
 			snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d per-probe",
@@ -340,10 +340,12 @@ run_case(size_t n, int w, int shape, size_t q)
 	{
 		/* the insertable form: one batch inserted, then every order again */
 		std::vector<int64_t> more = make_keys(n / 4 + 1, w, shape);
-		std::vector<uint64_t> mpay(more.size(), 7);
+		/* (dimg keeps no payloads: gi_gpu_dev_build was given no d_payloads_out copy to keep) */
+		GiStatus	ist = gi_image_insert(dimg, more.data(), NULL, more.size(), &err);
 
-		test_record(&tr, gi_image_insert(dimg, more.data(), mpay.data(), more.size(), &err) == GI_OK,
-					"gi_image_insert");
+		if (ist != GI_OK)
+			printf("  insert: %s\n", err.message);
+		test_record(&tr, ist == GI_OK, "gi_image_insert");
 		keys.insert(keys.end(), more.begin(), more.end());
 		std::sort(keys.begin(), keys.end());
 		check_orders(dimg, keys, p, ph, "insertable", n, w, shape);

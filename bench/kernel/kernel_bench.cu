@@ -421,8 +421,8 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 			for (int order = 0; order < 3; order++)
 				for (int v = 0; v < 5; v++)
 				{				/* per-probe kernel, tiles (window cap 32, 8, none), group 4 */
-					static const GiGpuPolicy tv[] = {{0, 0, 2, -1, 0}, {0, 0, 2, 0, 0}, {0, 0, 2, 0, 8},
-					{0, 0, 2, 0, -1}, {0, 0, 4, 0, 0}};
+					static const GiGpuPolicy tv[] = {{0, 0, 2, -1, 0}, {0, 0, 2, 1, 0}, {0, 0, 2, 1, 8},
+					{0, 0, 2, 1, -1}, {0, 0, 4, 1, 0}};
 					const int64_t *probes = order == 0 ? pr : order == 1 ? ps : pc;
 					std::vector<double> tt;
 
