@@ -654,7 +654,7 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	if (!do_sort && g_policy.tile >= 0 && g_policy.group <= 8)
 	{							/* probe order found on the device: a sample of
 								 * tiles picks the kernel (tile 0), or tiles */
-		int		   *gate = g_policy.tile == 0 ? s->flag : NULL;
+		int		   *gate = g_policy.tile == 0 && count >= GATE_MIN_PROBES ? s->flag : NULL;
 
 		if (img->ins)
 		{

@@ -14,6 +14,9 @@
 #define IDX_BELOW		0x40000000u /* sorted probe was below INT32_MIN */
 #define IDX_ABOVE		0x80000000u /* sorted probe was above INT32_MAX */
 #define IDX_MASK		0x3fffffffu
+#define GATE_MIN_PROBES	(1u << 22)	/* smaller batches take the tiled search
+										 * without the sample (its fixed cost
+										 * outweighs the gain) */
 
 /* ------------------------------------------------------------------------ */
 /* Device helpers                                                            */

@@ -30,7 +30,9 @@
 #include <algorithm>
 #include <cstring>
 
-#define TILE_PROBES		256			/* probes a warp takes at a time */
+#ifndef TILE_PROBES
+#define TILE_PROBES		256			/* probes a warp takes at a time (<= 1024) */
+#endif
 #define TILE_WARPS		8			/* warps a block */
 #define TILE_MAX_LEAVES	32			/* cap on the leaves a tile stages */
 
@@ -279,53 +281,13 @@ stage_leaves(const TreeDev<K> &T, K *w, uint32_t li0, uint32_t li1)
 	W.open_hi = li1 == T.nleaves - 1;
 	W.before = W.open_lo ? T.kmin : leaf_key<K, DYN>(T, li0 - 1, leaf_size<K, DYN>(T, li0 - 1) - 1);
 	W.after = W.open_hi ? T.kmax : leaf_key<K, DYN>(T, li1 + 1, 0);
-	/*
-	 * 16-byte pieces of the leaf slots, STAGE_LOADS loads of a lane issued
-	 * before the first of their stores, keys past a leaf's size dropped, the
-	 * rest stored at their position in the window.
-	 */
-	constexpr int PIECES = NODE_BYTES / 16;		/* pieces a leaf slot */
-	constexpr int KP = 16 / sizeof(K);	/* keys a piece */
-	constexpr int STAGE_LOADS = 4;
-	uint32_t	npieces = (li1 - li0 + 1) * PIECES;
-
-	for (uint32_t first = 0; first < npieces; first += 32 * STAGE_LOADS)
+	for (uint32_t s = lane; s < (li1 - li0 + 1) * M; s += 32)
 	{
-	uint4		v[STAGE_LOADS];
+		uint32_t	li = li0 + s / M,
+					j = s % M;
 
-#pragma unroll
-	for (int k = 0; k < STAGE_LOADS; k++)
-	{
-		uint32_t	pc = first + lane + 32 * k;
-
-		if (pc < npieces)
-		{
-			uint32_t	li = li0 + pc / PIECES;
-			const K    *slot = DYN ? dyn_leaf(T, li) : T.leaves + (size_t) li * M;
-
-			v[k] = __ldg(reinterpret_cast<const uint4 *>(slot) + pc % PIECES);
-		}
-	}
-#pragma unroll
-	for (int k = 0; k < STAGE_LOADS; k++)
-	{
-		uint32_t	pc = first + lane + 32 * k;
-
-		if (pc < npieces)
-		{
-			uint32_t	li = li0 + pc / PIECES;
-			uint32_t	j0 = (pc % PIECES) * KP;
-			uint32_t	size = leaf_size<K, DYN>(T, li);
-			uint64_t	at = leaf_start<K, DYN>(T, li) - W.base + j0;
-			K			keys[KP];
-
-			memcpy(keys, &v[k], 16);
-#pragma unroll
-			for (int e = 0; e < KP; e++)
-				if (j0 + e < size)
-					w[at + e] = keys[e];
-		}
-	}
+		if (j < leaf_size<K, DYN>(T, li))
+			w[leaf_start<K, DYN>(T, li) - W.base + j] = leaf_key<K, DYN>(T, li, j);
 	}
 	__syncwarp();
 	return W;
@@ -343,13 +305,8 @@ tile_span(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *pro
 	K			lo = (K) KeyLimits<K>::hi,
 				hi = (K) KeyLimits<K>::lo;
 
-#pragma unroll
-	for (int j = 0; j < TILE_PROBES / 32; j++)
+	for (uint32_t i = threadIdx.x & 31; i < cnt; i += 32)
 	{
-		uint32_t	i = (threadIdx.x & 31) + 32 * j;
-
-		if (i >= cnt)
-			break;
 		K			t = clamp_to_key<K>(probes[base + i]);
 
 		lo = t < lo ? t : lo;
@@ -452,17 +409,17 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 		tile_span<K>(T, op, probes, probes_hi, base, cnt, &lo, &hi);
 		if (tile_narrow<K>(T, lo, hi))
 			tile_bounds<K, DYN>(T, op, lo, hi, &S, &li0, &li1);
-		if (li1 >= li0 && max_leaves > 0)
-		{						/* the first max_leaves of the tile's leaves */
+		if (li1 >= li0 && max_leaves > 0 && li1 - li0 < 4 * max_leaves)
+		{						/* the first max_leaves of the tile's leaves
+								 * (none when they would answer few probes) */
 			Window<K>	W = stage_leaves<K, DYN>(T, w, li0, std::min(li1, li0 + max_leaves - 1));
-			for (uint32_t j = 0; j < TILE_PROBES / 32; j++)
+			uint32_t	j = 0;
+
+			for (uint32_t i = lane; i < cnt; i += 32, j++)
 			{
-				uint32_t	i = lane + 32 * j;
 				uint64_t	f,
 							l;
 
-				if (i >= cnt)
-					break;
 				if (window_answer<K>(T, W, op, probes[base + i],
 									 op == GI_OP_RANGE ? probes_hi[base + i] : 0, f, l))
 				{
