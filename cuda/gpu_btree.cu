@@ -30,7 +30,7 @@
  * the caller's order.  Probes are int64; those outside the stored type's
  * range are answered by comparison, never wrapped.
  */
-#include "gpu_btree.cuh"
+#include "gpu_btree_search.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -43,13 +43,10 @@
 
 #define QCHUNK			(1u << 25)	/* probes per device pass (< 2^30) */
 #define SORT_MIN_PROBES	(1u << 20)	/* smaller batches are not sorted */
-#define SORT_TREE_L2X	16			/* nor are trees under 16x the L2 size */
+#define SORT_TREE_L2X	64			/* nor are trees under 64x the L2 size */
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
-#define IDX_BELOW		0x40000000u /* sorted probe was below INT32_MIN */
-#define IDX_ABOVE		0x80000000u /* sorted probe was above INT32_MAX */
-#define IDX_MASK		0x3fffffffu
 
-static GiGpuPolicy g_policy = {-1, 0, 2};	/* group 2: fastest measured */
+static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0};	/* group 2: fastest measured */
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -91,330 +88,14 @@ geo_compute(uint64_t n, int m, Geo *g)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Device helpers                                                            */
+/* Search and build kernels (device helpers: gpu_btree_search.cuh)           */
 /* ------------------------------------------------------------------------ */
-
-/* min(a, b) on unsigned 32-bit values as a single min.u32 instruction. */
-__device__ __forceinline__ uint32_t
-umin32(uint32_t a, uint32_t b)
-{
-	uint32_t	r;
-
-	asm("min.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-	return r;
-}
-
-/* What a search kernel needs to know of a tree. */
-template <class K> struct TreeDev
-{
-	const K    *leaves;			/* nleaves * M keys: the padded leaves */
-	const K    *nodes;			/* key region: inodes * M keys */
-	const uint32_t *prefix;		/* inodes + 1 child prefix sums */
-	uint64_t	n;
-	uint64_t	leaf_ave;
-	uint64_t	leaf_h;
-	uint32_t	inodes;
-	uint32_t	nleaves;
-	int			nint;
-	K			kmax;			/* the largest key */
-	/* Insertable form (DYN searches): leaves through the directory. */
-	K *const   *segs;			/* segment list: node id >> seg_shift */
-	const uint32_t *dir_node;	/* leaf ordinal -> node id */
-	const uint64_t *dir_base;	/* leaf ordinal -> rank base; [nleaves] = n */
-	uint32_t	seg_shift;
-};
-
-/* Keys of leaf li of the insertable form: its node in its segment. */
-template <class K>
-__device__ __forceinline__ const K *
-dyn_leaf(const TreeDev<K> &T, uint32_t li)
-{
-	uint32_t	nid = __ldg(T.dir_node + li);
-
-	return T.segs[nid >> T.seg_shift] +
-		(size_t) (nid & ((1u << T.seg_shift) - 1)) * (NODE_BYTES / sizeof(K));
-}
-
-/* Entries of leaf li (static: from the cut; insertable: the directory). */
-template <class K, bool DYN>
-__device__ __forceinline__ uint32_t
-leaf_size(const TreeDev<K> &T, uint32_t li)
-{
-	if constexpr (DYN)
-		return (uint32_t) (__ldg(T.dir_base + li + 1) - __ldg(T.dir_base + li));
-	else
-		return (uint32_t) (li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
-}
-
-/* Load KPT consecutive keys of an aligned node slot (16-byte loads where
- * the slot is 16 bytes or more, else one 8- or 4-byte load). */
-template <class K, int KPT>
-__device__ __forceinline__ void
-load_slot(const K *p, K (&v)[KPT])
-{
-	constexpr int BYTES = sizeof(K) * KPT;
-
-	if constexpr (BYTES >= 16)
-	{
-#pragma unroll
-		for (int c = 0; c < BYTES / 16; c++)
-		{
-			uint4		x = __ldg(reinterpret_cast<const uint4 *>(p) + c);
-
-			memcpy(&v[c * (16 / sizeof(K))], &x, 16);
-		}
-	}
-	else if constexpr (BYTES == 8)
-	{
-		uint2		x = __ldg(reinterpret_cast<const uint2 *>(p));
-
-		memcpy(v, &x, 8);
-	}
-	else
-	{
-		static_assert(BYTES == 4, "slot of 4, 8 or 16+ bytes");
-		uint32_t	x = __ldg(reinterpret_cast<const uint32_t *>(p));
-
-		memcpy(v, &x, 4);
-	}
-}
-
-/* A group of G lanes of one warp that searches for one probe together. */
-struct Group
-{
-	uint32_t	mask;			/* the group's lanes */
-	uint32_t	base;			/* its first lane */
-	uint32_t	r;				/* this lane's rank in the group */
-};
-
-/*
- * Rank of t in a sorted node spread over the group (KPT keys a lane): the
- * number of keys < t (<= t when LE).  Each lane counts its own keys; a
- * ballot of "not all of mine qualify" and __ffs give the first such lane,
- * clamped by one min.u32 to the group's last lane when there is none; that
- * lane's count completes the rank.
- */
-template <class K, int G, int KPT, bool LE>
-__device__ __forceinline__ uint32_t
-group_rank(const K (&v)[KPT], K t, const Group &g)
-{
-	uint32_t	c = 0;
-
-#pragma unroll
-	for (int j = 0; j < KPT; j++)
-		c += LE ? (v[j] <= t) : (v[j] < t);
-	uint32_t	open = __ballot_sync(g.mask, c != KPT) & g.mask;
-	uint32_t	src = umin32((uint32_t) __ffs(open) - 1, g.base + G - 1);
-	uint32_t	ck = __shfl_sync(g.mask, c, src);
-
-	return (src - g.base) * KPT + ck;
-}
-
-/* The leaf a descent ends in, with its keys held by the group's lanes. */
-template <class K, int KPT> struct LeafView
-{
-	uint64_t	s;				/* position of its first key */
-	uint32_t	size;
-	uint32_t	li;				/* leaf number */
-	K			v[KPT];
-};
-
-/*
- * Descend from the root to the leaf holding lower_bound(t) (LE = false) or
- * upper_bound(t) (LE = true): at each internal node take the first child
- * whose max key is >= t (> t).  Callers guarantee t <= max key (t < max key
- * when LE), so such a child always exists; the min.u32 clamp only keeps the
- * position inside the node.  Child indexes come from the prefix-sum array.
- */
-template <class K, int G, bool LE, bool DYN>
-__device__ __forceinline__ void
-descend(const TreeDev<K> &T, K t, const Group &g,
-		LeafView<K, NODE_BYTES / sizeof(K) / G> &L)
-{
-	constexpr int M = NODE_BYTES / sizeof(K);
-	constexpr int KPT = M / G;
-	const K    *lane_nodes = T.nodes + g.r * KPT;
-	uint32_t	node = 0;
-
-	for (int l = 0; l < T.nint; l++)
-	{
-		K			v[KPT];
-
-		load_slot<K, KPT>(lane_nodes + (size_t) node * M, v);
-		uint32_t	c0 = __ldg(T.prefix + node);
-		uint32_t	pos = group_rank<K, G, KPT, LE>(v, t, g);
-
-		node = c0 + umin32(pos, M - 1);
-	}
-	L.li = node - T.inodes;
-	if constexpr (DYN)
-	{
-		uint64_t	b0 = __ldg(T.dir_base + L.li);
-
-		L.s = b0;
-		L.size = (uint32_t) (__ldg(T.dir_base + L.li + 1) - b0);
-		load_slot<K, KPT>(dyn_leaf(T, L.li) + g.r * KPT, L.v);
-	}
-	else
-	{
-		L.s = gi_cut_start(L.li, T.leaf_ave, T.leaf_h);
-		L.size = (uint32_t) (L.li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
-		load_slot<K, KPT>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
-	}
-}
-
-/* Key j of leaf li. */
-template <class K, bool DYN>
-__device__ __forceinline__ K
-leaf_key(const TreeDev<K> &T, uint32_t li, uint32_t j)
-{
-	if constexpr (DYN)
-		return __ldg(dyn_leaf(T, li) + j);
-	else
-		return __ldg(T.leaves + (size_t) li * (NODE_BYTES / sizeof(K)) + j);
-}
-
-/* Rank of t among a leaf's keys, clamped to the leaf's size. */
-template <class K, int G, int KPT, bool LE>
-__device__ __forceinline__ uint32_t
-leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
-{
-	return umin32(group_rank<K, G, KPT, LE>(L.v, t, g), L.size);
-}
-
-/* Answer one probe of op: [*f, *l) in the sorted entry order. */
-template <class K, int G, bool DYN>
-__device__ __forceinline__ void
-answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
-	   uint64_t &f, uint64_t &l)
-{
-	constexpr int KPT = NODE_BYTES / sizeof(K) / G;
-	const int64_t KMIN = KeyLimits<K>::lo,
-				KMAX = KeyLimits<K>::hi;
-	const uint32_t last_li = T.nleaves - 1;
-	const K		kmax = T.kmax;
-	LeafView<K, KPT> L;
-
-	f = l = 0;
-	if (T.n == 0)
-		return;
-	if (op == GI_OP_POINT || op == GI_OP_SUCC)
-	{
-		if (p > KMAX || (op == GI_OP_POINT && p < KMIN))
-			return;
-		K			t = (K) (p < KMIN ? KMIN : p);
-
-		if (t > kmax)			/* nothing >= p */
-			return;
-		descend<K, G, false, DYN>(T, t, g, L);
-		uint32_t	clt = leaf_rank<K, G, KPT, false>(L, t, g);
-		K			k = t;
-
-		f = l = L.s + clt;
-		if (op == GI_OP_SUCC)
-			k = leaf_key<K, DYN>(T, L.li, clt);	/* the smallest key >= p */
-		uint32_t	cle = leaf_rank<K, G, KPT, true>(L, k, g);
-
-		if (cle < L.size || L.li == last_li)
-			l = L.s + cle;
-		else if (k == kmax)
-			l = T.n;
-		else
-		{						/* the run goes on past this leaf */
-			descend<K, G, true, DYN>(T, k, g, L);
-			l = L.s + leaf_rank<K, G, KPT, true>(L, k, g);
-		}
-	}
-	else if (op == GI_OP_PRED)
-	{
-		if (p < KMIN)
-			return;
-		K			t = (K) (p > KMAX ? KMAX : p);
-		K			k;
-
-		if (t >= kmax)
-		{						/* every key is <= p: the run of the max */
-			k = kmax;
-			l = T.n;
-		}
-		else
-		{
-			descend<K, G, true, DYN>(T, t, g, L);
-			uint32_t	cle = leaf_rank<K, G, KPT, true>(L, t, g);
-
-			l = L.s + cle;
-			if (l == 0)
-				return;
-			/* the largest key <= p: in this leaf, or the previous one's last */
-			k = cle ? leaf_key<K, DYN>(T, L.li, cle - 1) :
-				leaf_key<K, DYN>(T, L.li - 1, leaf_size<K, DYN>(T, L.li - 1) - 1);
-			uint32_t	clt = leaf_rank<K, G, KPT, false>(L, k, g);
-
-			if (clt > 0 || L.li == 0)
-			{
-				f = L.s + clt;
-				return;
-			}
-		}
-		/* the run starts before this leaf */
-		descend<K, G, false, DYN>(T, k, g, L);
-		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
-	}
-	else
-	{							/* GI_OP_RANGE: [lower_bound(lo), upper_bound(hi)) */
-		uint64_t	lb,
-					ub;
-
-		if (p > ph)
-			return;
-		if (p < KMIN)
-			lb = 0;
-		else if (p > KMAX || (K) p > kmax)	/* (K) p only once p fits in K */
-			lb = T.n;
-		else
-		{
-			descend<K, G, false, DYN>(T, (K) p, g, L);
-			lb = L.s + leaf_rank<K, G, KPT, false>(L, (K) p, g);
-		}
-		if (ph < KMIN)
-			ub = 0;
-		else if (ph > KMAX || (K) ph >= kmax)
-			ub = T.n;
-		else
-		{
-			descend<K, G, true, DYN>(T, (K) ph, g, L);
-			ub = L.s + leaf_rank<K, G, KPT, true>(L, (K) ph, g);
-		}
-		f = lb;
-		l = ub > lb ? ub : lb;
-	}
-}
-
-/* Decode a sorted probe (int32 trees): value, flags and caller index. */
-__device__ __forceinline__ int64_t
-decode_probe(uint32_t sk, uint32_t &idx)
-{
-	uint32_t	flags = idx & ~IDX_MASK;
-
-	idx &= IDX_MASK;
-	if (flags & IDX_BELOW)
-		return (int64_t) INT32_MIN - 1;
-	if (flags & IDX_ABOVE)
-		return (int64_t) INT32_MAX + 1;
-	return (int32_t) (sk ^ 0x80000000u);
-}
-
-/* Decode a sorted probe (int64 trees). */
-__device__ __forceinline__ int64_t
-decode_probe(uint64_t sk, uint32_t &idx)
-{
-	return (int64_t) (sk ^ 0x8000000000000000ull);
-}
 
 /*
  * The search kernel: each group of G lanes answers probes i = group id,
  * + number of groups, ...  Unsorted: probes[i] -> first/last[i].  Sorted:
- * the i-th sorted probe goes to its caller index (scatter).
+ * the i-th sorted probe goes to its caller index (scatter).  gate: run only
+ * when *gate is 0 (the tiled search's sample chose this kernel; NULL: always).
  */
 template <class K, int G, bool SORTED, bool DYN>
 __global__ void __launch_bounds__(256)
@@ -422,14 +103,12 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 					const int64_t *probes_hi,
 					const typename KeyLimits<K>::SKey *skeys,
 					const uint32_t *sidx, uint64_t count,
-					uint64_t *first, uint64_t *last)
+					uint64_t *first, uint64_t *last, const int *gate)
 {
-	Group		g;
-	int			lane = threadIdx.x & 31;
+	Group		g = make_group<G>(threadIdx.x & 31);
 
-	g.r = lane % G;
-	g.base = lane - g.r;
-	g.mask = (G == 32 ? 0xffffffffu : ((1u << (G & 31)) - 1)) << g.base;
+	if (gate && *gate != 0)
+		return;
 
 	uint64_t	gid = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) / G;
 	uint64_t	ngroups = (uint64_t) gridDim.x * blockDim.x / G;
@@ -831,13 +510,13 @@ template <class K, int G, bool SORTED, bool DYN>
 static GiStatus
 launch_search(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *probes,
 			  const int64_t *hi, const void *skeys, const uint32_t *sidx,
-			  uint64_t count, uint64_t *first, uint64_t *last, GiError *err)
+			  uint64_t count, uint64_t *first, uint64_t *last, const int *gate, GiError *err)
 {
 	uint64_t	want = (count * G + 255) / 256;
 	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED, DYN>());
 
 	btree_search_kernel<K, G, SORTED, DYN><<<grid, 256, 0, img->stream>>>(
-		T, op, probes, hi, (const typename KeyLimits<K>::SKey *) skeys, sidx, count, first, last);
+		T, op, probes, hi, (const typename KeyLimits<K>::SKey *) skeys, sidx, count, first, last, gate);
 	CKL("btree_search_kernel");
 	return GI_OK;
 }
@@ -847,10 +526,11 @@ template <class K, bool SORTED, bool DYN>
 static GiStatus
 launch_search_g(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *probes,
 				const int64_t *hi, const void *skeys, const uint32_t *sidx,
-				uint64_t count, uint64_t *first, uint64_t *last, int group, GiError *err)
+				uint64_t count, uint64_t *first, uint64_t *last, int group, const int *gate,
+				GiError *err)
 {
 #define LAUNCH_G(GG) \
-	return launch_search<K, GG, SORTED, DYN>(img, T, op, probes, hi, skeys, sidx, count, first, last, err)
+	return launch_search<K, GG, SORTED, DYN>(img, T, op, probes, hi, skeys, sidx, count, first, last, gate, err)
 	switch (group)
 	{
 		case 8:
@@ -925,6 +605,7 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	T.inodes = (uint32_t) g->inodes;
 	T.nleaves = (uint32_t) g->leaf.nodes;
 	T.nint = g->nint;
+	T.kmin = (K) img->kmin;
 	T.kmax = (K) img->kmax;
 	T.segs = NULL;
 	T.dir_node = NULL;
@@ -951,7 +632,10 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 			/*
 			 * Measured on an H200 (bench/RESULTS.md): with the upper levels
 			 * in L2, sorting 10^8 probes costs more than it saves up to
-			 * trees of ~1 GB; only trees far larger than L2 pay for it.
+			 * trees of ~1 GB; only trees far larger than L2 pay for it.  On
+			 * an H100 (2026-11-24) 10^8 int64 keys (0.86 GB, 17x L2) still
+			 * searched faster unsorted (6.4 vs 4.5 x 10^9 q/s), and a sort
+			 * would hide a clustered batch from the tiled search.
 			 */
 			do_sort = count >= SORT_MIN_PROBES && tree_bytes > SORT_TREE_L2X * gi_gpu_l2_bytes();
 		}
@@ -967,14 +651,39 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 		CK(cudaStreamSynchronize(st));
 		do_sort = h != 0;
 	}
+	if (!do_sort && g_policy.tile >= 0 && g_policy.group <= 8)
+	{							/* probe order found on the device: a sample of
+								 * tiles picks the kernel (tile 0), or tiles */
+		int		   *gate = g_policy.tile == 0 && count >= GATE_MIN_PROBES ? s->flag : NULL;
+
+		if (img->ins)
+		{
+			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
+												   g_policy.group, g_policy.window, gate, err)));
+			if (gate)
+				CKS((launch_search_g<K, false, true>(img, T, op, probes, hi, NULL, NULL, count,
+													 first, last, g_policy.group, gate, err)));
+		}
+		else
+		{
+			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
+													g_policy.group, g_policy.window, gate, err)));
+			if (gate)
+				CKS((launch_search_g<K, false, false>(img, T, op, probes, hi, NULL, NULL, count,
+													  first, last, g_policy.group, gate, err)));
+		}
+		CK(cudaStreamSynchronize(st));
+		*search_ms += gi_now_ms() - t0;
+		return GI_OK;
+	}
 	if (!do_sort)
 	{
 		if (img->ins)
 			CKS((launch_search_g<K, false, true>(img, T, op, probes, hi, NULL, NULL, count,
-												 first, last, g_policy.group, err)));
+												 first, last, g_policy.group, NULL, err)));
 		else
 			CKS((launch_search_g<K, false, false>(img, T, op, probes, hi, NULL, NULL, count,
-												  first, last, g_policy.group, err)));
+												  first, last, g_policy.group, NULL, err)));
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
 		return GI_OK;
@@ -996,10 +705,10 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	*sort_ms += t1 - t0;
 	if (img->ins)
 		CKS((launch_search_g<K, true, true>(img, T, op, NULL, NULL, dk.Current(), dv.Current(),
-											count, first, last, g_policy.group, err)));
+											count, first, last, g_policy.group, NULL, err)));
 	else
 		CKS((launch_search_g<K, true, false>(img, T, op, NULL, NULL, dk.Current(), dv.Current(),
-											 count, first, last, g_policy.group, err)));
+											 count, first, last, g_policy.group, NULL, err)));
 	CK(cudaStreamSynchronize(st));
 	*search_ms += gi_now_ms() - t1;
 	return GI_OK;

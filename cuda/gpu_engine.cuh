@@ -27,6 +27,13 @@ typedef struct GiGpuPolicy
 	int			sort_bits;		/* top bits sorted on; 0 = from the formula */
 	int			group;			/* threads per probe: 2, 4, 8, 16 or 32 (int64:
 								 * up to 16); 2 by default */
+	int			tile;			/* batches not sorted by the engine (groups of
+								 * 2..8): 0 a sample of the batch picks the
+								 * tiled search (cuda/gpu_btree_tile.cu) or
+								 * the per-probe kernel, 1 always tiles, -1
+								 * always per probe */
+	int			window;			/* leaves a tile stages in shared memory: 0
+								 * default (32), -1 never, else the cap */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

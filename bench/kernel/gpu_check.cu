@@ -2,9 +2,11 @@
  * gpu_check.cu - differential check of the GPU engine against brute force
  * and the CPU engine, covering what test/unit cannot reach from engine.h:
  * every query policy (sorted / unsorted probe batches, thread groups of 8,
- * 16 and 32), the device-resident entry points, and the error paths.
+ * 16 and 32, the tiled search with and without staged leaves) over random,
+ * sorted and clustered probe orders, on the static and the insertable form,
+ * the device-resident entry points, and the error paths.
  *
- *   gpu_check [max_n] [seed]      (exit status 0 when everything matches)
+ *   gpu_check [max_n] [seed] [quick]   (exit status 0 when everything matches)
  */
 #include "gpu_engine.cuh"
 
@@ -19,6 +21,8 @@
 
 static uint64_t rng = 88172645463325252ull;
 static TestRun tr = {"gpu_check"};	/* counts (its own generator: next_rand) */
+static bool quick;				/* argv[3] "quick": the tiled paths and the
+								 * reference only (under compute-sanitizer) */
 
 /* xorshift64* */
 static uint64_t
@@ -112,6 +116,134 @@ same(const std::vector<int64_t> &k, int op, const std::vector<int64_t> &p,
 	return true;
 }
 
+/*
+ * Reorder the probes, range ends alongside: 1 sorted by probe, 2 clustered
+ * (sorted, then runs of 64 in shuffled order), 0 leaves them as they are.
+ */
+static void
+order_probes(std::vector<int64_t> &p, std::vector<int64_t> &ph, int order)
+{
+	const size_t run = 64;
+	size_t		q = p.size();
+	std::vector<size_t> idx(q);
+	std::vector<int64_t> p2(q), ph2(q);
+
+	if (order == 0)
+		return;
+	for (size_t i = 0; i < q; i++)
+		idx[i] = i;
+	std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+	if (order == 2)
+		for (size_t r = (q + run - 1) / run; r > 1; r--)
+		{
+			size_t		o = next_rand() % r;
+
+			if (o != r - 1 && (r - 1) * run + run <= q)
+				std::swap_ranges(idx.begin() + (r - 1) * run, idx.begin() + r * run, idx.begin() + o * run);
+		}
+	for (size_t i = 0; i < q; i++)
+		p2[i] = p[idx[i]], ph2[i] = ph[idx[i]];
+	p.swap(p2);
+	ph.swap(ph2);
+}
+
+/* One device-resident query under policy pol, the answers copied back
+ * (the outputs poisoned first, so that an unwritten answer shows). */
+static GiStatus
+dev_query(GiImage *img, int op, const GiGpuPolicy &pol, const int64_t *dpr, const int64_t *dph,
+		  size_t q, uint64_t *df, uint64_t *dl, std::vector<uint64_t> &f, std::vector<uint64_t> &l,
+		  GiError *err)
+{
+	GiGpuPolicy old;
+
+	gi_gpu_dev_get_policy(&old);
+	gi_gpu_dev_set_policy(&pol);
+	cudaMemset(df, 0xab, q * 8);
+	cudaMemset(dl, 0xcd, q * 8);
+	GiStatus	st = gi_gpu_dev_query(img, (GiOp) op, dpr, op == GI_OP_RANGE ? dph : NULL,
+									  q, df, dl, NULL, err);
+
+	gi_gpu_dev_set_policy(&old);
+	cudaMemcpy(f.data(), df, q * 8, cudaMemcpyDeviceToHost);
+	cudaMemcpy(l.data(), dl, q * 8, cudaMemcpyDeviceToHost);
+	if (st != GI_OK)
+		printf("  dev query: %s\n", err->message);
+	return st;
+}
+
+/*
+ * Every probe order (as drawn, sorted, clustered), operation and query
+ * policy on a device-resident image: the per-probe kernel against brute
+ * force, and every other policy (sorted batches, groups, the tiled search
+ * with and without staged leaves) against the per-probe kernel to the
+ * letter, empty answers included.
+ */
+static void
+check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t> p,
+			 std::vector<int64_t> ph, const char *form, size_t n, int w, int shape)
+{
+	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1}, {0, 0, 4, 1, 1}, {0, 0, 8, 1, 3},
+	{0, 0, 2, 1, 2}, {0, 0, 2, 1, 0}};
+	size_t		q = p.size();
+	std::vector<uint64_t> rf(q), rl(q), f(q), l(q);
+	int64_t    *dpr = NULL,
+			   *dph = NULL;
+	uint64_t   *df = NULL,
+			   *dl = NULL;
+	char		tag[200];
+	GiError		err;
+
+	cudaMalloc(&dpr, q * 8 + 8);
+	cudaMalloc(&dph, q * 8 + 8);
+	cudaMalloc(&df, q * 8 + 8);
+	cudaMalloc(&dl, q * 8 + 8);
+	for (int order = 0; order < 3; order++)
+	{
+		order_probes(p, ph, order);
+		for (size_t i = 0; order > 0 && i < q; i++)
+			if (i % 4 && p[i] < INT64_MAX - 100)
+				ph[i] = p[i] + (int64_t) (next_rand() % 100) - 10;	/* narrow ranges, some empty */
+		cudaMemcpy(dpr, p.data(), q * 8, cudaMemcpyHostToDevice);
+		cudaMemcpy(dph, ph.data(), q * 8, cudaMemcpyHostToDevice);
+		for (int op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
+		{
+			std::vector<GiGpuPolicy> pols(tiles, tiles + 5);
+			GiGpuPolicy ref = {0, 0, 2, -1, 0};
+
+			snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d per-probe",
+					 form, op, n, w, shape, order);
+			GiStatus	st = dev_query(img, op, ref, dpr, dph, q, df, dl, rf, rl, &err);
+
+			test_record(&tr, st == GI_OK && same(keys, op, p, ph, rf.data(), rl.data(), tag), tag);
+			for (int mode = 0; mode <= 1 && !quick; mode++)
+				for (int g = 2; g <= 32; g *= 2)
+					if (w != 8 || g != 32)
+						pols.push_back(GiGpuPolicy{mode, (int) (next_rand() % 3) * 6, g, 0, 0});
+			for (const GiGpuPolicy &pol : pols)
+			{
+				size_t		bad = q;
+
+				st = dev_query(img, op, pol, dpr, dph, q, df, dl, f, l, &err);
+				for (size_t i = 0; i < q && bad == q; i++)
+					if (f[i] != rf[i] || l[i] != rl[i])
+						bad = i;
+				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d",
+						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
+						 pol.tile, pol.window);
+				if (bad < q)
+					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
+						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],
+						   op == GI_OP_RANGE ? ph[bad] : 0, f[bad], l[bad], rf[bad], rl[bad]);
+				test_record(&tr, st == GI_OK && bad == q, tag);
+			}
+		}
+	}
+	cudaFree(dpr);
+	cudaFree(dph);
+	cudaFree(df);
+	cudaFree(dl);
+}
+
 /* One size / width / shape: build every way, query every op and policy. */
 static void
 run_case(size_t n, int w, int shape, size_t q)
@@ -183,17 +315,6 @@ run_case(size_t n, int w, int shape, size_t q)
 		if ((i & 7) == 0)
 			ph[i] = p[i] + (int64_t) (next_rand() % 50);	/* non-empty ranges */
 	std::vector<uint64_t> f(q), l(q);
-	int64_t    *dpr = NULL,
-			   *dph = NULL;
-	uint64_t   *df = NULL,
-			   *dl = NULL;
-
-	cudaMalloc(&dpr, q * 8 + 8);
-	cudaMalloc(&dph, q * 8 + 8);
-	cudaMalloc(&df, q * 8 + 8);
-	cudaMalloc(&dl, q * 8 + 8);
-	cudaMemcpy(dpr, p.data(), q * 8, cudaMemcpyHostToDevice);
-	cudaMemcpy(dph, ph.data(), q * 8, cudaMemcpyHostToDevice);
 
 	for (int op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
 	{
@@ -214,32 +335,22 @@ run_case(size_t n, int w, int shape, size_t q)
 				printf("  query: %s\n", err.message);
 			test_record(&tr, st == GI_OK && same(keys, op, p, ph, f.data(), l.data(), tag), tag);
 		}
-		/* every policy on the device-resident path */
-		for (int mode = 0; mode <= 1; mode++)
-			for (int g = 2; g <= 32; g *= 2)
-			{
-				GiGpuPolicy pol = {mode, (int) (next_rand() % 3) * 6, g}, old;
+	}
+	if (dimg)
+		check_orders(dimg, keys, p, ph, "static", n, w, shape);
+	if (dimg && n > 0)
+	{
+		/* the insertable form: one batch inserted, then every order again */
+		std::vector<int64_t> more = make_keys(n / 4 + 1, w, shape);
+		/* (dimg keeps no payloads: gi_gpu_dev_build was given no d_payloads_out copy to keep) */
+		GiStatus	ist = gi_image_insert(dimg, more.data(), NULL, more.size(), &err);
 
-				if (w == 8 && g == 32)
-					continue;
-				if (!dimg)
-					continue;
-				gi_gpu_dev_get_policy(&old);
-				gi_gpu_dev_set_policy(&pol);
-				cudaMemset(df, 0xab, q * 8);
-				cudaMemset(dl, 0xcd, q * 8);
-				GiStatus	st = gi_gpu_dev_query(dimg, (GiOp) op, dpr, op == GI_OP_RANGE ? dph : NULL,
-												  q, df, dl, NULL, &err);
-
-				gi_gpu_dev_set_policy(&old);
-				cudaMemcpy(f.data(), df, q * 8, cudaMemcpyDeviceToHost);
-				cudaMemcpy(l.data(), dl, q * 8, cudaMemcpyDeviceToHost);
-				snprintf(tag, sizeof(tag), "gpu dev op=%d n=%zu w=%d shape=%d sort=%d bits=%d group=%d",
-						 op, n, w, shape, mode, pol.sort_bits, g);
-				if (st != GI_OK)
-					printf("  dev query: %s\n", err.message);
-				test_record(&tr, st == GI_OK && same(keys, op, p, ph, f.data(), l.data(), tag), tag);
-			}
+		if (ist != GI_OK)
+			printf("  insert: %s\n", err.message);
+		test_record(&tr, ist == GI_OK, "gi_image_insert");
+		keys.insert(keys.end(), more.begin(), more.end());
+		std::sort(keys.begin(), keys.end());
+		check_orders(dimg, keys, p, ph, "insertable", n, w, shape);
 	}
 	if (gimg)
 	{
@@ -258,10 +369,6 @@ run_case(size_t n, int w, int shape, size_t q)
 				  ci.nodes == info.nodes, "gpu and cpu agree on distinct keys, levels, nodes");
 		}
 	}
-	cudaFree(dpr);
-	cudaFree(dph);
-	cudaFree(df);
-	cudaFree(dl);
 	gi_image_free(gimg);
 	gi_image_free(uimg);
 	gi_image_free(cimg);
@@ -306,6 +413,7 @@ main(int argc, char **argv)
 
 	if (argc > 2)
 		rng = strtoull(argv[2], NULL, 0) | 1;
+	quick = argc > 3 && !strcmp(argv[3], "quick");
 	tr.seed = rng;				/* printed with a failure: argv[2] repeats it */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!gi_gpu_available(why, sizeof(why)))

@@ -24,7 +24,9 @@
 #include <string>
 #include <vector>
 
-static std::vector<std::string> t_build, t_query, t_e2e, t_sweep;
+static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles;
+
+#define HUGE_N 1000000000ull	/* from here on: device-resident parts only */
 
 /* One draw of the distribution: 0 uniform over the type, 1 lognormal. */
 template <class K>
@@ -51,7 +53,8 @@ gen_keys_kernel(K *keys, uint64_t *pay, uint64_t n, int dist, uint64_t seed)
 		 i += (uint64_t) gridDim.x * blockDim.x)
 	{
 		keys[i] = draw<K>(mix64(seed ^ (i * 0x2545f4914f6cdd1dull)), dist);
-		pay[i] = i;
+		if (pay)
+			pay[i] = i;
 	}
 }
 
@@ -129,6 +132,66 @@ bsearch_kernel(const K *keys, uint64_t n, int op, const int64_t *probes, uint64_
 }
 
 static int g_sms;
+static double g_copy_gbs;		/* measured device copy bandwidth, GB/s */
+
+/*
+ * Clustered probes from sorted ones: runs of CLUSTER_RUN nearby probes, the
+ * runs in a scrambled order (run r takes sorted run (r * a) mod runs, a
+ * prime to runs) and the probes inside a run scrambled too.
+ */
+#define CLUSTER_RUN 1024
+__global__ void
+cluster_probes_kernel(const int64_t *sorted, int64_t *out, uint64_t q, uint64_t a)
+{
+	uint64_t	runs = q / CLUSTER_RUN;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < q;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint64_t	r = i / CLUSTER_RUN,
+					j = i % CLUSTER_RUN;
+
+		if (r >= runs)			/* the tail stays sorted */
+			out[i] = sorted[i];
+		else
+			out[i] = sorted[((r * a) % runs) * CLUSTER_RUN + (j * 389) % CLUSTER_RUN];
+	}
+}
+
+/* Device-to-device copy bandwidth (bytes read + written per second). */
+static double
+copy_bandwidth_gbs(void)
+{
+	size_t		bytes = (size_t) 1 << 30;
+	void	   *a,
+			   *b;
+	std::vector<double> t;
+
+	CUDA_OK(cudaMalloc(&a, bytes));
+	CUDA_OK(cudaMalloc(&b, bytes));
+	CUDA_OK(cudaMemset(a, 1, bytes));
+	for (int r = 0; r < 6; r++)
+	{
+		cudaEvent_t e0,
+					e1;
+		float		ms;
+
+		CUDA_OK(cudaEventCreate(&e0));
+		CUDA_OK(cudaEventCreate(&e1));
+		CUDA_OK(cudaEventRecord(e0));
+		CUDA_OK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+		CUDA_OK(cudaEventRecord(e1));
+		CUDA_OK(cudaEventSynchronize(e1));
+		CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+		if (r > 0)
+			t.push_back(ms);
+		cudaEventDestroy(e0);
+		cudaEventDestroy(e1);
+	}
+	cudaFree(a);
+	cudaFree(b);
+	return 2.0 * bytes / (median(t) / 1e3) / 1e9;
+}
 
 /* Grid for the bench's elementwise kernels. */
 static unsigned
@@ -152,6 +215,7 @@ sort_keys_on_device(const T *in, T *out, uint64_t n)
 }
 
 static const char *dist_name[] = {"uniform", "lognormal"};
+static const char *order_name[] = {"random", "sorted", "clustered"};
 
 /* Count mismatches between two answer sets on the device. */
 static unsigned long long
@@ -187,18 +251,21 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 				t_bld,
 				t_sorted;
 
+	/* 10^9 keys: device-resident parts only (no payloads, no host copies) */
+	bool		huge = n >= HUGE_N;
+
 	fprintf(stderr, "== %s n=%" PRIu64 " %s\n", kname, n, dist_name[dist]);
 	CUDA_OK(cudaMalloc(&uk, n * sizeof(K)));
-	CUDA_OK(cudaMalloc(&up, n * 8));
-	CUDA_OK(cudaMalloc(&sp, n * 8));
+	CUDA_OK(cudaMalloc(&up, huge ? 8 : n * 8));
+	CUDA_OK(cudaMalloc(&sp, huge ? 8 : n * 8));
 	CUDA_OK(cudaMalloc(&sk, n * sizeof(K)));
-	gen_keys_kernel<K><<<grid(n), 256>>>(uk, up, n, dist, 1234 + n + dist);
+	gen_keys_kernel<K><<<grid(n), 256>>>(uk, huge ? NULL : up, n, dist, 1234 + n + dist);
 	CUDA_OK(cudaGetLastError());
 	sort_keys_on_device(uk, sk, n);	/* sorted keys: baseline and sorted-build input */
 	const void *dkeys = sk;
 
 	/* build from unsorted pairs already on the device (sort + levels) */
-	for (int r = 0; r <= reps; r++)
+	for (int r = 0; r <= reps && !huge; r++)
 	{
 		GiImage    *im = NULL;
 		double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_build(&params, uk, up, n, false, sp, &im, &er_)); });
@@ -222,9 +289,21 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 
 		if (r > 0)
 			t_sorted.push_back(ms);
-		gi_image_free(im);
+		if (huge && r == reps)
+			img = im;			/* the image the queries use */
+		else
+			gi_image_free(im);
 	}
 	gi_image_info(img, &info);
+	if (huge)
+		t_build.push_back(fmt("| %s | %.0e | %s | - | - | - | %.2f | %.2f | %d |", kname, (double) n,
+							  dist_name[dist], median(t_sorted), (double) info.device_bytes / n,
+							  info.levels));
+	GiImage    *himg = NULL,
+			   *cimg = NULL;
+
+	if (!huge)
+	{
 
 	/* host-resident unsorted pairs -> image (+ sorted pairs back) */
 	std::vector<int64_t> hk(n), hsk(n);
@@ -237,7 +316,6 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 		for (uint64_t i = 0; i < n; i++)
 			hk[i] = tmp[i];
 	}
-	GiImage    *himg = NULL;
 	double		h_ms = timed([&] { GI_OK_OR_DIE(gi_image_build_unsorted(&params, hk.data(), hp.data(), n, hsk.data(), hsp.data(), &himg, &er_)); });
 	GiTimings	hb = himg->build;
 	GiImage    *himg2 = NULL;
@@ -251,10 +329,10 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 						  (double) info.device_bytes / n, info.levels));
 
 	/* CPU engine image for the end-to-end comparison */
-	GiImage    *cimg = NULL;
 	GiBuildParams cparams = {GI_ENGINE_CPU, GI_STRUCT_BTREE, kb, 0};
 
 	GI_OK_OR_DIE(gi_image_build(&cparams, hsk.data(), hsp.data(), n, &cimg, &er_));
+	}
 
 	GiGpuScratch *scratch = NULL;
 	uint64_t	qmax = *std::max_element(qs.begin(), qs.end());
@@ -263,7 +341,8 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 	for (uint64_t q : qs)
 	{
 		int64_t    *pr,
-				   *ps;
+				   *ps,
+				   *pc;
 		uint64_t   *f1,
 				   *l1,
 				   *f2,
@@ -271,6 +350,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 
 		CUDA_OK(cudaMalloc(&pr, q * 8));
 		CUDA_OK(cudaMalloc(&ps, q * 8));
+		CUDA_OK(cudaMalloc(&pc, q * 8));
 		CUDA_OK(cudaMalloc(&f1, q * 8));
 		CUDA_OK(cudaMalloc(&l1, q * 8));
 		CUDA_OK(cudaMalloc(&f2, q * 8));
@@ -278,10 +358,19 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 		gen_probes_kernel<K><<<grid(q), 256>>>(pr, q, (const K *) dkeys, n, dist, 99 + q);
 		CUDA_OK(cudaGetLastError());
 		sort_keys_on_device(pr, ps, q);
+		{
+			uint64_t	runs = std::max<uint64_t>(q / CLUSTER_RUN, 1),
+						a = 1000003;
+
+			while (std::__gcd(a, runs) != 1)
+				a += 2;
+			cluster_probes_kernel<<<grid(q), 256>>>(ps, pc, q, a % runs ? a % runs : 1);
+			CUDA_OK(cudaGetLastError());
+		}
 		for (int op = GI_OP_POINT; op <= GI_OP_PRED; op++)
-			for (int order = 0; order < 2; order++)
+			for (int order = 0; order < 3; order++)
 			{
-				const int64_t *probes = order ? ps : pr;
+				const int64_t *probes = order == 0 ? pr : order == 1 ? ps : pc;
 				std::vector<double> tt,
 							ts,
 							tb;
@@ -307,10 +396,19 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 				double		tq = q / (median(tt) / 1e3),
 							bq = q / (median(tb) / 1e3);
 
-				t_query.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %s | %.3f | %.2f | %.2f | %.3f | %.2f | **%.2fx** | %llu |",
+				/*
+				 * The bytes a batch must move: each probe read (8), each
+				 * answer written (16), and the leaves it touches (at most
+				 * all of them, at most a 128-byte line a probe).
+				 */
+				double		must = q * 24.0 + std::min((double) info.device_bytes, q * 128.0);
+				double		bound_ms = must / (g_copy_gbs * 1e9) * 1e3;
+
+				t_query.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %s | %.3f | %.2f | %.2f | %.3f | %.2f | **%.2fx** | %.0f%% | %llu |",
 									  kname, (double) n, dist_name[dist], (double) q,
-									  op == GI_OP_POINT ? "point" : "pred", order ? "sorted" : "random",
-									  median(tt), median(ts), tq / 1e9, median(tb), bq / 1e9, tq / bq, bad));
+									  op == GI_OP_POINT ? "point" : "pred", order_name[order],
+									  median(tt), median(ts), tq / 1e9, median(tb), bq / 1e9, tq / bq,
+									  100.0 * bound_ms / median(tt), bad));
 				fprintf(stderr, "%s\n", t_query.back().c_str());
 			}
 
@@ -320,10 +418,32 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 			GiGpuPolicy old;
 
 			gi_gpu_dev_get_policy(&old);
+			for (int order = 0; order < 3; order++)
+				for (int v = 0; v < 5; v++)
+				{				/* per-probe kernel, tiles (window cap 32, 8, none), group 4 */
+					static const GiGpuPolicy tv[] = {{0, 0, 2, -1, 0}, {0, 0, 2, 1, 0}, {0, 0, 2, 1, 8},
+					{0, 0, 2, 1, -1}, {0, 0, 4, 1, 0}};
+					const int64_t *probes = order == 0 ? pr : order == 1 ? ps : pc;
+					std::vector<double> tt;
+
+					gi_gpu_dev_set_policy(&tv[v]);
+					for (int r = 0; r <= reps; r++)
+					{
+						double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, probes, NULL, q, f1, l1, scratch, &er_)); });
+
+						if (r > 0)
+							tt.push_back(ms);
+					}
+					t_tiles.push_back(fmt("| %s | %.0e | %s | %s | %d | %s | %.3f | %.2f |", kname, (double) n,
+										  order_name[order], tv[v].tile < 0 ? "per-probe" : "tiled",
+										  tv[v].group, tv[v].tile < 0 ? "-" : tv[v].window < 0 ? "none" :
+										  fmt("%d", tv[v].window ? tv[v].window : 32).c_str(),
+										  median(tt), q / (median(tt) / 1e3) / 1e9));
+				}
 			for (int bits = -1; bits <= 16; bits += (bits < 0 ? 1 : 8))
 				for (int g = 2; g <= 8; g *= 2)
 				{
-					GiGpuPolicy p = {bits < 0 ? 0 : 1, bits, g};
+					GiGpuPolicy p = {bits < 0 ? 0 : 1, bits, g, -1, 0};
 					std::vector<double> tt;
 
 					if (bits == 0)
@@ -346,7 +466,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 		uint64_t	qe = std::min<uint64_t>(q, n >= 100000000ull && sizeof(K) == 4 && dist == 0 ? q : 10000000ull);
 		uint64_t	qc = std::min<uint64_t>(q, 1000000ull);
 
-		if (q == qs.front() || qe == q)
+		if (!huge && (q == qs.front() || qe == q))
 		{
 			std::vector<int64_t> hpr(qe);
 			std::vector<uint64_t> gf(qe), gl(qe), cf(qc), cl(qc);
@@ -385,6 +505,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 		}
 		cudaFree(pr);
 		cudaFree(ps);
+		cudaFree(pc);
 		cudaFree(f1);
 		cudaFree(l1);
 		cudaFree(f2);
@@ -444,8 +565,10 @@ main(int argc, char **argv)
 		if (max_q > 1000000)
 			qs.push_back(max_q);
 	}
-	printf("kernel_bench: %s, %d SMs, %.1f GiB, L2 %d MiB\n", prop.name, prop.multiProcessorCount,
-		   prop.totalGlobalMem / 1073741824.0, prop.l2CacheSize >> 20);
+	g_copy_gbs = copy_bandwidth_gbs();
+	printf("kernel_bench: %s, %d SMs, %.1f GiB, L2 %d MiB, device copy %.0f GB/s (read + write)\n",
+		   prop.name, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0,
+		   prop.l2CacheSize >> 20, g_copy_gbs);
 	for (int kw = 4; kw <= 8; kw += 4)
 		for (uint64_t n : ns)
 			for (int dist = 0; dist < 2; dist++)
@@ -461,13 +584,16 @@ main(int argc, char **argv)
 	printf("\n### Builds (ms; median of %d after a warm-up)\n\n", reps);
 	print_table("| key | n | dist | host unsorted pairs -> image, sorted pairs back: total (transfer / sort / build) | same, nothing back | device unsorted pairs: total (sort / build) | device sorted keys | device B/key | levels |", t_build);
 	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9)\n\n");
-	print_table("| key | n | dist | probes | op | probe order | tree ms | of which sort ms | tree Gq/s | bsearch ms | bsearch Gq/s | tree/bsearch | mismatches |", t_query);
+	print_table("| key | n | dist | probes | op | probe order | tree ms | of which sort ms | tree Gq/s | bsearch ms | bsearch Gq/s | tree/bsearch | of bandwidth bound | mismatches |", t_query);
+	printf("\nBandwidth bound: probes (8 B) + answers (16 B) + the leaves touched (at most all, at most 128 B a probe) over the measured copy bandwidth; the column is bound time / tree time.\n");
 	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
 	print_table("| key | n | dist | op | GPU probes | GPU ms (transfer / sort / search) | GPU Gq/s | CPU probes | CPU ms | CPU Gq/s | GPU/CPU | mismatches |", t_e2e);
 	if (!t_sweep.empty())
 	{
 		printf("\n### Policy sweep: uniform keys, %.0e random point probes (default: sort auto -> none at these sizes, bits from the formula capped at 16, group 2)\n\n", (double) qs.back());
 		print_table("| key | n | sorted bits | group | ms | Gq/s |", t_sweep);
+		printf("\n### Search paths: uniform keys, %.0e point probes (per-probe kernel vs tiled search; window = leaves a tile may stage)\n\n", (double) qs.back());
+		print_table("| key | n | probe order | kernel | group | window | ms | Gq/s |", t_tiles);
 	}
 	return 0;
 }

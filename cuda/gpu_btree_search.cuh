@@ -1,0 +1,411 @@
+/*
+ * gpu_btree_search.cuh - the device half of the GPU B+ tree search, shared by
+ * the per-probe search (cuda/gpu_btree.cu) and the tiled search of probe
+ * runs (cuda/gpu_btree_tile.cu): what a kernel knows of a tree (TreeDev),
+ * node loads, the warp-group rank (ballot + __ffs + one min.u32, WCWS), the
+ * descent (from the root or from a subtree a tile shares), and the answer of
+ * one probe for every operation.  Internal to the GPU engine.
+ */
+#ifndef GPUIDX_GPU_BTREE_SEARCH_CUH
+#define GPUIDX_GPU_BTREE_SEARCH_CUH
+
+#include "gpu_btree.cuh"
+
+#define IDX_BELOW		0x40000000u /* sorted probe was below INT32_MIN */
+#define IDX_ABOVE		0x80000000u /* sorted probe was above INT32_MAX */
+#define IDX_MASK		0x3fffffffu
+#define GATE_MIN_PROBES	(1u << 22)	/* smaller batches take the tiled search
+										 * without the sample (its fixed cost
+										 * outweighs the gain) */
+
+/* ------------------------------------------------------------------------ */
+/* Device helpers                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* min(a, b) on unsigned 32-bit values as a single min.u32 instruction. */
+__device__ __forceinline__ uint32_t
+umin32(uint32_t a, uint32_t b)
+{
+	uint32_t	r;
+
+	asm("min.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+	return r;
+}
+
+/* What a search kernel needs to know of a tree. */
+template <class K> struct TreeDev
+{
+	const K    *leaves;			/* nleaves * M keys: the padded leaves */
+	const K    *nodes;			/* key region: inodes * M keys */
+	const uint32_t *prefix;		/* inodes + 1 child prefix sums */
+	uint64_t	n;
+	uint64_t	leaf_ave;
+	uint64_t	leaf_h;
+	uint32_t	inodes;
+	uint32_t	nleaves;
+	int			nint;
+	K			kmin;			/* the smallest key */
+	K			kmax;			/* the largest key */
+	/* Insertable form (DYN searches): leaves through the directory. */
+	K *const   *segs;			/* segment list: node id >> seg_shift */
+	const uint32_t *dir_node;	/* leaf ordinal -> node id */
+	const uint64_t *dir_base;	/* leaf ordinal -> rank base; [nleaves] = n */
+	uint32_t	seg_shift;
+};
+
+/* Keys of leaf li of the insertable form: its node in its segment. */
+template <class K>
+__device__ __forceinline__ const K *
+dyn_leaf(const TreeDev<K> &T, uint32_t li)
+{
+	uint32_t	nid = __ldg(T.dir_node + li);
+
+	return T.segs[nid >> T.seg_shift] +
+		(size_t) (nid & ((1u << T.seg_shift) - 1)) * (NODE_BYTES / sizeof(K));
+}
+
+/* Entries of leaf li (static: from the cut; insertable: the directory). */
+template <class K, bool DYN>
+__device__ __forceinline__ uint32_t
+leaf_size(const TreeDev<K> &T, uint32_t li)
+{
+	if constexpr (DYN)
+		return (uint32_t) (__ldg(T.dir_base + li + 1) - __ldg(T.dir_base + li));
+	else
+		return (uint32_t) (li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
+}
+
+/* Position of leaf li's first entry. */
+template <class K, bool DYN>
+__device__ __forceinline__ uint64_t
+leaf_start(const TreeDev<K> &T, uint32_t li)
+{
+	if constexpr (DYN)
+		return __ldg(T.dir_base + li);
+	else
+		return gi_cut_start(li, T.leaf_ave, T.leaf_h);
+}
+
+/* Load KPT consecutive keys of an aligned node slot (16-byte loads where
+ * the slot is 16 bytes or more, else one 8- or 4-byte load). */
+template <class K, int KPT>
+__device__ __forceinline__ void
+load_slot(const K *p, K (&v)[KPT])
+{
+	constexpr int BYTES = sizeof(K) * KPT;
+
+	if constexpr (BYTES >= 16)
+	{
+#pragma unroll
+		for (int c = 0; c < BYTES / 16; c++)
+		{
+			uint4		x = __ldg(reinterpret_cast<const uint4 *>(p) + c);
+
+			memcpy(&v[c * (16 / sizeof(K))], &x, 16);
+		}
+	}
+	else if constexpr (BYTES == 8)
+	{
+		uint2		x = __ldg(reinterpret_cast<const uint2 *>(p));
+
+		memcpy(v, &x, 8);
+	}
+	else
+	{
+		static_assert(BYTES == 4, "slot of 4, 8 or 16+ bytes");
+		uint32_t	x = __ldg(reinterpret_cast<const uint32_t *>(p));
+
+		memcpy(v, &x, 4);
+	}
+}
+
+/* A group of G lanes of one warp that searches for one probe together. */
+struct Group
+{
+	uint32_t	mask;			/* the group's lanes */
+	uint32_t	base;			/* its first lane */
+	uint32_t	r;				/* this lane's rank in the group */
+};
+
+/* The group of G lanes that lane belongs to. */
+template <int G>
+__device__ __forceinline__ Group
+make_group(int lane)
+{
+	Group		g;
+
+	g.r = lane % G;
+	g.base = lane - g.r;
+	g.mask = (G == 32 ? 0xffffffffu : ((1u << (G & 31)) - 1)) << g.base;
+	return g;
+}
+
+/*
+ * Rank of t in a sorted node spread over the group (KPT keys a lane): the
+ * number of keys < t (<= t when LE).  Each lane counts its own keys; a
+ * ballot of "not all of mine qualify" and __ffs give the first such lane,
+ * clamped by one min.u32 to the group's last lane when there is none; that
+ * lane's count completes the rank.
+ */
+template <class K, int G, int KPT, bool LE>
+__device__ __forceinline__ uint32_t
+group_rank(const K (&v)[KPT], K t, const Group &g)
+{
+	uint32_t	c = 0;
+
+#pragma unroll
+	for (int j = 0; j < KPT; j++)
+		c += LE ? (v[j] <= t) : (v[j] < t);
+	uint32_t	open = __ballot_sync(g.mask, c != KPT) & g.mask;
+	uint32_t	src = umin32((uint32_t) __ffs(open) - 1, g.base + G - 1);
+	uint32_t	ck = __shfl_sync(g.mask, c, src);
+
+	return (src - g.base) * KPT + ck;
+}
+
+/* The leaf a descent ends in, with its keys held by the group's lanes. */
+template <class K, int KPT> struct LeafView
+{
+	uint64_t	s;				/* position of its first key */
+	uint32_t	size;
+	uint32_t	li;				/* leaf number */
+	K			v[KPT];
+};
+
+/* Where descents start: the root, or a node every probe of a tile passes. */
+struct Start
+{
+	uint32_t	node;			/* global node number (a leaf: inodes + li) */
+	int			level;			/* its level; nint = the leaf level */
+};
+
+/* Record node (at level l) in *shared when the other half-warp is there too. */
+__device__ __forceinline__ void
+track_shared(uint32_t node, int l, Start *shared)
+{
+	if (__shfl_xor_sync(0xffffffffu, node, 16) == node)
+		*shared = Start{node, l};
+}
+
+/*
+ * Descend from S (the root by default) to the leaf holding lower_bound(t)
+ * (LE = false) or upper_bound(t) (LE = true): at each internal node take the
+ * first child whose max key is >= t (> t).  Callers guarantee t <= max key
+ * (t < max key when LE), so such a child always exists; the min.u32 clamp
+ * only keeps the position inside the node.  Child indexes come from the
+ * prefix-sum array.  TRACK (two groups of 16 lanes descending in lockstep)
+ * records in *shared the deepest node both groups pass: every descent whose
+ * target lies between the two groups' targets passes it too.
+ */
+template <class K, int G, bool LE, bool DYN, bool TRACK = false>
+__device__ __forceinline__ void
+descend(const TreeDev<K> &T, K t, const Group &g,
+		LeafView<K, NODE_BYTES / sizeof(K) / G> &L, Start S = Start{0, 0},
+		Start *shared = nullptr)
+{
+	constexpr int M = NODE_BYTES / sizeof(K);
+	constexpr int KPT = M / G;
+	const K    *lane_nodes = T.nodes + g.r * KPT;
+	uint32_t	node = S.node;
+
+	for (int l = S.level; l < T.nint; l++)
+	{
+		K			v[KPT];
+
+		if constexpr (TRACK)
+			track_shared(node, l, shared);
+
+		load_slot<K, KPT>(lane_nodes + (size_t) node * M, v);
+		uint32_t	c0 = __ldg(T.prefix + node);
+		uint32_t	pos = group_rank<K, G, KPT, LE>(v, t, g);
+
+		node = c0 + umin32(pos, M - 1);
+	}
+	if constexpr (TRACK)
+		track_shared(node, T.nint, shared);
+	L.li = node - T.inodes;
+	if constexpr (DYN)
+	{
+		uint64_t	b0 = __ldg(T.dir_base + L.li);
+
+		L.s = b0;
+		L.size = (uint32_t) (__ldg(T.dir_base + L.li + 1) - b0);
+		load_slot<K, KPT>(dyn_leaf(T, L.li) + g.r * KPT, L.v);
+	}
+	else
+	{
+		L.s = leaf_start<K, false>(T, L.li);
+		L.size = (uint32_t) (L.li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
+		load_slot<K, KPT>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
+	}
+}
+
+/* Key j of leaf li. */
+template <class K, bool DYN>
+__device__ __forceinline__ K
+leaf_key(const TreeDev<K> &T, uint32_t li, uint32_t j)
+{
+	if constexpr (DYN)
+		return __ldg(dyn_leaf(T, li) + j);
+	else
+		return __ldg(T.leaves + (size_t) li * (NODE_BYTES / sizeof(K)) + j);
+}
+
+/* Rank of t among a leaf's keys, clamped to the leaf's size. */
+template <class K, int G, int KPT, bool LE>
+__device__ __forceinline__ uint32_t
+leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
+{
+	return umin32(group_rank<K, G, KPT, LE>(L.v, t, g), L.size);
+}
+
+/*
+ * Answer one probe of op: [*f, *l) in the sorted entry order.  The descents
+ * for the probe's own keys start at S (a node all of them pass, the root by
+ * default); those for a neighbouring key (the run of a successor or
+ * predecessor) start at the root.
+ */
+template <class K, int G, bool DYN>
+__device__ __forceinline__ void
+answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
+	   uint64_t &f, uint64_t &l, Start S = Start{0, 0})
+{
+	constexpr int KPT = NODE_BYTES / sizeof(K) / G;
+	const int64_t KMIN = KeyLimits<K>::lo,
+				KMAX = KeyLimits<K>::hi;
+	const uint32_t last_li = T.nleaves - 1;
+	const K		kmax = T.kmax;
+	LeafView<K, KPT> L;
+
+	f = l = 0;
+	if (T.n == 0)
+		return;
+	if (op == GI_OP_POINT || op == GI_OP_SUCC)
+	{
+		if (p > KMAX || (op == GI_OP_POINT && p < KMIN))
+			return;
+		K			t = (K) (p < KMIN ? KMIN : p);
+
+		if (t > kmax)			/* nothing >= p */
+			return;
+		descend<K, G, false, DYN>(T, t, g, L, S);
+		uint32_t	clt = leaf_rank<K, G, KPT, false>(L, t, g);
+		K			k = t;
+
+		f = l = L.s + clt;
+		if (op == GI_OP_SUCC)
+			k = leaf_key<K, DYN>(T, L.li, clt);	/* the smallest key >= p */
+		uint32_t	cle = leaf_rank<K, G, KPT, true>(L, k, g);
+
+		if (cle < L.size || L.li == last_li)
+			l = L.s + cle;
+		else if (k == kmax)
+			l = T.n;
+		else
+		{						/* the run goes on past this leaf */
+			descend<K, G, true, DYN>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0});
+			l = L.s + leaf_rank<K, G, KPT, true>(L, k, g);
+		}
+	}
+	else if (op == GI_OP_PRED)
+	{
+		if (p < KMIN)
+			return;
+		K			t = (K) (p > KMAX ? KMAX : p);
+		K			k;
+
+		if (t >= kmax)
+		{						/* every key is <= p: the run of the max */
+			k = kmax;
+			l = T.n;
+		}
+		else
+		{
+			descend<K, G, true, DYN>(T, t, g, L, S);
+			uint32_t	cle = leaf_rank<K, G, KPT, true>(L, t, g);
+
+			l = L.s + cle;
+			if (l == 0)
+				return;
+			/* the largest key <= p: in this leaf, or the previous one's last */
+			k = cle ? leaf_key<K, DYN>(T, L.li, cle - 1) :
+				leaf_key<K, DYN>(T, L.li - 1, leaf_size<K, DYN>(T, L.li - 1) - 1);
+			uint32_t	clt = leaf_rank<K, G, KPT, false>(L, k, g);
+
+			if (clt > 0 || L.li == 0)
+			{
+				f = L.s + clt;
+				return;
+			}
+		}
+		/* the run starts before this leaf */
+		descend<K, G, false, DYN>(T, k, g, L);
+		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
+	}
+	else
+	{							/* GI_OP_RANGE: [lower_bound(lo), upper_bound(hi)) */
+		uint64_t	lb,
+					ub;
+
+		if (p > ph)
+			return;
+		if (p < KMIN)
+			lb = 0;
+		else if (p > KMAX || (K) p > kmax)	/* (K) p only once p fits in K */
+			lb = T.n;
+		else
+		{
+			descend<K, G, false, DYN>(T, (K) p, g, L, S);
+			lb = L.s + leaf_rank<K, G, KPT, false>(L, (K) p, g);
+		}
+		if (ph < KMIN)
+			ub = 0;
+		else if (ph > KMAX || (K) ph >= kmax)
+			ub = T.n;
+		else
+		{
+			descend<K, G, true, DYN>(T, (K) ph, g, L, S);
+			ub = L.s + leaf_rank<K, G, KPT, true>(L, (K) ph, g);
+		}
+		f = lb;
+		l = ub > lb ? ub : lb;
+	}
+}
+
+/* Decode a sorted probe (int32 trees): value, flags and caller index. */
+__device__ __forceinline__ int64_t
+decode_probe(uint32_t sk, uint32_t &idx)
+{
+	uint32_t	flags = idx & ~IDX_MASK;
+
+	idx &= IDX_MASK;
+	if (flags & IDX_BELOW)
+		return (int64_t) INT32_MIN - 1;
+	if (flags & IDX_ABOVE)
+		return (int64_t) INT32_MAX + 1;
+	return (int32_t) (sk ^ 0x80000000u);
+}
+
+/* Decode a sorted probe (int64 trees). */
+__device__ __forceinline__ int64_t
+decode_probe(uint64_t sk, uint32_t &idx)
+{
+	return (int64_t) (sk ^ 0x8000000000000000ull);
+}
+
+/*
+ * The tiled search (cuda/gpu_btree_tile.cu): answer count probes (hi: range
+ * ends) into first / last on stream st, warp tiles of consecutive probes,
+ * groups of `group` lanes (2, 4 or 8) where a tile descends per probe, and
+ * at most `window` leaves staged a tile (0: the default, -1: never).  With
+ * gate (a device int) a sample of the batch decides first: *gate = 1 when
+ * its tiles are narrow, and the tiled kernel runs only then; the caller
+ * launches the per-probe kernel gated on *gate == 0 after this call.
+ */
+template <class K, bool DYN>
+GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
+									 const int64_t *probes, const int64_t *hi, uint64_t count,
+									 uint64_t *first, uint64_t *last, int group, int window,
+									 int *gate, GiError *err);
+
+#endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */
