@@ -1009,38 +1009,12 @@ gpuidx_select_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 int64
 gpuidx_run_start(const GpuidxImageData *img, int64 pos)
 {
-	int64		key = gpuidx_key_at(img, pos);
-	int64		lo = 0,
-				hi = pos;
-
-	while (lo < hi)
-	{
-		int64		mid = lo + (hi - lo) / 2;
-
-		if (gpuidx_key_at(img, mid) < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return gpuidx_lower_bound(img, gpuidx_key_at(img, pos));
 }
 
 /* One past the last position of the run of equal keys containing pos. */
 int64
 gpuidx_run_end(const GpuidxImageData *img, int64 pos)
 {
-	int64		key = gpuidx_key_at(img, pos);
-	int64		lo = pos + 1,
-				hi = img->n;
-
-	while (lo < hi)
-	{
-		int64		mid = lo + (hi - lo) / 2;
-
-		if (gpuidx_key_at(img, mid) <= key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return gpuidx_upper_bound(img, gpuidx_key_at(img, pos));
 }

@@ -178,19 +178,6 @@ const CustomScanMethods gpuidx_join_methods = {
 	.CreateCustomScanState = create_join_state,
 };
 
-/* Milliseconds since *t, and reset *t to now. */
-static double
-lap_ms(instr_time *t)
-{
-	instr_time	now;
-	double		ms;
-
-	INSTR_TIME_SET_CURRENT(now);
-	ms = INSTR_TIME_GET_MILLISEC(now) - INSTR_TIME_GET_MILLISEC(*t);
-	*t = now;
-	return ms;
-}
-
 /* Open the table and index, prepare the expressions, start the outer plan. */
 static void
 begin_join(CustomScanState *node, EState *estate, int eflags)
@@ -565,7 +552,7 @@ gather_chunk(GpuidxJoinState *state)
 				q++;
 			}
 	}
-	state->ms_search += lap_ms(&t);
+	state->ms_search += gpuidx_lap_ms(&t);
 	if (state->kind == GPUIDX_JOIN_TABLE && !state->walk_rows)
 		collect_hits(state);
 	MemoryContextSwitchTo(old);
@@ -727,7 +714,7 @@ next_pair(GpuidxJoinState *state)
 			INSTR_TIME_SET_CURRENT(t);
 			if (!next_page(state))
 				return NULL;
-			state->ms_heap += lap_ms(&t);
+			state->ms_heap += gpuidx_lap_ms(&t);
 			continue;
 		}
 		i = state->page_hit[state->page_i];

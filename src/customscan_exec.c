@@ -252,19 +252,6 @@ eval_term(BatchTerm *term, ExprContext *econtext)
 	}
 }
 
-/* Milliseconds since *t, and reset *t to now. */
-static double
-lap_ms(instr_time *t)
-{
-	instr_time	now;
-	double		ms;
-
-	INSTR_TIME_SET_CURRENT(now);
-	ms = INSTR_TIME_GET_MILLISEC(now) - INSTR_TIME_GET_MILLISEC(*t);
-	*t = now;
-	return ms;
-}
-
 /*
  * Search the image for the intervals and copy every hit's packed TID (and
  * key, when with_keys) into state->hits (state->hit_keys), in position
@@ -283,7 +270,7 @@ copy_range_hits(GpuidxScanState *state, GpuidxIntervals iv, bool with_keys,
 		state->stat_host_calls++;
 	else
 		state->stat_engine_calls++;
-	state->ms_search += lap_ms(t);
+	state->ms_search += gpuidx_lap_ms(t);
 	for (i = 0; i < iv.n; i++)
 		total += (int64) (last[i] - first[i]);
 	state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
@@ -339,7 +326,7 @@ compute_hits(GpuidxScanState *state)
 		/* Key-only: positions give keys and TIDs; sorted into heap order. */
 		total = copy_range_hits(state, iv, true, &t);
 		gpuidx_sort_pairs((int64 *) state->hits, (uint64 *) state->hit_keys, total);
-		state->ms_compact += lap_ms(&t);
+		state->ms_compact += gpuidx_lap_ms(&t);
 	}
 
 	/*
@@ -360,7 +347,7 @@ compute_hits(GpuidxScanState *state)
 		state->ms_search += info.last_query.search_ms;
 		state->ms_compact += Max(info.last_query.total_ms - info.last_query.search_ms -
 								 info.last_query.transfer_ms, 0.0);
-		lap_ms(&t);
+		gpuidx_lap_ms(&t);
 	}
 	else
 	{
@@ -375,7 +362,7 @@ compute_hits(GpuidxScanState *state)
 			gpuidx_sort_pairs(keys, dummy, total);
 			pfree(dummy);
 		}
-		state->ms_compact += lap_ms(&t);
+		state->ms_compact += gpuidx_lap_ms(&t);
 	}
 	state->stat_hits += state->nhits;
 }
@@ -528,7 +515,7 @@ next_gpuidx_tuple(ScanState *ss)
 		INSTR_TIME_SET_CURRENT(t);
 	ret = fetch_next_hit(state, ss->ss_ScanTupleSlot, ss->ps.state->es_snapshot);
 	if (timed)
-		state->ms_heap += lap_ms(&t);
+		state->ms_heap += gpuidx_lap_ms(&t);
 	return ret;
 }
 

@@ -15,6 +15,7 @@
 #include "access/relscan.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
+#include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "utils/relcache.h"
 
@@ -229,6 +230,7 @@ extern void gpuidx_append(Relation index, uint16 list, int64 key,
 /* ---------- utils.c ---------- */
 
 extern void *gpuidx_alloc_huge(Size size);
+extern double gpuidx_lap_ms(instr_time *t);
 extern void gpuidx_raise_engine_error(const GiError *err, const char *what);
 extern void gpuidx_sort_pairs(int64 *keys, uint64 *tids, int64 n);
 extern int64 *gpuidx_array_keys(Datum arraydatum, int64 *count);
@@ -359,6 +361,8 @@ extern bool gpuidx_select_image(GpuidxImageData *img, GiOp op,
 								const int64 *probes, const int64 *probes_hi,
 								int64 nprobes, uint64 **out, int64 *nout);
 /* hostsearch.c */
+extern int64 gpuidx_lower_bound(const GpuidxImageData *img, int64 key);
+extern int64 gpuidx_upper_bound(const GpuidxImageData *img, int64 key);
 extern void gpuidx_host_query(const GpuidxImageData *img, GiOp op,
 							  const int64 *probes, const int64 *probes_hi,
 							  int64 nprobes, uint64 *first, uint64 *last);

@@ -14,8 +14,8 @@
 #include "miscadmin.h"
 
 /* First position whose key is >= key (n if none). */
-static int64
-lower_bound(const GpuidxImageData *img, int64 key)
+int64
+gpuidx_lower_bound(const GpuidxImageData *img, int64 key)
 {
 	int64		lo = 0,
 				hi = img->n;
@@ -33,8 +33,8 @@ lower_bound(const GpuidxImageData *img, int64 key)
 }
 
 /* First position whose key is > key (n if none). */
-static int64
-upper_bound(const GpuidxImageData *img, int64 key)
+int64
+gpuidx_upper_bound(const GpuidxImageData *img, int64 key)
 {
 	int64		lo = 0,
 				hi = img->n;
@@ -65,22 +65,22 @@ host_answer(const GpuidxImageData *img, GiOp op, int64 p, int64 p_hi,
 	switch (op)
 	{
 		case GI_OP_POINT:
-			a = lower_bound(img, p);
-			b = a < img->n && gpuidx_key_at(img, a) == p ? upper_bound(img, p) : a;
+			a = gpuidx_lower_bound(img, p);
+			b = a < img->n && gpuidx_key_at(img, a) == p ? gpuidx_upper_bound(img, p) : a;
 			break;
 		case GI_OP_PRED:
-			b = upper_bound(img, p);
-			a = b > 0 ? lower_bound(img, gpuidx_key_at(img, b - 1)) : b;
+			b = gpuidx_upper_bound(img, p);
+			a = b > 0 ? gpuidx_lower_bound(img, gpuidx_key_at(img, b - 1)) : b;
 			break;
 		case GI_OP_SUCC:
-			a = lower_bound(img, p);
-			b = a < img->n ? upper_bound(img, gpuidx_key_at(img, a)) : a;
+			a = gpuidx_lower_bound(img, p);
+			b = a < img->n ? gpuidx_upper_bound(img, gpuidx_key_at(img, a)) : a;
 			break;
 		case GI_OP_RANGE:
 			if (p <= p_hi)
 			{
-				a = lower_bound(img, p);
-				b = Max(a, upper_bound(img, p_hi));
+				a = gpuidx_lower_bound(img, p);
+				b = Max(a, gpuidx_upper_bound(img, p_hi));
 			}
 			break;
 	}

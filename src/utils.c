@@ -172,3 +172,16 @@ gpuidx_key_to_datum(int64 key, Oid typid)
 	return typid == INT2OID ? Int16GetDatum((int16) key) :
 		typid == INT4OID ? Int32GetDatum((int32) key) : Int64GetDatum(key);
 }
+
+/* Milliseconds since *t, and reset *t to now. */
+double
+gpuidx_lap_ms(instr_time *t)
+{
+	instr_time	now;
+	double		ms;
+
+	INSTR_TIME_SET_CURRENT(now);
+	ms = INSTR_TIME_GET_MILLISEC(now) - INSTR_TIME_GET_MILLISEC(*t);
+	*t = now;
+	return ms;
+}
