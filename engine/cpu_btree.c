@@ -599,10 +599,10 @@ gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 		q->sort_min = sort_min;
 		if (block >= sort_min && t->hdr.n > 0)
 		{
-			q->keys = malloc(block * sizeof(uint64_t));
-			q->tmp_keys = malloc(block * sizeof(uint64_t));
-			q->pos = malloc(block * sizeof(uint32_t));
-			q->tmp_pos = malloc(block * sizeof(uint32_t));
+			q->keys = gi_malloc_big(block * sizeof(uint64_t));
+			q->tmp_keys = gi_malloc_big(block * sizeof(uint64_t));
+			q->pos = gi_malloc_big(block * sizeof(uint32_t));
+			q->tmp_pos = gi_malloc_big(block * sizeof(uint32_t));
 			if (!q->keys || !q->tmp_keys || !q->pos || !q->tmp_pos)
 				st = gi_set_error(err, GI_ERR_HOST_OOM,
 								  "out of host memory sorting %zu probes", block);
@@ -733,7 +733,7 @@ gi_cpu_btree_build(const GiBuildParams *params, const int64_t *keys,
 	key_size = t->wide ? sizeof(int64_t) : sizeof(int32_t);
 
 	/* Leaves: the sorted keys, padded with the type's max for whole-node counts. */
-	t->leaf_keys = malloc((n + m) * key_size);
+	t->leaf_keys = gi_malloc_big((n + m) * key_size);
 	if (t->leaf_keys == NULL)
 		goto oom;
 	for (i = 0; i < n; i++)
@@ -780,7 +780,7 @@ gi_cpu_btree_build(const GiBuildParams *params, const int64_t *keys,
 		total += cuts[k].nodes;
 	}
 	t->inner_nodes = total;
-	t->inner_keys = malloc((total ? total : 1) * m * key_size);
+	t->inner_keys = gi_malloc_big((total ? total : 1) * m * key_size);
 	t->child_start = malloc((total + 1) * sizeof(uint64_t));
 	if (t->inner_keys == NULL || t->child_start == NULL)
 		goto oom;

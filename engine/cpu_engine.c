@@ -85,8 +85,8 @@ gi_cpu_select(GiImage *image, GiOp op, const int64_t *probes,
 	st = gi_cpu_btree_refresh_payloads(image, err);
 	if (st != GI_OK)
 		return st;
-	first = malloc((nprobes ? nprobes : 1) * sizeof(uint64_t));
-	last = malloc((nprobes ? nprobes : 1) * sizeof(uint64_t));
+	first = gi_malloc_big((nprobes ? nprobes : 1) * sizeof(uint64_t));
+	last = gi_malloc_big((nprobes ? nprobes : 1) * sizeof(uint64_t));
 	if (first == NULL || last == NULL)
 	{
 		st = gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory selecting from %zu entries", n);

@@ -242,8 +242,8 @@ gi_host_sort_pairs(const int64_t *keys, const uint64_t *payloads, size_t n,
 		insertion_sort_u64(ukeys, payloads_out, n);
 	else
 	{
-		tmp = malloc(n * sizeof(uint64_t));
-		tmp_v = payloads ? malloc(n * sizeof(uint64_t)) : NULL;
+		tmp = gi_malloc_big(n * sizeof(uint64_t));
+		tmp_v = payloads ? gi_malloc_big(n * sizeof(uint64_t)) : NULL;
 		hist = malloc(sizeof(size_t) * RADIX_DIGITS * RADIX_BUCKETS);
 		if (tmp == NULL || (payloads && tmp_v == NULL) || hist == NULL)
 		{

@@ -6,9 +6,13 @@
 #include "engine_util.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 /* Fill err and return status. */
 GiStatus
@@ -84,4 +88,31 @@ const char *
 gi_structure_name(GiStructure structure)
 {
 	return structure == GI_STRUCT_VEB ? "veb" : "btree";
+}
+
+/* Advise huge pages for the whole 2 MB pages of [p, p + size) (a hint). */
+void
+gi_advise_huge_pages(void *p, size_t size)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+	const uintptr_t huge = (uintptr_t) 2 << 20;
+	uintptr_t	start = ((uintptr_t) p + huge - 1) & ~(huge - 1);
+	uintptr_t	end = ((uintptr_t) p + size) & ~(huge - 1);
+
+	if (p != NULL && size >= 2 * huge && end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#else
+	(void) p;
+	(void) size;
+#endif
+}
+
+/* malloc, with huge pages advised for a big array. */
+void *
+gi_malloc_big(size_t size)
+{
+	void	   *p = malloc(size ? size : 1);
+
+	gi_advise_huge_pages(p, size);
+	return p;
 }

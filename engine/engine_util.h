@@ -24,6 +24,13 @@ GiStatus	gi_set_error(GiError *err, GiStatus status, const char *fmt,...)
 /* Clear err (GI_OK, empty message) at the start of an entry point. */
 void		gi_clear_error(GiError *err);
 
+/*
+ * malloc for big arrays: where the kernel allows it, backed by transparent
+ * huge pages (fewer page faults for scratch touched fresh per call, fewer
+ * TLB misses for arrays read at random).  Free with free().
+ */
+void	   *gi_malloc_big(size_t size);
+
 /* Monotonic wall clock in milliseconds. */
 double		gi_now_ms(void);
 

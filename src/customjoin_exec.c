@@ -372,20 +372,24 @@ reserve_rows(GpuidxJoinState *state, int64 n)
 
 	if (n <= state->rows_cap)
 		return;
+	/*
+	 * Start at the planner's estimate of the outer rows: growing by doubling
+	 * copies the arrays and touches fresh pages at every step.
+	 */
+	if (state->rows_cap == 0)
+		cap = Max(cap, (int64) Min(state->outer->plan->plan_rows * 1.1, 1e12));
 	cap = Min(Max(cap, n), (int64) gpuidx_batch_chunk);
 	old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
 	if (state->row_values == NULL)
 	{
-		state->row_values = MemoryContextAllocHuge(CurrentMemoryContext,
-												   sizeof(Datum) * cap * Max(state->nouter, 1));
-		state->row_nulls = MemoryContextAllocHuge(CurrentMemoryContext,
-												  sizeof(bool) * cap * Max(state->nouter, 1));
-		state->matched = palloc(sizeof(bool) * cap);
-		state->row_lo = palloc(sizeof(int64) * cap);
-		state->row_hi = palloc(sizeof(int64) * cap);
-		state->row_valid = palloc(sizeof(bool) * cap);
-		state->first = palloc(sizeof(uint64) * cap);
-		state->last = palloc(sizeof(uint64) * cap);
+		state->row_values = gpuidx_alloc_huge(sizeof(Datum) * cap * Max(state->nouter, 1));
+		state->row_nulls = gpuidx_alloc_huge(sizeof(bool) * cap * Max(state->nouter, 1));
+		state->matched = gpuidx_alloc_huge(sizeof(bool) * cap);
+		state->row_lo = gpuidx_alloc_huge(sizeof(int64) * cap);
+		state->row_hi = gpuidx_alloc_huge(sizeof(int64) * cap);
+		state->row_valid = gpuidx_alloc_huge(sizeof(bool) * cap);
+		state->first = gpuidx_alloc_huge(sizeof(uint64) * cap);
+		state->last = gpuidx_alloc_huge(sizeof(uint64) * cap);
 	}
 	else
 	{
@@ -464,8 +468,6 @@ gather_chunk(GpuidxJoinState *state)
 {
 	MemoryContext old;
 	int64		nvalid = 0;
-	int64	   *plo,
-			   *phi;
 	int64		r;
 	bool		points = true;
 	instr_time	t;
@@ -521,9 +523,22 @@ gather_chunk(GpuidxJoinState *state)
 		return true;
 	}
 	old = MemoryContextSwitchTo(state->chunk_cxt);
-	plo = palloc(sizeof(int64) * nvalid);
-	phi = palloc(sizeof(int64) * nvalid);
+	op = state->kind == GPUIDX_JOIN_ASOF_PRED ? GI_OP_PRED :
+		state->kind == GPUIDX_JOIN_ASOF_SUCC ? GI_OP_SUCC :
+		points ? GI_OP_POINT : GI_OP_RANGE;
+	if (nvalid == state->nrows)
 	{
+		/* every row probes: the row arrays are the batch */
+		if (gpuidx_query_image(state->img, op, state->row_lo,
+							   op == GI_OP_RANGE ? state->row_hi : NULL,
+							   nvalid, state->first, state->last))
+			state->stat_host_batches++;
+	}
+	else
+	{
+		/* the valid rows' probes, packed, and their answers spread back */
+		int64	   *plo = palloc(sizeof(int64) * nvalid);
+		int64	   *phi = op == GI_OP_RANGE ? palloc(sizeof(int64) * nvalid) : NULL;
 		uint64	   *f = palloc(sizeof(uint64) * nvalid);
 		uint64	   *l = palloc(sizeof(uint64) * nvalid);
 		int64		q = 0;
@@ -532,17 +547,12 @@ gather_chunk(GpuidxJoinState *state)
 			if (state->row_valid[r])
 			{
 				plo[q] = state->row_lo[r];
-				phi[q] = state->row_hi[r];
+				if (phi)
+					phi[q] = state->row_hi[r];
 				q++;
 			}
-		op = state->kind == GPUIDX_JOIN_ASOF_PRED ? GI_OP_PRED :
-			state->kind == GPUIDX_JOIN_ASOF_SUCC ? GI_OP_SUCC :
-			points ? GI_OP_POINT : GI_OP_RANGE;
-		if (gpuidx_query_image(state->img, op, plo, op == GI_OP_RANGE ? phi : NULL,
-							   nvalid, f, l))
+		if (gpuidx_query_image(state->img, op, plo, phi, nvalid, f, l))
 			state->stat_host_batches++;
-		state->stat_batches++;
-		state->stat_probes += nvalid;
 		q = 0;
 		for (r = 0; r < state->nrows; r++)
 			if (state->row_valid[r])
@@ -552,6 +562,8 @@ gather_chunk(GpuidxJoinState *state)
 				q++;
 			}
 	}
+	state->stat_batches++;
+	state->stat_probes += nvalid;
 	state->ms_search += gpuidx_lap_ms(&t);
 	if (state->kind == GPUIDX_JOIN_TABLE && !state->walk_rows)
 		collect_hits(state);
@@ -738,6 +750,21 @@ next_pair(GpuidxJoinState *state)
 }
 
 /*
+ * Rows ahead of the walk whose first image entry is prefetched: the walk
+ * reads entries in outer-row order, a cache miss each on a large image.
+ */
+#define PREFETCH_ROWS 16
+
+/* Prefetch the image entry where row r's walk starts (from_last: its last). */
+static inline void
+prefetch_row(GpuidxJoinState *state, int64 r, bool from_last)
+{
+	if (r < state->nrows && state->row_valid[r] && state->last[r] > state->first[r])
+		gpuidx_prefetch_at(state->img, from_last ? (int64) state->last[r] - 1 :
+						   (int64) state->first[r]);
+}
+
+/*
  * Table join in row order (key-only, mostly all-visible table): the next
  * matching pair of the current row's hits, each hit's row from the image
  * on an all-visible page or fetched with the snapshot; at a row's end, left
@@ -761,6 +788,7 @@ next_walked_pair(GpuidxJoinState *state)
 		if (!state->asof_started)
 		{
 			state->asof_started = true;
+			prefetch_row(state, r + PREFETCH_ROWS, false);
 			state->asof_pos = state->row_valid[r] ? (int64) state->first[r] : 0;
 			if (state->row_valid[r])
 				state->stat_hits += (int64) (state->last[r] - state->first[r]);
@@ -858,6 +886,7 @@ next_asof(GpuidxJoinState *state)
 		if (!state->asof_started)
 		{
 			state->asof_started = true;
+			prefetch_row(state, r + PREFETCH_ROWS, pred);
 			state->asof_found = 0;
 			state->asof_pos = -1;
 			if (state->row_valid[r] && state->last[r] > state->first[r])

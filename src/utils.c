@@ -15,7 +15,11 @@
 void *
 gpuidx_alloc_huge(Size size)
 {
-	return MemoryContextAllocHuge(CurrentMemoryContext, Max(size, 8));
+	void	   *p = MemoryContextAllocHuge(CurrentMemoryContext, Max(size, 8));
+
+	/* big arrays: read at random, or touched fresh per query */
+	gi_advise_huge_pages(p, size);
+	return p;
 }
 
 /* Raise an engine error as a PostgreSQL error with a fitting SQLSTATE. */
