@@ -45,7 +45,7 @@ typedef struct Batch
 	bool		plain_column;	/* key is a plain column (no expression) */
 	bool		heap_page_path; /* heap table, plain column: visible_by_page */
 	GpuidxImageData *img;
-	Buffer		vmbuffer;
+	GpuidxVisMap vismap;		/* the heap's visibility map pages, pinned */
 	bool		skip_heap;		/* may trust the visibility map */
 } Batch;
 
@@ -104,7 +104,7 @@ batch_open(Batch *b, Oid indexoid)
 	b->econtext->ecxt_scantuple = b->slot;
 	b->fetch = table_index_fetch_begin(b->heap);
 	b->snapshot = GetActiveSnapshot();
-	b->vmbuffer = InvalidBuffer;
+	gpuidx_vismap_init(&b->vismap, b->heap);
 	b->skip_heap = gpuidx_can_skip_heap();
 	b->img = gpuidx_image_acquire(b->index);
 }
@@ -114,8 +114,7 @@ static void
 batch_close(Batch *b)
 {
 	gpuidx_image_release(b->img);
-	if (BufferIsValid(b->vmbuffer))
-		ReleaseBuffer(b->vmbuffer);
+	gpuidx_vismap_release(&b->vismap);
 	table_index_fetch_end(b->fetch);
 	ExecDropSingleTupleTableSlot(b->slot);
 	FreeExecutorState(b->estate);
@@ -608,7 +607,7 @@ count_visible(Batch *b, uint64 first, uint64 last)
 		if (((pos - first) & 0xFFF) == 0xFFF)
 			CHECK_FOR_INTERRUPTS();
 		if ((b->skip_heap &&
-			 VM_ALL_VISIBLE(b->heap, (BlockNumber) (gpuidx_tid_at(b->img, (int64) pos) >> 16), &b->vmbuffer)) ||
+			 gpuidx_vismap_all_visible(&b->vismap, (BlockNumber) (gpuidx_tid_at(b->img, (int64) pos) >> 16))) ||
 			entry_visible(b, (int64) pos, &ctid))
 			count++;
 	}

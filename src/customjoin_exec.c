@@ -87,7 +87,7 @@ typedef struct GpuidxJoinState
 	TupleDesc	outer_desc;		/* the outer plan's output */
 	IndexFetchTableData *fetch;
 	TupleTableSlot *table_slot;
-	Buffer		vmbuffer;
+	GpuidxVisMap vismap;		/* the table's visibility map pages, pinned */
 	GpuidxImageData *img;
 	ItemPointerData cur_ctid;	/* the ctid column's value */
 
@@ -233,7 +233,7 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 	state->table_slot = table_slot_create(state->table, &estate->es_tupleTable);
 	state->key_slot = ExecAllocTableSlot(&estate->es_tupleTable,
 										 RelationGetDescr(state->table), &TTSOpsVirtual);
-	state->vmbuffer = InvalidBuffer;
+	gpuidx_vismap_init(&state->vismap, state->table);
 	state->page_buf = InvalidBuffer;
 	state->phase = PHASE_GATHER;
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
@@ -609,7 +609,7 @@ next_page(GpuidxJoinState *state)
 	while (state->hit_next < state->nhits)
 	{
 		blk = (BlockNumber) (state->hit_tid[state->hit_next] >> 16);
-		if (state->key_only && VM_ALL_VISIBLE(state->table, blk, &state->vmbuffer))
+		if (state->key_only && gpuidx_vismap_all_visible(&state->vismap, blk))
 		{
 			state->page_from_image = true;
 			while (state->hit_next < state->nhits &&
@@ -792,6 +792,8 @@ next_walked_pair(GpuidxJoinState *state)
 			state->asof_pos = state->row_valid[r] ? (int64) state->first[r] : 0;
 			if (state->row_valid[r])
 				state->stat_hits += (int64) (state->last[r] - state->first[r]);
+			/* the row's columns once; each hit overwrites the inner ones */
+			restore_row(state, r);
 		}
 		while (state->row_valid[r] && state->asof_pos < (int64) state->last[r] &&
 			   !(semi_or_anti && state->matched[r]))
@@ -801,7 +803,7 @@ next_walked_pair(GpuidxJoinState *state)
 			ItemPointerData tid;
 
 			gpuidx_tid_unpack(packed, &tid);
-			if (!VM_ALL_VISIBLE(state->table, ItemPointerGetBlockNumber(&tid), &state->vmbuffer))
+			if (!gpuidx_vismap_all_visible(&state->vismap, ItemPointerGetBlockNumber(&tid)))
 			{
 				bool		call_again = false;
 				bool		all_dead = false;
@@ -813,7 +815,6 @@ next_walked_pair(GpuidxJoinState *state)
 				packed = gpuidx_tid_pack(ItemPointerGetBlockNumber(&state->table_slot->tts_tid),
 										 ItemPointerGetOffsetNumber(&state->table_slot->tts_tid));
 			}
-			restore_row(state, r);
 			store_inner_row(state, InvalidOffsetNumber, packed, gpuidx_key_at(state->img, pos));
 			ResetExprContext(econtext);
 			econtext->ecxt_scantuple = scan;
@@ -905,7 +906,7 @@ next_asof(GpuidxJoinState *state)
 			CHECK_FOR_INTERRUPTS();
 			gpuidx_tid_unpack(gpuidx_tid_at(state->img, pos), &tid);
 			if (state->key_only &&
-				VM_ALL_VISIBLE(state->table, ItemPointerGetBlockNumber(&tid), &state->vmbuffer))
+				gpuidx_vismap_all_visible(&state->vismap, ItemPointerGetBlockNumber(&tid)))
 			{
 				inner = state->key_slot;
 				ExecClearTuple(inner);
@@ -1138,9 +1139,7 @@ end_join(CustomScanState *node)
 	GpuidxJoinState *state = (GpuidxJoinState *) node;
 
 	reset_join(state, false);
-	if (BufferIsValid(state->vmbuffer))
-		ReleaseBuffer(state->vmbuffer);
-	state->vmbuffer = InvalidBuffer;
+	gpuidx_vismap_release(&state->vismap);
 	if (state->table_slot)
 		ExecClearTuple(state->table_slot);
 	if (state->fetch)

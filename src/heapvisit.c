@@ -11,7 +11,67 @@
 #include "heapvisit.h"
 
 #include "access/heapam.h"
+#include "access/visibilitymap.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+
+/*
+ * Heap blocks one visibility map page covers, as visibilitymap.c computes
+ * it (two bits a block).  Only the caching depends on it: each call still
+ * goes through visibilitymap_get_status, which reads the right map page.
+ */
+#define HEAPBLOCKS_PER_VM_PAGE \
+	((BLCKSZ - MAXALIGN(SizeOfPageHeaderData)) * (BITS_PER_BYTE / BITS_PER_HEAPBLOCK))
+
+/*
+ * Start a visibility map cache for heap (nothing pinned yet); it lives in
+ * the current memory context.
+ */
+void
+gpuidx_vismap_init(GpuidxVisMap *vm, Relation heap)
+{
+	vm->heap = heap;
+	vm->cxt = CurrentMemoryContext;
+	vm->nbufs = 0;
+	vm->bufs = NULL;
+}
+
+/*
+ * Is heap block blk all-visible?  The map page's buffer stays pinned in the
+ * cache for the next block it covers.
+ */
+bool
+gpuidx_vismap_all_visible(GpuidxVisMap *vm, BlockNumber blk)
+{
+	int			m = (int) (blk / HEAPBLOCKS_PER_VM_PAGE);
+
+	if (m >= vm->nbufs)
+	{
+		int			n = Max(m + 1, vm->nbufs * 2);
+		int			i;
+
+		vm->bufs = vm->bufs ? repalloc(vm->bufs, sizeof(Buffer) * n) :
+			MemoryContextAlloc(vm->cxt, sizeof(Buffer) * n);
+		for (i = vm->nbufs; i < n; i++)
+			vm->bufs[i] = InvalidBuffer;
+		vm->nbufs = n;
+	}
+	return VM_ALL_VISIBLE(vm->heap, blk, &vm->bufs[m]);
+}
+
+/* Unpin every map page the cache holds. */
+void
+gpuidx_vismap_release(GpuidxVisMap *vm)
+{
+	int			i;
+
+	for (i = 0; i < vm->nbufs; i++)
+		if (BufferIsValid(vm->bufs[i]))
+			ReleaseBuffer(vm->bufs[i]);
+	for (i = 0; i < vm->nbufs; i++)
+		vm->bufs[i] = InvalidBuffer;
+}
 
 /*
  * Visit the heap page of tids[*next] (packed TIDs, sorted so that a page's

@@ -8,7 +8,9 @@
 #include "postgres.h"
 
 #include "access/htup.h"
+#include "storage/block.h"
 #include "storage/buf.h"
+#include "utils/palloc.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
 
@@ -19,6 +21,24 @@
  */
 typedef void (*GpuidxHeapVisitFn) (void *arg, int64 i, ItemPointer tid,
 								   HeapTuple tuple);
+
+/*
+ * The visibility map of one heap relation with every map page read so far
+ * kept pinned: hits in random heap order would otherwise trade the one
+ * cached map buffer of VM_ALL_VISIBLE for another at nearly every call (a
+ * table of 10^8 rows has ~40 map pages).  Release with gpuidx_vismap_release.
+ */
+typedef struct GpuidxVisMap
+{
+	Relation	heap;
+	MemoryContext cxt;			/* holds bufs */
+	int			nbufs;
+	Buffer	   *bufs;			/* per map page, InvalidBuffer until read */
+} GpuidxVisMap;
+
+extern void gpuidx_vismap_init(GpuidxVisMap *vm, Relation heap);
+extern bool gpuidx_vismap_all_visible(GpuidxVisMap *vm, BlockNumber blk);
+extern void gpuidx_vismap_release(GpuidxVisMap *vm);
 
 extern Buffer gpuidx_heap_visit_page(Relation heap, Snapshot snapshot,
 									 const uint64 *tids, int64 ntids,
