@@ -2,7 +2,9 @@
 # backend killed with SIGKILL (the postmaster resets all backends and replays
 # WAL) and an immediate shutdown, with entries in the pending list and after
 # folds; after each restart the index answers like PostgreSQL's btree and like
-# sequential scans (every batch function, index/bitmap/custom scans).
+# sequential scans (every batch function, index/bitmap/custom scans).  A
+# second table's index has INCLUDE columns: after each restart its
+# index-only scans return the heap's values.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -20,8 +22,13 @@ DO $$
 BEGIN
   FOR i IN 1 .. 1000000 LOOP
     INSERT INTO t (k) SELECT (random() * 4000 - 2000)::int8 FROM generate_series(1, 50);
+    INSERT INTO ti (k, v, f)
+      SELECT CASE WHEN g = 1 THEN NULL ELSE (random() * 400)::int8 END,
+             CASE WHEN g % 4 = 0 THEN NULL ELSE i * 100 + g END, random()
+        FROM generate_series(1, 10) g;
     IF i % 10 = 0 THEN
       DELETE FROM t WHERE id IN (SELECT id FROM t WHERE k + 0 BETWEEN (i % 4000) - 2000 AND (i % 4000) - 1990 LIMIT 20);
+      UPDATE ti SET v = -v WHERE k = i % 400;
     END IF;
     COMMIT;
   END LOOP;
@@ -29,6 +36,42 @@ END $$;
 SQL
 
 my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
+
+# A table whose gpuidx index includes two columns.
+my $include_sql = <<'SQL';
+CREATE TABLE ti (id bigserial, k int8, v int4, f float8) WITH (autovacuum_enabled = off);
+INSERT INTO ti (k, v, f)
+  SELECT CASE WHEN g % 50 = 0 THEN NULL ELSE g % 400 END,
+         CASE WHEN g % 7 = 0 THEN NULL ELSE g END, g / 3.0
+    FROM generate_series(1, 3000) g;
+CREATE INDEX ti_gi ON ti USING gpuidx (k) INCLUDE (v, f);
+SQL
+
+# The INCLUDE index's index-only scans (values from the index only) against
+# a sequential scan of the heap: rows, missing, extra, and gpuidx_verify.
+sub verify_include
+{
+	my ($node, $name) = @_;
+	my $result = $node->safe_psql('postgres', q{
+SET enable_indexscan = off; SET enable_indexonlyscan = off; SET enable_bitmapscan = off;
+CREATE TEMP TABLE ref AS SELECT k, v, f FROM ti;
+RESET enable_indexscan; RESET enable_indexonlyscan;
+SET enable_seqscan = off; SET gpuidx.enable_customscan = off;
+CREATE TEMP TABLE got AS
+  SELECT k, v, f FROM ti WHERE k >= -9223372036854775808
+  UNION ALL SELECT k, v, f FROM ti WHERE k IS NULL;
+SELECT (SELECT count(*) FROM ref) > 3000,
+       (SELECT count(*) FROM (SELECT * FROM ref EXCEPT ALL SELECT * FROM got) x),
+       (SELECT count(*) FROM (SELECT * FROM got EXCEPT ALL SELECT * FROM ref) y),
+       gpuidx_verify('ti_gi');
+});
+	is($result, "t|0|0|t", "$name: INCLUDE index-only scans return the heap's values");
+	my $plan = $node->safe_psql('postgres', q{
+SET enable_seqscan = off; SET enable_bitmapscan = off; SET gpuidx.enable_customscan = off;
+EXPLAIN (COSTS OFF) SELECT k, v, f FROM ti WHERE k >= -9223372036854775808;
+});
+	like($plan, qr/Index Only Scan using ti_gi/, "$name: the INCLUDE check ran index-only");
+}
 
 my $node = PostgreSQL::Test::Cluster->new('crash');
 $node->init;
@@ -40,8 +83,9 @@ autovacuum = off
 wal_consistency_checking = 'generic'
 });
 $node->start;
-$node->safe_psql('postgres', $setup_sql . $check_sql . $btree_sql);
+$node->safe_psql('postgres', $setup_sql . $check_sql . $btree_sql . $include_sql);
 verify($node, 'after build');
+verify_include($node, 'after build');
 verify_btree($node, 'after build');
 
 # The pending list at a crash: a limit high enough that every insert stays
@@ -97,13 +141,14 @@ for my $round (['pending', 1000000], ['folding', 700])
 		'0', "$name: the open transaction's rows are gone");
 	verify($node, "$name: after crash recovery");
 	verify_btree($node, "$name: after crash recovery");
+	verify_include($node, "$name: after crash recovery");
 
 	# more work after recovery, then the list folds (VACUUM) and crash again
 	$node->safe_psql('postgres',
 		"INSERT INTO t (k) SELECT (random() * 4000 - 2000)::int8 FROM generate_series(1, 1000); "
 		  . "DELETE FROM t WHERE id % 50 = 7;");
 	verify($node, "$name: writes after recovery");
-	$node->safe_psql('postgres', 'VACUUM t');
+	$node->safe_psql('postgres', 'VACUUM t; VACUUM ti');
 	is($node->safe_psql('postgres', "SELECT gpuidx_info('t_gi')->>'pending_entries'"),
 		'0', "$name: VACUUM folded the pending list");
 	$node->safe_psql('postgres',
@@ -112,11 +157,13 @@ for my $round (['pending', 1000000], ['folding', 700])
 	$node->start;
 	verify($node, "$name: after fold, inserts and a second crash");
 	verify_btree($node, "$name: after fold, inserts and a second crash");
+	verify_include($node, "$name: after fold, inserts and a second crash");
 }
 
 # the index is still usable for writes and REINDEX after all this
-$node->safe_psql('postgres', 'REINDEX INDEX t_gi');
+$node->safe_psql('postgres', 'REINDEX INDEX t_gi; REINDEX INDEX ti_gi');
 verify($node, 'after REINDEX');
+verify_include($node, 'after REINDEX');
 
 $node->stop;
 done_testing();
