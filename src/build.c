@@ -29,7 +29,7 @@ typedef struct GpuidxBuildState
 	int64		nnull;
 	int64		null_capacity;
 	uint64	   *null_tids;
-	const GpuidxLayout *layout;
+	GpuidxLayout layout;		/* a copy: relcache rebuilds free rd_amcache */
 	char	   *rows;			/* included columns, parallel to keys */
 	char	   *null_rows;		/* included columns, parallel to null_tids */
 } GpuidxBuildState;
@@ -75,7 +75,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			   bool tupleIsAlive, void *state)
 {
 	GpuidxBuildState *bs = (GpuidxBuildState *) state;
-	int			row_bytes = bs->layout->row_bytes;
+	int			row_bytes = bs->layout.row_bytes;
 
 	if (isnull[0])
 	{
@@ -91,7 +91,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 					palloc((Size) row_bytes * bs->null_capacity);
 		}
 		if (row_bytes > 0)
-			gpuidx_form_row(bs->layout, values + 1, isnull + 1,
+			gpuidx_form_row(&bs->layout, values + 1, isnull + 1,
 							bs->null_rows + (Size) bs->nnull * row_bytes);
 		bs->null_tids[bs->nnull++] =
 			gpuidx_tid_pack(ItemPointerGetBlockNumber(tid),
@@ -107,7 +107,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			bs->rows = repalloc_huge(bs->rows, (Size) row_bytes * bs->capacity);
 	}
 	if (row_bytes > 0)
-		gpuidx_form_row(bs->layout, values + 1, isnull + 1,
+		gpuidx_form_row(&bs->layout, values + 1, isnull + 1,
 						bs->rows + (Size) bs->n * row_bytes);
 	bs->keys[bs->n] = gpuidx_datum_to_key(values[0], bs->keytype);
 	bs->tids[bs->n] = gpuidx_tid_pack(ItemPointerGetBlockNumber(tid),
@@ -205,16 +205,16 @@ gpuidx_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.capacity = 1024;
 	bs.keys = palloc(sizeof(int64) * bs.capacity);
 	bs.tids = palloc(sizeof(uint64) * bs.capacity);
-	bs.layout = gpuidx_layout(index);
-	if (bs.layout->row_bytes > 0)
-		bs.rows = palloc((Size) bs.layout->row_bytes * bs.capacity);
+	bs.layout = *gpuidx_layout(index);
+	if (bs.layout.row_bytes > 0)
+		bs.rows = palloc((Size) bs.layout.row_bytes * bs.capacity);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIDX_PHASE_SCAN_TABLE);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   build_callback, &bs, NULL);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIDX_PHASE_SORT);
-	gpuidx_sort_entries(bs.keys, bs.tids, bs.rows, bs.layout->row_bytes, bs.n);
+	gpuidx_sort_entries(bs.keys, bs.tids, bs.rows, bs.layout.row_bytes, bs.n);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIDX_PHASE_WRITE_BASE);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, bs.n);
