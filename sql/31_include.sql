@@ -189,6 +189,14 @@ SELECT i, get_byte(get_raw_page(i, 0), 28) AS version,
        (page_header(get_raw_page(i, 1))).lower AS base_page_lower
   FROM unnest(ARRAY['d_plain', 'd_gi']) i;
 SELECT gpuidx_verify('d_plain'), gpuidx_verify('d_gi');
+-- gpuidx_info names the included columns and their bytes: 53 a row (the
+-- NULL mask and 51 bytes of values) for every entry, NULL keys included.
+SELECT i, (SELECT string_agg(format('%s %s %s', e->>'name', e->>'type', e->>'bytes'), ', ')
+             FROM jsonb_array_elements(j->'included_columns') e) AS included,
+       ((j->>'include_host_bytes')::numeric /
+         ((j->>'entries')::bigint + (j->>'null_entries')::bigint))::int AS host_bytes_per_entry,
+       (j->>'include_device_bytes')::bigint AS device_bytes
+  FROM unnest(ARRAY['d_plain', 'd_gi']::regclass[]) i, LATERAL gpuidx_info(i) j;
 DROP INDEX d_plain;
 
 -- A single included column, and a domain over an accepted type.
@@ -199,7 +207,7 @@ CREATE INDEX s_gi ON s USING gpuidx (k) INCLUDE (v);
 VACUUM s;
 EXPLAIN (COSTS OFF) SELECT k, v FROM s WHERE k = ANY('{3,5,7}'::int4[]);
 SELECT k, v FROM s WHERE k = ANY('{3,5,7}'::int4[]) ORDER BY k;
-SELECT gpuidx_verify('s_gi');
+SELECT gpuidx_verify('s_gi'), gpuidx_info('s_gi')->'included_columns' AS included;
 
 RESET enable_seqscan;
 RESET enable_bitmapscan;
