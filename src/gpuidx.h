@@ -128,8 +128,9 @@ typedef struct GpuidxMetaPageData
 	GpuidxLaneData lanes[GPUIDX_LANES];	/* the pending entries */
 
 	/*
-	 * Included columns (version 3 only).  A version 2 metapage ends before
-	 * these fields; its page hole reads as zeros, so they say "none".
+	 * Included columns (version 3 only).  A version 2 metapage ends
+	 * (pd_lower) before these fields: gpuidx_copy_meta copies only what
+	 * precedes them and fills them in as "none".
 	 */
 	uint32		include_count;
 	uint32		entry_bytes;	/* stride of entries, 16 when none */
@@ -161,7 +162,6 @@ typedef struct GpuidxPendingCounts
 #define GPUIDX_PAGE_SPACE \
 	((int) (BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - \
 			MAXALIGN(sizeof(GpuidxPageOpaqueData))))
-#define GPUIDX_ENTRIES_PER_PAGE ((int) (GPUIDX_PAGE_SPACE / sizeof(GpuidxEntry)))
 
 /* Empty every pending lane of a metapage (a new index, or a rewrite). */
 static inline void
