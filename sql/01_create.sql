@@ -113,7 +113,7 @@ CREATE INDEX ON tx USING gpuidx (n);
 CREATE INDEX ON tx USING gpuidx (s);
 CREATE INDEX ON tx USING gpuidx (d);
 CREATE INDEX ON tx USING gpuidx (a, b);
-CREATE INDEX ON tx USING gpuidx (a) INCLUDE (b);
+CREATE INDEX ON tx USING gpuidx (a) INCLUDE (s);     -- INCLUDE: fixed-width types only (31_include)
 CREATE UNIQUE INDEX ON tx USING gpuidx (a);
 SELECT count(*) AS indexes_on_tx FROM pg_index WHERE indrelid = 'tx'::regclass;
 -- an explicit operator class

@@ -703,6 +703,35 @@ append_timings(StringInfo s, const char *name, const GiTimings *t)
 					 t->total_ms);
 }
 
+/*
+ * The included columns (name, type, bytes per entry) and the bytes the
+ * image's rows of them take on the host and the device (none yet: the
+ * engine image holds keys and TIDs only).
+ */
+static void
+append_included(StringInfo s, Relation index, const GpuidxImageData *img)
+{
+	const GpuidxLayout *layout = gpuidx_layout(index);
+	TupleDesc	desc = RelationGetDescr(index);
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	int			c;
+
+	appendStringInfoString(s, ", \"included_columns\": [");
+	for (c = 0; c < layout->ninclude; c++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, nkeys + c);
+
+		appendStringInfoString(s, c > 0 ? ", {\"name\": " : "{\"name\": ");
+		escape_json(s, NameStr(att->attname));
+		appendStringInfoString(s, ", \"type\": ");
+		escape_json(s, format_type_be(att->atttypid));
+		appendStringInfo(s, ", \"bytes\": %d}", layout->width[c]);
+	}
+	appendStringInfo(s, "], \"include_host_bytes\": " UINT64_FORMAT
+					 ", \"include_device_bytes\": 0",
+					 (uint64) (img->n + img->nnull) * img->row_bytes);
+}
+
 PG_FUNCTION_INFO_V1(gpuidx_info);
 /* gpuidx_info(idx): what the index and its loaded image look like. */
 Datum
@@ -744,8 +773,11 @@ gpuidx_info(PG_FUNCTION_ARGS)
 						 ", \"space_overhead\": %.3f",
 						 (uint64) info.clusters, (uint64) info.hash_bytes, info.space_overhead);
 	appendStringInfo(&s, ", \"host_bytes\": " UINT64_FORMAT ", \"device_bytes\": " UINT64_FORMAT,
-					 (uint64) info.host_bytes + (uint64) img->n * (sizeof(int64) + sizeof(uint64)),
+					 (uint64) info.host_bytes +
+					 (uint64) img->n * (sizeof(int64) + sizeof(uint64) + img->row_bytes) +
+					 (uint64) img->nnull * img->row_bytes,
 					 (uint64) info.device_bytes);
+	append_included(&s, b.index, img);
 	appendStringInfoString(&s, ", \"device\": ");
 	escape_json(&s, info.device_name);
 	appendStringInfo(&s, ", \"load_ms\": %.3f", img->load_ms);

@@ -29,6 +29,9 @@ typedef struct GpuidxBuildState
 	int64		nnull;
 	int64		null_capacity;
 	uint64	   *null_tids;
+	GpuidxLayout layout;		/* a copy: relcache rebuilds free rd_amcache */
+	char	   *rows;			/* included columns, parallel to keys */
+	char	   *null_rows;		/* included columns, parallel to null_tids */
 } GpuidxBuildState;
 
 /*
@@ -63,12 +66,16 @@ gpuidx_relation_structure_given(Relation index)
 	return opts && opts->structure_offset != 0;
 }
 
-/* Collect one heap tuple's key and TID; NULL keys are not indexed. */
+/*
+ * Collect one heap tuple's key, TID and included columns; NULL keys go to
+ * the NULL list (with their included columns, for index-only scans).
+ */
 static void
 build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			   bool tupleIsAlive, void *state)
 {
 	GpuidxBuildState *bs = (GpuidxBuildState *) state;
+	int			row_bytes = bs->layout.row_bytes;
 
 	if (isnull[0])
 	{
@@ -78,7 +85,14 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			bs->null_tids = bs->null_tids ?
 				repalloc_huge(bs->null_tids, sizeof(uint64) * bs->null_capacity) :
 				palloc(sizeof(uint64) * bs->null_capacity);
+			if (row_bytes > 0)
+				bs->null_rows = bs->null_rows ?
+					repalloc_huge(bs->null_rows, (Size) row_bytes * bs->null_capacity) :
+					palloc((Size) row_bytes * bs->null_capacity);
 		}
+		if (row_bytes > 0)
+			gpuidx_form_row(&bs->layout, values + 1, isnull + 1,
+							bs->null_rows + (Size) bs->nnull * row_bytes);
 		bs->null_tids[bs->nnull++] =
 			gpuidx_tid_pack(ItemPointerGetBlockNumber(tid),
 							ItemPointerGetOffsetNumber(tid));
@@ -89,7 +103,12 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 		bs->capacity *= 2;
 		bs->keys = repalloc_huge(bs->keys, sizeof(int64) * bs->capacity);
 		bs->tids = repalloc_huge(bs->tids, sizeof(uint64) * bs->capacity);
+		if (row_bytes > 0)
+			bs->rows = repalloc_huge(bs->rows, (Size) row_bytes * bs->capacity);
 	}
+	if (row_bytes > 0)
+		gpuidx_form_row(&bs->layout, values + 1, isnull + 1,
+						bs->rows + (Size) bs->n * row_bytes);
 	bs->keys[bs->n] = gpuidx_datum_to_key(values[0], bs->keytype);
 	bs->tids[bs->n] = gpuidx_tid_pack(ItemPointerGetBlockNumber(tid),
 									  ItemPointerGetOffsetNumber(tid));
@@ -140,7 +159,11 @@ record_structure_option(Relation index, GiStructure structure)
 	CommandCounterIncrement();
 }
 
-/* Check what CREATE INDEX asks for and return the key width. */
+/*
+ * Check what CREATE INDEX asks for and return the key width; included
+ * columns of other types than gpuidx_layout accepts are an error naming
+ * the column and its type.
+ */
 static int
 check_index_definition(Relation index, GiStructure *structure)
 {
@@ -151,6 +174,7 @@ check_index_definition(Relation index, GiStructure *structure)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("gpuidx indexes only int2, int4 and int8 keys")));
+	(void) gpuidx_layout(index);
 	*structure = gpuidx_relation_structure(index);
 	return key_bytes;
 }
@@ -181,25 +205,29 @@ gpuidx_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.capacity = 1024;
 	bs.keys = palloc(sizeof(int64) * bs.capacity);
 	bs.tids = palloc(sizeof(uint64) * bs.capacity);
+	bs.layout = *gpuidx_layout(index);
+	if (bs.layout.row_bytes > 0)
+		bs.rows = palloc((Size) bs.layout.row_bytes * bs.capacity);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIDX_PHASE_SCAN_TABLE);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   build_callback, &bs, NULL);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIDX_PHASE_SORT);
-	gpuidx_sort_pairs(bs.keys, bs.tids, bs.n);
+	gpuidx_sort_entries(bs.keys, bs.tids, bs.rows, bs.layout.row_bytes, bs.n);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIDX_PHASE_WRITE_BASE);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, bs.n);
 	gpuidx_write_empty_metapage(index, MAIN_FORKNUM, key_bytes, structure);
-	head = gpuidx_write_chain(index, bs.keys, bs.tids, bs.n, GPUIDX_PAGE_BASE, NULL);
+	head = gpuidx_write_chain(index, bs.keys, bs.tids, bs.rows, bs.n,
+							  GPUIDX_PAGE_BASE, NULL);
 	if (bs.nnull > 0)
 	{
 		/* NULL keys are not searchable; their TIDs serve full ordered scans. */
 		int64	   *zeros = palloc0(sizeof(int64) * bs.nnull);
 
-		null_head = gpuidx_write_chain(index, zeros, bs.null_tids, bs.nnull,
-									   GPUIDX_PAGE_NULL, &null_tail);
+		null_head = gpuidx_write_chain(index, zeros, bs.null_tids, bs.null_rows,
+									   bs.nnull, GPUIDX_PAGE_NULL, &null_tail);
 		pfree(zeros);
 	}
 	if (bs.n > 0 || bs.nnull > 0)
@@ -231,6 +259,10 @@ gpuidx_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	pfree(bs.tids);
 	if (bs.null_tids)
 		pfree(bs.null_tids);
+	if (bs.rows)
+		pfree(bs.rows);
+	if (bs.null_rows)
+		pfree(bs.null_rows);
 	return result;
 }
 

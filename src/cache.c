@@ -298,8 +298,9 @@ evict_for_device(uint64 limit, uint64 need, Oid keep)
 static uint64
 version_host_bytes(GpuidxImageData *img)
 {
-	uint64		total = (uint64) img->n * (sizeof(int64) + sizeof(uint64)) +
-		(uint64) img->ndelta * sizeof(int64) + (uint64) img->nnull * sizeof(uint64);
+	uint64		total = (uint64) img->n * (sizeof(int64) + sizeof(uint64) + img->row_bytes) +
+		(uint64) img->ndelta * sizeof(int64) +
+		(uint64) img->nnull * (sizeof(uint64) + img->row_bytes);
 
 	if (img->image)
 	{
@@ -352,11 +353,14 @@ evict_for_host(Oid keep)
 	}
 }
 
-/* Merge two (key, tid)-sorted runs into out. */
+/*
+ * Merge two (key, tid)-sorted runs into out; their included-columns rows
+ * (rb bytes each, the row arrays NULL when rb is 0) move with them.
+ */
 static void
-merge_runs(const int64 *ak, const uint64 *at, int64 na,
-		   const int64 *bk, const uint64 *bt, int64 nb,
-		   int64 *ok, uint64 *ot)
+merge_runs(const int64 *ak, const uint64 *at, const char *ar, int64 na,
+		   const int64 *bk, const uint64 *bt, const char *br, int64 nb,
+		   int64 *ok, uint64 *ot, char *orows, int rb)
 {
 	int64		i = 0,
 				j = 0,
@@ -366,11 +370,15 @@ merge_runs(const int64 *ak, const uint64 *at, int64 na,
 	{
 		if (j >= nb || (i < na && (ak[i] < bk[j] || (ak[i] == bk[j] && at[i] < bt[j]))))
 		{
+			if (rb > 0)
+				memcpy(orows + (Size) o * rb, ar + (Size) i * rb, rb);
 			ok[o] = ak[i];
 			ot[o++] = at[i++];
 		}
 		else
 		{
+			if (rb > 0)
+				memcpy(orows + (Size) o * rb, br + (Size) j * rb, rb);
 			ok[o] = bk[j];
 			ot[o++] = bt[j++];
 		}
@@ -507,6 +515,9 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	int64	   *keys;
 	uint64	   *tids;
 	uint64	   *null_tids;
+	char	   *rows;
+	char	   *null_rows;
+	int			rb = prev->row_bytes;
 	int64		n,
 				nd,
 				o;
@@ -514,6 +525,8 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	uint64	   *dt;
 	int64	   *dr;
 	uint64	   *nt;
+	char	   *drows = NULL;
+	char	   *nrows = NULL;
 	int			lane;
 	bool		updated = false;
 	instr_time	t0,
@@ -527,8 +540,8 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	old = MemoryContextSwitchTo(tmp);
 	memcpy(from.lane, prev->lane_count, sizeof(from.lane));
 	from.total = prev->pending_count;
-	gpuidx_read_entries(index, &meta, &pending, &from, &keys, &tids, &n,
-						&null_tids);
+	gpuidx_read_entries(index, &meta, &pending, &from, &keys, &tids, &rows, &n,
+						&null_tids, &null_rows);
 	nd = prev->ndelta + n;
 	if (meta.generation != prev->generation ||
 		meta.base_count != prev->base_count || nd > delta_limit(prev->nbase))
@@ -536,7 +549,7 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	for (lane = 0; lane < GPUIDX_LANES; lane++)
 		if (pending.lane[lane] < prev->lane_count[lane])
 			goto out;
-	gpuidx_sort_pairs(keys, tids, n);
+	gpuidx_sort_entries(keys, tids, rows, rb, n);
 
 	/* The new delta, in prev's context: old delta and new entries merged. */
 	MemoryContextSwitchTo(prev->context);
@@ -544,11 +557,19 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	dt = palloc(sizeof(uint64) * Max(nd, 1));
 	dr = palloc(sizeof(int64) * Max(nd, 1));
 	nt = palloc(sizeof(uint64) * Max((int64) meta.null_count, 1));
+	if (rb > 0)
+	{
+		drows = palloc((Size) rb * Max(nd, 1));
+		nrows = palloc((Size) rb * Max((int64) meta.null_count, 1));
+	}
 	MemoryContextSwitchTo(tmp);
-	merge_runs(prev->dkeys, prev->dtids, prev->ndelta, keys, tids, n, dk, dt);
+	merge_runs(prev->dkeys, prev->dtids, prev->drows, prev->ndelta,
+			   keys, tids, rows, n, dk, dt, drows, rb);
 	for (o = 0; o < nd; o++)
 		dr[o] = o + base_lower_bound(prev, dk[o], dt[o]);
 	memcpy(nt, null_tids, sizeof(uint64) * meta.null_count);
+	if (rb > 0)
+		memcpy(nrows, null_rows, (Size) rb * meta.null_count);
 
 	if (!insert_or_drop(&prev->image, keys, tids, n))
 	{
@@ -556,6 +577,11 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 		pfree(dt);
 		pfree(dr);
 		pfree(nt);
+		if (rb > 0)
+		{
+			pfree(drows);
+			pfree(nrows);
+		}
 		goto out;
 	}
 
@@ -565,9 +591,15 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 		pfree(prev->dkeys);
 		pfree(prev->dtids);
 		pfree(prev->drank);
+		if (prev->drows)
+			pfree(prev->drows);
 	}
 	if (prev->null_tids)
 		pfree(prev->null_tids);
+	if (prev->null_rows)
+		pfree(prev->null_rows);
+	prev->drows = drows;
+	prev->null_rows = nrows;
 	prev->dkeys = dk;
 	prev->dtids = dt;
 	prev->drank = dr;
@@ -605,6 +637,8 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	GpuidxPendingCounts pending;
 	int64	   *keys;
 	uint64	   *tids;
+	char	   *rows;
+	int			rb = gpuidx_layout(index)->row_bytes;
 	int64		n;
 	bool		incremental;
 	int			lane;
@@ -621,6 +655,7 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	img = palloc0(sizeof(GpuidxImageData));
 	img->context = ctx;
 	img->indexoid = RelationGetRelid(index);
+	img->row_bytes = rb;
 
 	incremental = prev != NULL;
 	if (incremental)
@@ -629,8 +664,8 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 
 		memcpy(from.lane, prev->lane_count, sizeof(from.lane));
 		from.total = prev->pending_count;
-		gpuidx_read_entries(index, &meta, &pending, &from, &keys, &tids, &n,
-							&img->null_tids);
+		gpuidx_read_entries(index, &meta, &pending, &from, &keys, &tids,
+							&rows, &n, &img->null_tids, &img->null_rows);
 		if (meta.generation != prev->generation ||
 			meta.base_count != prev->base_count)
 			incremental = false;
@@ -643,11 +678,16 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 			pfree(keys);
 			pfree(tids);
 			pfree(img->null_tids);
+			if (rb > 0)
+			{
+				pfree(rows);
+				pfree(img->null_rows);
+			}
 		}
 	}
 	if (!incremental)
-		gpuidx_read_entries(index, &meta, &pending, NULL, &keys, &tids, &n,
-							&img->null_tids);
+		gpuidx_read_entries(index, &meta, &pending, NULL, &keys, &tids, &rows,
+							&n, &img->null_tids, &img->null_rows);
 
 	if (incremental)
 	{
@@ -657,29 +697,39 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 		 */
 		int64	   *rk = keys;
 		uint64	   *rt = tids;
+		char	   *rr = rows;
 		int64		nr = n;
 
-		gpuidx_sort_pairs(keys, tids, n);
+		gpuidx_sort_entries(keys, tids, rows, rb, n);
 		if (prev->ndelta > 0)
 		{
 			nr = prev->ndelta + n;
 			rk = gpuidx_alloc_huge(sizeof(int64) * nr);
 			rt = gpuidx_alloc_huge(sizeof(uint64) * nr);
-			merge_runs(prev->dkeys, prev->dtids, prev->ndelta, keys, tids, n, rk, rt);
+			rr = rb > 0 ? gpuidx_alloc_huge((Size) rb * nr) : NULL;
+			merge_runs(prev->dkeys, prev->dtids, prev->drows, prev->ndelta,
+					   keys, tids, rows, n, rk, rt, rr, rb);
 		}
 		img->n = prev->nbase + nr;
 		img->keys = gpuidx_alloc_huge(sizeof(int64) * img->n);
 		img->tids = gpuidx_alloc_huge(sizeof(uint64) * img->n);
-		merge_runs(prev->keys, prev->tids, prev->nbase, rk, rt, nr, img->keys, img->tids);
+		if (rb > 0)
+			img->rows = gpuidx_alloc_huge((Size) rb * img->n);
+		merge_runs(prev->keys, prev->tids, prev->rows, prev->nbase,
+				   rk, rt, rr, nr, img->keys, img->tids, img->rows, rb);
 		if (rk != keys)
 		{
 			pfree(rk);
 			pfree(rt);
+			if (rr)
+				pfree(rr);
 		}
 		if (can_insert_into(prev, engine))
 			insert_into_prev(img, prev, keys, tids, n);
 		pfree(keys);
 		pfree(tids);
+		if (rows)
+			pfree(rows);
 	}
 	else
 	{
@@ -690,18 +740,25 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 		img->n = n;
 		if (npend > 0)
 		{
-			gpuidx_sort_pairs(keys + nbase, tids + nbase, npend);
+			char	   *pend_rows = rows ? rows + (Size) nbase * rb : NULL;
+
+			gpuidx_sort_entries(keys + nbase, tids + nbase, pend_rows, rb, npend);
 			img->keys = gpuidx_alloc_huge(sizeof(int64) * n);
 			img->tids = gpuidx_alloc_huge(sizeof(uint64) * n);
-			merge_runs(keys, tids, nbase, keys + nbase, tids + nbase, npend,
-					   img->keys, img->tids);
+			if (rb > 0)
+				img->rows = gpuidx_alloc_huge((Size) rb * n);
+			merge_runs(keys, tids, rows, nbase, keys + nbase, tids + nbase,
+					   pend_rows, npend, img->keys, img->tids, img->rows, rb);
 			pfree(keys);
 			pfree(tids);
+			if (rows)
+				pfree(rows);
 		}
 		else
 		{
 			img->keys = keys;
 			img->tids = tids;
+			img->rows = rows;
 		}
 	}
 	img->nbase = img->n;

@@ -25,6 +25,7 @@
 
 #define GPUIDX_MAGIC			0x47504958	/* "GPIX" */
 #define GPUIDX_VERSION			2	/* 2: pending lanes */
+#define GPUIDX_VERSION_INCLUDE	3	/* 3: version 2 with INCLUDE columns */
 #define GPUIDX_METAPAGE_BLKNO	0
 #define GPUIDX_PAGE_ID			0xFF87
 
@@ -45,14 +46,41 @@ typedef struct GpuidxPageOpaqueData
 
 typedef GpuidxPageOpaqueData *GpuidxPageOpaque;
 
-/* One index entry on disk: the key (always 64-bit) and the heap TID. */
+/*
+ * One index entry on disk: the key (always 64-bit) and the heap TID.  An
+ * index with INCLUDE columns follows each entry with the included values
+ * (packed, each in its type's width) and keeps their NULL flags in
+ * include_nulls (bit c: included column c is NULL); its entries are
+ * GpuidxLayout.entry_bytes apart.  Without included columns an entry is
+ * these 16 bytes and include_nulls is 0, the layout of version 2.
+ */
 typedef struct GpuidxEntry
 {
 	int64		key;
 	uint32		block;
 	uint16		offset;
-	uint16		unused;
+	uint16		include_nulls;
 } GpuidxEntry;
+
+/* Most INCLUDE columns an index may have (one NULL bit each). */
+#define GPUIDX_MAX_INCLUDE		16
+
+/*
+ * Where an index's included columns live.  In memory (build, image, scans)
+ * an entry's included columns are one row of row_bytes: the uint16 NULL
+ * mask, then the values as on disk (value_offset[c] from the values'
+ * start).  Computed from the index's tuple descriptor (gpuidx_layout).
+ */
+typedef struct GpuidxLayout
+{
+	int			ninclude;		/* 0: the plain 16-byte entries */
+	int			entry_bytes;	/* on-disk stride of entries */
+	int			entries_per_page;
+	int			value_bytes;	/* sum of the included widths */
+	int			row_bytes;		/* in-memory row: mask + values; 0 if none */
+	int16		width[GPUIDX_MAX_INCLUDE];
+	int16		value_offset[GPUIDX_MAX_INCLUDE];
+} GpuidxLayout;
 
 /*
  * Pending entries go to one of GPUIDX_LANES lists ("lanes"), chosen by the
@@ -98,6 +126,15 @@ typedef struct GpuidxMetaPageData
 	uint64		folded_from;
 	uint64		folded_entries;
 	GpuidxLaneData lanes[GPUIDX_LANES];	/* the pending entries */
+
+	/*
+	 * Included columns (version 3 only).  A version 2 metapage ends
+	 * (pd_lower) before these fields: gpuidx_copy_meta copies only what
+	 * precedes them and fills them in as "none".
+	 */
+	uint32		include_count;
+	uint32		entry_bytes;	/* stride of entries, 16 when none */
+	uint8		include_widths[GPUIDX_MAX_INCLUDE];
 } GpuidxMetaPageData;
 
 /*
@@ -115,12 +152,16 @@ typedef struct GpuidxPendingCounts
 #define GpuidxPageGetOpaque(page) ((GpuidxPageOpaque) PageGetSpecialPointer(page))
 #define GpuidxPageGetMeta(page) ((GpuidxMetaPageData *) PageGetContents(page))
 #define GpuidxPageGetEntries(page) ((GpuidxEntry *) PageGetContents(page))
-#define GpuidxPageCount(page) \
+/* Entries on a page whose entries are entry_bytes apart. */
+#define GpuidxPageCount(page, entry_bytes) \
 	((int) ((((PageHeader) (page))->pd_lower - \
-			 (PageGetContents(page) - (char *) (page))) / sizeof(GpuidxEntry)))
-#define GPUIDX_ENTRIES_PER_PAGE \
-	((int) ((BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - \
-			 MAXALIGN(sizeof(GpuidxPageOpaqueData))) / sizeof(GpuidxEntry)))
+			 (PageGetContents(page) - (char *) (page))) / (entry_bytes)))
+/* Entry i of a page whose entries are entry_bytes apart. */
+#define GpuidxPageEntry(page, i, entry_bytes) \
+	((GpuidxEntry *) (PageGetContents(page) + (Size) (i) * (entry_bytes)))
+#define GPUIDX_PAGE_SPACE \
+	((int) (BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - \
+			MAXALIGN(sizeof(GpuidxPageOpaqueData))))
 
 /* Empty every pending lane of a metapage (a new index, or a rewrite). */
 static inline void
@@ -204,7 +245,8 @@ extern bool gpuidx_indexinfo_is_gpuidx(struct IndexOptInfo *index);
 /* ---------- storage.c ---------- */
 
 extern void gpuidx_init_page(Page page, uint16 flags);
-extern void gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure);
+extern void gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure,
+								 const GpuidxLayout *layout);
 extern void gpuidx_write_empty_metapage(Relation index, ForkNumber fork,
 										int key_bytes, GiStructure structure);
 extern void gpuidx_copy_meta(Relation index, Page page, GpuidxMetaPageData *meta);
@@ -213,19 +255,20 @@ extern void gpuidx_count_pending(Relation index, const GpuidxMetaPageData *meta,
 extern void gpuidx_read_meta(Relation index, GpuidxMetaPageData *meta,
 							 GpuidxPendingCounts *pending);
 extern BlockNumber gpuidx_write_chain(Relation index, const int64 *keys,
-									  const uint64 *tids, int64 n, uint16 flags,
-									  BlockNumber *tail);
+									  const uint64 *tids, const char *rows,
+									  int64 n, uint16 flags, BlockNumber *tail);
 extern bool gpuidx_read_chain(Relation index, BlockNumber head, uint16 flags,
 							  int64 skip, int64 count, int64 *keys,
-							  uint64 *tids);
+							  uint64 *tids, char *rows);
 extern void gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 								GpuidxPendingCounts *pending,
 								const GpuidxPendingCounts *pending_from,
-								int64 **keys, uint64 **tids, int64 *n,
-								uint64 **null_tids);
+								int64 **keys, uint64 **tids, char **rows,
+								int64 *n, uint64 **null_tids,
+								char **null_rows);
 extern void gpuidx_append(Relation index, uint16 list, int64 key,
-						  ItemPointer tid, uint64 count_exact_from,
-						  uint64 *count);
+						  ItemPointer tid, const char *row,
+						  uint64 count_exact_from, uint64 *count);
 
 /* ---------- utils.c ---------- */
 
@@ -233,6 +276,14 @@ extern void *gpuidx_alloc_huge(Size size);
 extern double gpuidx_lap_ms(instr_time *t);
 extern void gpuidx_raise_engine_error(const GiError *err, const char *what);
 extern void gpuidx_sort_pairs(int64 *keys, uint64 *tids, int64 n);
+extern void gpuidx_sort_entries(int64 *keys, uint64 *tids, char *rows,
+								int row_bytes, int64 n);
+extern const GpuidxLayout *gpuidx_layout(Relation index);
+extern int	gpuidx_include_width_for_type(Oid typid);
+extern void gpuidx_form_row(const GpuidxLayout *layout, const Datum *values,
+							const bool *isnull, char *row);
+extern void gpuidx_deform_row(const GpuidxLayout *layout, const char *row,
+							  Datum *values, bool *isnull);
 extern int64 *gpuidx_array_keys(Datum arraydatum, int64 *count);
 extern int	gpuidx_key_bytes_for_type(Oid typid);
 extern int64 gpuidx_datum_to_key(Datum value, Oid typid);
@@ -271,6 +322,17 @@ typedef struct GpuidxImageData
 	int64	   *dkeys;
 	uint64	   *dtids;
 	int64	   *drank;
+
+	/*
+	 * Included columns (none when row_bytes is 0): one row per entry (the
+	 * NULL mask and the values, GpuidxLayout), parallel to keys/tids in the
+	 * base part, dkeys/dtids in the delta, null_tids for NULL keys.  Read
+	 * them through gpuidx_row_at.
+	 */
+	int			row_bytes;
+	char	   *rows;
+	char	   *drows;
+	char	   *null_rows;
 	GiImage    *image;
 	GiEngineKind engine;		/* engine holding the image */
 	GiEngineKind wanted_engine; /* engine gpuidx.engine asked for */
@@ -344,6 +406,24 @@ gpuidx_tid_at(const GpuidxImageData *img, int64 pos)
 	int64		i = gpuidx_locate(img, pos, &in_delta);
 
 	return in_delta ? img->dtids[i] : img->tids[i];
+}
+
+/*
+ * The included-columns row of position pos (a NULL-key entry when pos >= n);
+ * NULL when the index has no included columns.
+ */
+static inline const char *
+gpuidx_row_at(const GpuidxImageData *img, int64 pos)
+{
+	bool		in_delta;
+	int64		i;
+
+	if (img->row_bytes == 0)
+		return NULL;
+	if (pos >= img->n)
+		return img->null_rows + (Size) (pos - img->n) * img->row_bytes;
+	i = gpuidx_locate(img, pos, &in_delta);
+	return (in_delta ? img->drows : img->rows) + (Size) i * img->row_bytes;
 }
 
 /*

@@ -276,7 +276,9 @@ gpuidx_validate(Oid opclassoid)
 static bool
 gpuidx_canreturn(Relation index, int attno)
 {
-	return attno == 1 && gpuidx_can_skip_heap();
+	/* The key and every included column (all of types the image holds). */
+	return attno >= 1 && attno <= RelationGetDescr(index)->natts &&
+		gpuidx_can_skip_heap();
 }
 
 PG_FUNCTION_INFO_V1(gpuidx_handler);
@@ -302,7 +304,7 @@ gpuidx_handler(PG_FUNCTION_ARGS)
 	amroutine->amclusterable = false;
 	amroutine->ampredlocks = false;
 	amroutine->amcanparallel = false;
-	amroutine->amcaninclude = false;
+	amroutine->amcaninclude = true;	/* types checked by gpuidx_layout */
 	amroutine->amusemaintenanceworkmem = false;
 	amroutine->amparallelvacuumoptions = VACUUM_OPTION_NO_PARALLEL;
 	amroutine->amkeytype = InvalidOid;

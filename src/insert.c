@@ -14,16 +14,25 @@ gpuidx_insert(Relation index, Datum *values, bool *isnull,
 			  IndexInfo *indexInfo)
 {
 	Oid			keytype = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+	const GpuidxLayout *layout = gpuidx_layout(index);
+	char		row[sizeof(uint16) + GPUIDX_MAX_INCLUDE * sizeof(int64)];
+	const char *rowp = NULL;
 	uint64		pending;
 
+	if (layout->ninclude > 0)
+	{
+		/* The included columns follow the key in values[]. */
+		gpuidx_form_row(layout, values + 1, isnull + 1, row);
+		rowp = row;
+	}
 	if (isnull[0])
 	{
 		/* Kept apart: only full scans and IS NULL return these. */
-		gpuidx_append(index, GPUIDX_PAGE_NULL, 0, heap_tid, 0, &pending);
+		gpuidx_append(index, GPUIDX_PAGE_NULL, 0, heap_tid, rowp, 0, &pending);
 		return false;
 	}
 	gpuidx_append(index, GPUIDX_PAGE_PENDING,
-				  gpuidx_datum_to_key(values[0], keytype), heap_tid,
+				  gpuidx_datum_to_key(values[0], keytype), heap_tid, rowp,
 				  (uint64) gpuidx_pending_limit, &pending);
 	if (pending >= (uint64) gpuidx_pending_limit)
 		gpuidx_fold_pending(index, gpuidx_pending_limit);

@@ -381,17 +381,25 @@ gpuidx_gettuple(IndexScanDesc scan, ScanDirection dir)
 	scan->xs_recheck = !IsMVCCSnapshot(scan->xs_snapshot);
 	if (scan->xs_want_itup)
 	{
-		/* Index-only scan: hand back the key (NULL past the keys). */
+		/*
+		 * Index-only scan: hand back the key (NULL past the keys) and the
+		 * included columns, all from the image.
+		 */
 		TupleDesc	desc = RelationGetDescr(scan->indexRelation);
 		Oid			keytype = TupleDescAttr(desc, 0)->atttypid;
 		int64		key = so->cur_pos < so->img->n ? gpuidx_key_at(so->img, so->cur_pos) : 0;
-		Datum		value;
-		bool		isnull = so->cur_pos >= so->img->n;
+		Datum		values[1 + GPUIDX_MAX_INCLUDE];
+		bool		isnull[1 + GPUIDX_MAX_INCLUDE];
+		const char *row = gpuidx_row_at(so->img, so->cur_pos);
 
-		value = gpuidx_key_to_datum(key, keytype);
+		values[0] = gpuidx_key_to_datum(key, keytype);
+		isnull[0] = so->cur_pos >= so->img->n;
+		if (row)
+			gpuidx_deform_row(gpuidx_layout(scan->indexRelation), row,
+							  values + 1, isnull + 1);
 		if (so->itup)
 			pfree(so->itup);
-		so->itup = index_form_tuple(desc, &value, &isnull);
+		so->itup = index_form_tuple(desc, values, isnull);
 		scan->xs_itup = so->itup;
 		scan->xs_itupdesc = desc;
 	}

@@ -43,10 +43,17 @@ gpuidx_init_page(Page page, uint16 flags)
 	opaque->page_id = GPUIDX_PAGE_ID;
 }
 
-/* Initialize a metapage describing an empty index. */
+/*
+ * Initialize a metapage describing an empty index.  An index without
+ * included columns gets the version 2 metapage, byte for byte; one with
+ * them version 3, which older builds refuse instead of misreading.
+ */
 void
-gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure)
+gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure,
+					 const GpuidxLayout *layout)
 {
+	Size		meta_size;
+
 	GpuidxMetaPageData *meta;
 
 	gpuidx_init_page(page, GPUIDX_PAGE_META);
@@ -61,8 +68,19 @@ gpuidx_init_metapage(Page page, int key_bytes, GiStructure structure)
 	gpuidx_meta_clear_lanes(meta);
 	meta->null_head = InvalidBlockNumber;
 	meta->null_tail = InvalidBlockNumber;
-	((PageHeader) page)->pd_lower =
-		((char *) meta + sizeof(GpuidxMetaPageData)) - (char *) page;
+	meta_size = offsetof(GpuidxMetaPageData, include_count);
+	if (layout->ninclude > 0)
+	{
+		int			c;
+
+		meta->version = GPUIDX_VERSION_INCLUDE;
+		meta->include_count = layout->ninclude;
+		meta->entry_bytes = layout->entry_bytes;
+		for (c = 0; c < layout->ninclude; c++)
+			meta->include_widths[c] = (uint8) layout->width[c];
+		meta_size = sizeof(GpuidxMetaPageData);
+	}
+	((PageHeader) page)->pd_lower = ((char *) meta + meta_size) - (char *) page;
 }
 
 /* Write the metapage of an empty index into block 0 of the given fork. */
@@ -79,7 +97,7 @@ gpuidx_write_empty_metapage(Relation index, ForkNumber fork, int key_bytes,
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	state = GenericXLogStart(index);
 	page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
-	gpuidx_init_metapage(page, key_bytes, structure);
+	gpuidx_init_metapage(page, key_bytes, structure, gpuidx_layout(index));
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
 
@@ -89,24 +107,50 @@ gpuidx_write_empty_metapage(Relation index, ForkNumber fork, int key_bytes,
 						  RelationGetNumberOfBlocksInFork(index, fork), true);
 }
 
-/* Check that a page is a valid gpuidx metapage and copy its contents. */
+/*
+ * Check that a page is a valid gpuidx metapage and copy its contents.  The
+ * included columns it records must be those of the index's descriptor.
+ */
 void
 gpuidx_copy_meta(Relation index, Page page, GpuidxMetaPageData *meta)
 {
 	GpuidxMetaPageData *m = GpuidxPageGetMeta(page);
+	const GpuidxLayout *layout = gpuidx_layout(index);
+	uint32		expected = layout->ninclude > 0 ? GPUIDX_VERSION_INCLUDE : GPUIDX_VERSION;
+	bool		layout_ok;
+	int			c;
 
 	if (m->magic != GPUIDX_MAGIC)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" is not a valid gpuidx index",
 						RelationGetRelationName(index))));
-	if (m->version != GPUIDX_VERSION)
+	if (m->version != expected)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" has on-disk format version %u, expected %u",
-						RelationGetRelationName(index), m->version, GPUIDX_VERSION),
+						RelationGetRelationName(index), m->version, expected),
 				 errhint("REINDEX the index.")));
+	if (m->version == GPUIDX_VERSION)
+	{
+		/* It ends before the include fields: they are none. */
+		memcpy(meta, m, offsetof(GpuidxMetaPageData, include_count));
+		meta->include_count = 0;
+		meta->entry_bytes = sizeof(GpuidxEntry);
+		memset(meta->include_widths, 0, sizeof(meta->include_widths));
+		return;
+	}
 	memcpy(meta, m, sizeof(GpuidxMetaPageData));
+	layout_ok = meta->include_count == (uint32) layout->ninclude &&
+		meta->entry_bytes == (uint32) layout->entry_bytes;
+	for (c = 0; layout_ok && c < layout->ninclude; c++)
+		layout_ok = meta->include_widths[c] == layout->width[c];
+	if (!layout_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" records included columns that do not match its definition",
+						RelationGetRelationName(index)),
+				 errhint("REINDEX the index.")));
 }
 
 /* Entries on one page of a chain (its pd_lower says how many). */
@@ -117,7 +161,7 @@ page_entries(Relation index, BlockNumber blkno)
 	int			count;
 
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	count = GpuidxPageCount(BufferGetPage(buf));
+	count = GpuidxPageCount(BufferGetPage(buf), gpuidx_layout(index)->entry_bytes);
 	UnlockReleaseBuffer(buf);
 	return count;
 }
@@ -199,22 +243,50 @@ new_buffer(Relation index)
 	return buf;
 }
 
+/*
+ * Write one entry at e: key, TID and, when the index has included columns,
+ * the row's NULL mask and values (rows NULL: all zero, as NULL-list entries
+ * of a build without them).
+ */
+static void
+write_entry(GpuidxEntry *e, const GpuidxLayout *layout, int64 key,
+			uint64 tid, const char *row)
+{
+	e->key = key;
+	e->block = (uint32) (tid >> 16);
+	e->offset = (uint16) (tid & 0xFFFF);
+	e->include_nulls = 0;
+	if (layout->ninclude == 0)
+		return;
+	memset((char *) (e + 1), 0, layout->entry_bytes - sizeof(GpuidxEntry));
+	if (row)
+	{
+		memcpy(&e->include_nulls, row, sizeof(uint16));
+		memcpy((char *) (e + 1), row + sizeof(uint16), layout->value_bytes);
+	}
+}
+
+/* Read the included-columns row of the entry at e into row. */
+static void
+read_row(const GpuidxEntry *e, const GpuidxLayout *layout, char *row)
+{
+	memcpy(row, &e->include_nulls, sizeof(uint16));
+	memcpy(row + sizeof(uint16), (const char *) (e + 1), layout->value_bytes);
+}
+
 /* Copy entries into a page and set pd_lower past them. */
 static void
-fill_page(Page page, const int64 *keys, const uint64 *tids, int count)
+fill_page(Page page, const GpuidxLayout *layout, const int64 *keys,
+		  const uint64 *tids, const char *rows, int count)
 {
-	GpuidxEntry *e = GpuidxPageGetEntries(page);
 	int			i;
 
 	for (i = 0; i < count; i++)
-	{
-		e[i].key = keys[i];
-		e[i].block = (uint32) (tids[i] >> 16);
-		e[i].offset = (uint16) (tids[i] & 0xFFFF);
-		e[i].unused = 0;
-	}
+		write_entry(GpuidxPageEntry(page, i, layout->entry_bytes), layout,
+					keys[i], tids[i],
+					rows ? rows + (Size) i * layout->row_bytes : NULL);
 	((PageHeader) page)->pd_lower =
-		((char *) (e + count)) - (char *) page;
+		((char *) GpuidxPageEntry(page, count, layout->entry_bytes)) - (char *) page;
 }
 
 /*
@@ -224,8 +296,9 @@ fill_page(Page page, const int64 *keys, const uint64 *tids, int count)
  */
 BlockNumber
 gpuidx_write_chain(Relation index, const int64 *keys, const uint64 *tids,
-				   int64 n, uint16 flags, BlockNumber *tail)
+				   const char *rows, int64 n, uint16 flags, BlockNumber *tail)
 {
+	const GpuidxLayout *layout = gpuidx_layout(index);
 	BlockNumber head;
 	Buffer		buf;
 	int64		done = 0;
@@ -239,7 +312,7 @@ gpuidx_write_chain(Relation index, const int64 *keys, const uint64 *tids,
 	head = BufferGetBlockNumber(buf);
 	while (done < n)
 	{
-		int			count = (int) Min((int64) GPUIDX_ENTRIES_PER_PAGE, n - done);
+		int			count = (int) Min((int64) layout->entries_per_page, n - done);
 		Buffer		nextbuf = InvalidBuffer;
 		GenericXLogState *state;
 		Page		page;
@@ -251,7 +324,8 @@ gpuidx_write_chain(Relation index, const int64 *keys, const uint64 *tids,
 		state = GenericXLogStart(index);
 		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
 		gpuidx_init_page(page, flags);
-		fill_page(page, keys + done, tids + done, count);
+		fill_page(page, layout, keys + done, tids + done,
+				  rows ? rows + (Size) done * layout->row_bytes : NULL, count);
 		if (BufferIsValid(nextbuf))
 			GpuidxPageGetOpaque(page)->next = BufferGetBlockNumber(nextbuf);
 		GenericXLogFinish(state);
@@ -272,8 +346,9 @@ gpuidx_write_chain(Relation index, const int64 *keys, const uint64 *tids,
  */
 bool
 gpuidx_read_chain(Relation index, BlockNumber head, uint16 flags, int64 skip,
-				  int64 count, int64 *keys, uint64 *tids)
+				  int64 count, int64 *keys, uint64 *tids, char *rows)
 {
+	const GpuidxLayout *layout = gpuidx_layout(index);
 	BlockNumber blkno = head;
 	int64		got = 0;
 	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
@@ -300,8 +375,7 @@ gpuidx_read_chain(Relation index, BlockNumber head, uint16 flags, int64 skip,
 			UnlockReleaseBuffer(buf);
 			return false;
 		}
-		npage = GpuidxPageCount(page);
-		e = GpuidxPageGetEntries(page);
+		npage = GpuidxPageCount(page, layout->entry_bytes);
 		for (i = 0; i < npage && got < count; i++)
 		{
 			if (skip > 0)
@@ -309,8 +383,11 @@ gpuidx_read_chain(Relation index, BlockNumber head, uint16 flags, int64 skip,
 				skip--;
 				continue;
 			}
-			keys[got] = e[i].key;
-			tids[got] = gpuidx_tid_pack(e[i].block, e[i].offset);
+			e = GpuidxPageEntry(page, i, layout->entry_bytes);
+			keys[got] = e->key;
+			tids[got] = gpuidx_tid_pack(e->block, e->offset);
+			if (rows && layout->row_bytes > 0)
+				read_row(e, layout, rows + (Size) got * layout->row_bytes);
 			got++;
 		}
 		blkno = opaque->next;
@@ -332,8 +409,10 @@ void
 gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 					GpuidxPendingCounts *pending,
 					const GpuidxPendingCounts *pending_from, int64 **keys,
-					uint64 **tids, int64 *n, uint64 **null_tids)
+					uint64 **tids, char **rows, int64 *n, uint64 **null_tids,
+					char **null_rows)
 {
+	int			row_bytes = gpuidx_layout(index)->row_bytes;
 	int			attempt;
 
 	for (attempt = 0; attempt < 1000; attempt++)
@@ -347,6 +426,8 @@ gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 		uint64	   *t;
 		int64	   *nk;
 		uint64	   *nt;
+		char	   *r = NULL;
+		char	   *nr = NULL;
 		bool		ok;
 		int			lane;
 
@@ -363,9 +444,14 @@ gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 		t = gpuidx_alloc_huge(sizeof(uint64) * (nbase + npending));
 		nk = gpuidx_alloc_huge(sizeof(int64) * meta->null_count);
 		nt = gpuidx_alloc_huge(sizeof(uint64) * meta->null_count);
+		if (row_bytes > 0)
+		{
+			r = gpuidx_alloc_huge((Size) row_bytes * (nbase + npending));
+			nr = gpuidx_alloc_huge((Size) row_bytes * meta->null_count);
+		}
 
 		ok = gpuidx_read_chain(index, meta->base_head, GPUIDX_PAGE_BASE, 0,
-							   nbase, k, t);
+							   nbase, k, t, r);
 		done = nbase;
 		for (lane = 0; ok && lane < GPUIDX_LANES; lane++)
 		{
@@ -386,11 +472,12 @@ gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 				skip -= (int64) l->full_count;
 			}
 			ok = gpuidx_read_chain(index, start, GPUIDX_PAGE_PENDING, skip,
-								   wanted[lane], k + done, t + done);
+								   wanted[lane], k + done, t + done,
+								   r ? r + (Size) done * row_bytes : NULL);
 			done += wanted[lane];
 		}
 		ok = ok && gpuidx_read_chain(index, meta->null_head, GPUIDX_PAGE_NULL,
-									 0, meta->null_count, nk, nt);
+									 0, meta->null_count, nk, nt, nr);
 		gpuidx_read_meta(index, &after, NULL);
 		if (ok && after.generation == meta->generation)
 		{
@@ -398,6 +485,8 @@ gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 			*tids = t;
 			*n = nbase + npending;
 			*null_tids = nt;
+			*rows = r;
+			*null_rows = nr;
 			pfree(nk);
 			return;
 		}
@@ -405,6 +494,11 @@ gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 		pfree(t);
 		pfree(nk);
 		pfree(nt);
+		if (r)
+		{
+			pfree(r);
+			pfree(nr);
+		}
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
@@ -415,16 +509,17 @@ gpuidx_read_entries(Relation index, GpuidxMetaPageData *meta,
 
 /* Write one entry after the last one on a page. */
 static void
-put_entry(Page page, int64 key, ItemPointer tid)
+put_entry(Page page, const GpuidxLayout *layout, int64 key, ItemPointer tid,
+		  const char *row)
 {
-	int			count = GpuidxPageCount(page);
-	GpuidxEntry *e = GpuidxPageGetEntries(page) + count;
+	int			count = GpuidxPageCount(page, layout->entry_bytes);
+	GpuidxEntry *e = GpuidxPageEntry(page, count, layout->entry_bytes);
 
-	e->key = key;
-	e->block = ItemPointerGetBlockNumber(tid);
-	e->offset = ItemPointerGetOffsetNumber(tid);
-	e->unused = 0;
-	((PageHeader) page)->pd_lower = ((char *) (e + 1)) - (char *) page;
+	write_entry(e, layout, key,
+				gpuidx_tid_pack(ItemPointerGetBlockNumber(tid),
+								ItemPointerGetOffsetNumber(tid)),
+				row);
+	((PageHeader) page)->pd_lower = ((char *) e + layout->entry_bytes) - (char *) page;
 }
 
 /* Write one generic-WAL delta fragment (offset, length, bytes) at d. */
@@ -453,27 +548,29 @@ put_fragment(char *d, OffsetNumber offset, OffsetNumber length,
  * wal_consistency_checking = 'generic'.
  */
 static int
-append_to_page(Relation index, Buffer buf, int64 key, ItemPointer tid)
+append_to_page(Relation index, Buffer buf, int64 key, ItemPointer tid,
+			   const char *row)
 {
+	const GpuidxLayout *layout = gpuidx_layout(index);
 	Page		page = BufferGetPage(buf);
 	PageHeader	header = (PageHeader) page;
 	OffsetNumber entry_at = header->pd_lower;
 	char		delta[2 * 2 * sizeof(OffsetNumber) + sizeof(LocationIndex) +
-					  sizeof(GpuidxEntry)];
+					  MAXALIGN(sizeof(GpuidxEntry) + GPUIDX_MAX_INCLUDE * sizeof(int64))];
 	char	   *d = delta;
 	XLogRecPtr	lsn;
 
-	Assert(GpuidxPageCount(page) < GPUIDX_ENTRIES_PER_PAGE);
+	Assert(GpuidxPageCount(page, layout->entry_bytes) < layout->entries_per_page);
 	if (RelationNeedsWAL(index))
 		XLogBeginInsert();
 	START_CRIT_SECTION();
-	put_entry(page, key, tid);
+	put_entry(page, layout, key, tid, row);
 	MarkBufferDirty(buf);
 	if (RelationNeedsWAL(index))
 	{
 		d = put_fragment(d, offsetof(PageHeaderData, pd_lower),
 						 sizeof(LocationIndex), &header->pd_lower);
-		d = put_fragment(d, entry_at, sizeof(GpuidxEntry),
+		d = put_fragment(d, entry_at, layout->entry_bytes,
 						 (char *) page + entry_at);
 		XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
 		XLogRegisterBufData(0, delta, d - delta);
@@ -481,7 +578,7 @@ append_to_page(Relation index, Buffer buf, int64 key, ItemPointer tid)
 		PageSetLSN(page, lsn);	/* a macro: its argument is used twice */
 	}
 	END_CRIT_SECTION();
-	return GpuidxPageCount(page);
+	return GpuidxPageCount(page, layout->entry_bytes);
 }
 
 /* The lane this backend appends to. */
@@ -512,7 +609,7 @@ pending_after_append(Relation index, const GpuidxMetaPageData *meta, int own,
 			continue;
 		lower += meta->lanes[lane].full_count;
 		if (meta->lanes[lane].tail != InvalidBlockNumber)
-			unseen_max += GPUIDX_ENTRIES_PER_PAGE;
+			unseen_max += gpuidx_layout(index)->entries_per_page;
 	}
 	if (lower + unseen_max < exact_from)
 		return lower;
@@ -530,8 +627,9 @@ pending_after_append(Relation index, const GpuidxMetaPageData *meta, int own,
  */
 static int
 append_exclusive(Relation index, Buffer metabuf, int lane, int64 key,
-				 ItemPointer tid)
+				 ItemPointer tid, const char *row)
 {
+	const GpuidxLayout *layout = gpuidx_layout(index);
 	uint16		list = lane < 0 ? GPUIDX_PAGE_NULL : GPUIDX_PAGE_PENDING;
 	GenericXLogState *state;
 	GpuidxMetaPageData *meta;
@@ -554,7 +652,7 @@ append_exclusive(Relation index, Buffer metabuf, int lane, int64 key,
 		tailbuf = ReadBuffer(index, *tailp);
 		LockBuffer(tailbuf, BUFFER_LOCK_EXCLUSIVE);
 		tailpage = GenericXLogRegisterBuffer(state, tailbuf, 0);
-		if (GpuidxPageCount(tailpage) < GPUIDX_ENTRIES_PER_PAGE)
+		if (GpuidxPageCount(tailpage, layout->entry_bytes) < layout->entries_per_page)
 			target = tailpage;
 		else
 		{
@@ -564,7 +662,8 @@ append_exclusive(Relation index, Buffer metabuf, int lane, int64 key,
 			GpuidxPageGetOpaque(tailpage)->next = BufferGetBlockNumber(newbuf);
 			*tailp = BufferGetBlockNumber(newbuf);
 			if (lane >= 0)
-				meta->lanes[lane].full_count += GpuidxPageCount(tailpage);
+				meta->lanes[lane].full_count +=
+					GpuidxPageCount(tailpage, layout->entry_bytes);
 		}
 	}
 	else
@@ -575,8 +674,8 @@ append_exclusive(Relation index, Buffer metabuf, int lane, int64 key,
 		*headp = *tailp = BufferGetBlockNumber(newbuf);
 	}
 
-	put_entry(target, key, tid);
-	count = GpuidxPageCount(target);
+	put_entry(target, layout, key, tid, row);
+	count = GpuidxPageCount(target, layout->entry_bytes);
 	if (lane < 0)
 		meta->null_count++;
 	GenericXLogFinish(state);
@@ -597,8 +696,10 @@ append_exclusive(Relation index, Buffer metabuf, int lane, int64 key,
  */
 void
 gpuidx_append(Relation index, uint16 list, int64 key, ItemPointer tid,
-			  uint64 count_exact_from, uint64 *count)
+			  const char *row, uint64 count_exact_from, uint64 *count)
 {
+	int			per_page = gpuidx_layout(index)->entries_per_page;
+	int			entry_bytes = gpuidx_layout(index)->entry_bytes;
 	Buffer		metabuf;
 	GpuidxMetaPageData meta;
 	int			lane = my_lane();
@@ -622,9 +723,9 @@ gpuidx_append(Relation index, uint16 list, int64 key, ItemPointer tid,
 			Buffer		tailbuf = ReadBuffer(index, tail);
 
 			LockBuffer(tailbuf, BUFFER_LOCK_EXCLUSIVE);
-			if (GpuidxPageCount(BufferGetPage(tailbuf)) < GPUIDX_ENTRIES_PER_PAGE)
+			if (GpuidxPageCount(BufferGetPage(tailbuf), entry_bytes) < per_page)
 			{
-				on_page = append_to_page(index, tailbuf, key, tid);
+				on_page = append_to_page(index, tailbuf, key, tid, row);
 				UnlockReleaseBuffer(tailbuf);
 				*count = pending_after_append(index, &meta, lane,
 											  meta.lanes[lane].full_count + on_page,
@@ -642,12 +743,12 @@ gpuidx_append(Relation index, uint16 list, int64 key, ItemPointer tid,
 	gpuidx_copy_meta(index, BufferGetPage(metabuf), &meta);
 	if (list == GPUIDX_PAGE_NULL)
 	{
-		append_exclusive(index, metabuf, -1, key, tid);
+		append_exclusive(index, metabuf, -1, key, tid, row);
 		*count = meta.null_count + 1;
 	}
 	else
 	{
-		on_page = append_exclusive(index, metabuf, lane, key, tid);
+		on_page = append_exclusive(index, metabuf, lane, key, tid, row);
 		gpuidx_copy_meta(index, BufferGetPage(metabuf), &meta);
 		*count = pending_after_append(index, &meta, lane,
 									  meta.lanes[lane].full_count + on_page,

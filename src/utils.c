@@ -8,6 +8,8 @@
 
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -188,4 +190,264 @@ gpuidx_lap_ms(instr_time *t)
 	ms = INSTR_TIME_GET_MILLISEC(now) - INSTR_TIME_GET_MILLISEC(*t);
 	*t = now;
 	return ms;
+}
+
+/*
+ * Sort n entries by (key, tid) in place, their included-columns rows
+ * (row_bytes each; rows may be NULL) moving with them.  Two passes of the
+ * engine's pair sort find the permutation: the positions ordered by TID,
+ * then those ordered by key with the TID rank breaking ties.
+ */
+void
+gpuidx_sort_entries(int64 *keys, uint64 *tids, char *rows, int row_bytes,
+					int64 n)
+{
+	int64	   *in_keys;
+	uint64	   *in_rank;
+	int64	   *sorted_keys;
+	uint64	   *by_tid;			/* position of the i-th entry in TID order */
+	uint64	   *tid_rank;		/* TID rank of the i-th entry in index order */
+	char	   *moved;
+	int64		i;
+	GiError		err;
+
+	if (rows == NULL || row_bytes == 0)
+	{
+		gpuidx_sort_pairs(keys, tids, n);
+		return;
+	}
+	if (n < 2)
+		return;
+	in_keys = gpuidx_alloc_huge(sizeof(int64) * n);
+	in_rank = gpuidx_alloc_huge(sizeof(uint64) * n);
+	sorted_keys = gpuidx_alloc_huge(sizeof(int64) * n);
+	by_tid = gpuidx_alloc_huge(sizeof(uint64) * n);
+	tid_rank = gpuidx_alloc_huge(sizeof(uint64) * n);
+
+	/* Packed TIDs are below 2^48: as int64 keys they sort as TIDs. */
+	for (i = 0; i < n; i++)
+	{
+		in_keys[i] = (int64) tids[i];
+		in_rank[i] = (uint64) i;
+	}
+	if (gi_sort_pairs((const int64_t *) in_keys, (const uint64_t *) in_rank,
+					  (size_t) n, (int64_t *) sorted_keys, (uint64_t *) by_tid,
+					  &err) != GI_OK)
+		gpuidx_raise_engine_error(&err, "sorting index entries");
+	for (i = 0; i < n; i++)
+	{
+		in_keys[i] = keys[by_tid[i]];
+		in_rank[i] = (uint64) i;
+	}
+	if (gi_sort_pairs((const int64_t *) in_keys, (const uint64_t *) in_rank,
+					  (size_t) n, (int64_t *) sorted_keys, (uint64_t *) tid_rank,
+					  &err) != GI_OK)
+		gpuidx_raise_engine_error(&err, "sorting index entries");
+
+	moved = gpuidx_alloc_huge((Size) row_bytes * n);
+	for (i = 0; i < n; i++)
+	{
+		uint64		from = by_tid[tid_rank[i]];
+
+		in_rank[i] = tids[from];
+		memcpy(moved + (Size) i * row_bytes, rows + (Size) from * row_bytes,
+			   row_bytes);
+	}
+	memcpy(keys, sorted_keys, sizeof(int64) * n);
+	memcpy(tids, in_rank, sizeof(uint64) * n);
+	memcpy(rows, moved, (Size) row_bytes * n);
+	pfree(in_keys);
+	pfree(in_rank);
+	pfree(sorted_keys);
+	pfree(by_tid);
+	pfree(tid_rank);
+	pfree(moved);
+}
+
+/*
+ * Width of a type an index may INCLUDE: the fixed-width by-value types
+ * listed in the README (a domain counts as its base type); 0 for others.
+ */
+int
+gpuidx_include_width_for_type(Oid typid)
+{
+	switch (typid)
+	{
+		case BOOLOID:
+			return 1;
+		case INT2OID:
+			return 2;
+		case INT4OID:
+		case FLOAT4OID:
+		case DATEOID:
+		case OIDOID:
+			return 4;
+		case INT8OID:
+		case FLOAT8OID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			return 8;
+		default:
+			{
+				Oid			base = getBaseType(typid);
+
+				return base != typid ? gpuidx_include_width_for_type(base) : 0;
+			}
+	}
+}
+
+/*
+ * The index's layout of included columns, computed from its tuple
+ * descriptor once per relcache entry (kept in rd_amcache, which a relcache
+ * rebuild frees).
+ */
+const GpuidxLayout *
+gpuidx_layout(Relation index)
+{
+	GpuidxLayout *layout = (GpuidxLayout *) index->rd_amcache;
+	TupleDesc	desc = RelationGetDescr(index);
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	int			c;
+
+	if (layout)
+		return layout;
+	layout = MemoryContextAllocZero(index->rd_indexcxt, sizeof(GpuidxLayout));
+	layout->ninclude = desc->natts - nkeys;
+	if (layout->ninclude > GPUIDX_MAX_INCLUDE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuidx indexes include at most %d columns",
+						GPUIDX_MAX_INCLUDE)));
+	for (c = 0; c < layout->ninclude; c++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, nkeys + c);
+		int			width = gpuidx_include_width_for_type(att->atttypid);
+
+		if (width == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("gpuidx cannot include column \"%s\" of type %s",
+							NameStr(att->attname), format_type_be(att->atttypid)),
+					 errdetail("Included columns must be of type int2, int4, int8, float4, float8, date, timestamp, timestamptz, bool or oid.")));
+		layout->width[c] = width;
+		layout->value_offset[c] = layout->value_bytes;
+		layout->value_bytes += width;
+	}
+	if (layout->ninclude == 0)
+		layout->entry_bytes = sizeof(GpuidxEntry);
+	else
+	{
+		layout->entry_bytes = MAXALIGN(sizeof(GpuidxEntry) + layout->value_bytes);
+		layout->row_bytes = sizeof(uint16) + layout->value_bytes;
+	}
+	layout->entries_per_page = GPUIDX_PAGE_SPACE / layout->entry_bytes;
+	index->rd_amcache = layout;
+	return layout;
+}
+
+/*
+ * Pack the included columns' datums and NULL flags into one row; a NULL's
+ * bytes are zero, so equal rows have equal bytes.
+ */
+void
+gpuidx_form_row(const GpuidxLayout *layout, const Datum *values,
+				const bool *isnull, char *row)
+{
+	uint16		nulls = 0;
+	char	   *v = row + sizeof(uint16);
+	int			c;
+
+	memset(row, 0, layout->row_bytes);
+	for (c = 0; c < layout->ninclude; c++)
+	{
+		char	   *at = v + layout->value_offset[c];
+
+		if (isnull[c])
+		{
+			nulls |= (uint16) (1 << c);
+			continue;
+		}
+		switch (layout->width[c])
+		{
+			case 1:
+				*at = DatumGetChar(values[c]);
+				break;
+			case 2:
+				{
+					int16		x = DatumGetInt16(values[c]);
+
+					memcpy(at, &x, sizeof(x));
+					break;
+				}
+			case 4:
+				{
+					int32		x = DatumGetInt32(values[c]);
+
+					memcpy(at, &x, sizeof(x));
+					break;
+				}
+			default:
+				{
+					int64		x = DatumGetInt64(values[c]);
+
+					memcpy(at, &x, sizeof(x));
+					break;
+				}
+		}
+	}
+	memcpy(row, &nulls, sizeof(nulls));
+}
+
+/*
+ * Unpack a row into datums and NULL flags, as fetch_att reads by-value
+ * attributes of a heap tuple (so the datums equal the heap's bit for bit).
+ */
+void
+gpuidx_deform_row(const GpuidxLayout *layout, const char *row, Datum *values,
+				  bool *isnull)
+{
+	uint16		nulls;
+	const char *v = row + sizeof(uint16);
+	int			c;
+
+	memcpy(&nulls, row, sizeof(nulls));
+	for (c = 0; c < layout->ninclude; c++)
+	{
+		const char *at = v + layout->value_offset[c];
+
+		isnull[c] = (nulls & (1 << c)) != 0;
+		values[c] = (Datum) 0;
+		if (isnull[c])
+			continue;
+		switch (layout->width[c])
+		{
+			case 1:
+				values[c] = CharGetDatum(*at);
+				break;
+			case 2:
+				{
+					int16		x;
+
+					memcpy(&x, at, sizeof(x));
+					values[c] = Int16GetDatum(x);
+					break;
+				}
+			case 4:
+				{
+					int32		x;
+
+					memcpy(&x, at, sizeof(x));
+					values[c] = Int32GetDatum(x);
+					break;
+				}
+			default:
+				{
+					int64		x;
+
+					memcpy(&x, at, sizeof(x));
+					values[c] = Int64GetDatum(x);
+					break;
+				}
+		}
+	}
 }

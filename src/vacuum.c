@@ -69,6 +69,9 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 	uint64	   *tids;
 	int64	   *out_keys;
 	uint64	   *out_tids;
+	char	   *rows = NULL;
+	char	   *out_rows = NULL;
+	int			rb = gpuidx_layout(index)->row_bytes;
 	BlockNumber head;
 	BlockNumber null_head,
 				null_tail;
@@ -99,13 +102,16 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 	npending = pending.total;
 	keys = gpuidx_alloc_huge(sizeof(int64) * (nbase + npending));
 	tids = gpuidx_alloc_huge(sizeof(uint64) * (nbase + npending));
+	if (rb > 0)
+		rows = gpuidx_alloc_huge((Size) rb * (nbase + npending));
 	chains_ok = gpuidx_read_chain(index, meta.base_head, GPUIDX_PAGE_BASE, 0,
-								  nbase, keys, tids);
+								  nbase, keys, tids, rows);
 	for (lane = 0, i = nbase; chains_ok && lane < GPUIDX_LANES; lane++)
 	{
 		chains_ok = gpuidx_read_chain(index, meta.lanes[lane].head,
 									  GPUIDX_PAGE_PENDING, 0, pending.lane[lane],
-									  keys + i, tids + i);
+									  keys + i, tids + i,
+									  rows ? rows + (Size) i * rb : NULL);
 		i += pending.lane[lane];
 	}
 	if (!chains_ok)
@@ -128,42 +134,41 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 			if (!keep(&tid, state))
 				continue;
 		}
-		if (i < nbase)
-		{
-			keys[nb] = keys[i];
-			tids[nb] = tids[i];
-			nb++;
-		}
-		else
-		{
-			keys[nbase + np] = keys[i];
-			tids[nbase + np] = tids[i];
-			np++;
-		}
+		o = i < nbase ? nb++ : nbase + np++;
+		keys[o] = keys[i];
+		tids[o] = tids[i];
+		if (rows && o != i)
+			memcpy(rows + (Size) o * rb, rows + (Size) i * rb, rb);
 	}
-	gpuidx_sort_pairs(keys + nbase, tids + nbase, np);
+	gpuidx_sort_entries(keys + nbase, tids + nbase,
+						rows ? rows + (Size) nbase * rb : NULL, rb, np);
 
 	/* Merge the sorted base part and the sorted pending part. */
 	out_keys = gpuidx_alloc_huge(sizeof(int64) * (nb + np));
 	out_tids = gpuidx_alloc_huge(sizeof(uint64) * (nb + np));
+	if (rows)
+		out_rows = gpuidx_alloc_huge((Size) rb * (nb + np));
 	for (i = 0, j = nbase, o = 0; i < nb || j < nbase + np; o++)
 	{
+		int64		from;
+
 		if (j >= nbase + np ||
 			(i < nb && entry_less(keys[i], tids[i], keys[j], tids[j])))
-		{
-			out_keys[o] = keys[i];
-			out_tids[o] = tids[i++];
-		}
+			from = i++;
 		else
-		{
-			out_keys[o] = keys[j];
-			out_tids[o] = tids[j++];
-		}
+			from = j++;
+		out_keys[o] = keys[from];
+		out_tids[o] = tids[from];
+		if (rows)
+			memcpy(out_rows + (Size) o * rb, rows + (Size) from * rb, rb);
 	}
 	pfree(keys);
 	pfree(tids);
+	if (rows)
+		pfree(rows);
 
-	head = gpuidx_write_chain(index, out_keys, out_tids, nb + np, GPUIDX_PAGE_BASE, NULL);
+	head = gpuidx_write_chain(index, out_keys, out_tids, out_rows, nb + np,
+							  GPUIDX_PAGE_BASE, NULL);
 
 	/* The NULL-key TIDs: filtered by VACUUM, left alone by a fold. */
 	nnull = meta.null_count;
@@ -174,9 +179,10 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 	{
 		int64	   *nk = gpuidx_alloc_huge(sizeof(int64) * nnull);
 		uint64	   *nt = gpuidx_alloc_huge(sizeof(uint64) * nnull);
+		char	   *nr = rb > 0 ? gpuidx_alloc_huge((Size) rb * nnull) : NULL;
 
 		if (!gpuidx_read_chain(index, meta.null_head, GPUIDX_PAGE_NULL, 0,
-							   nnull, nk, nt))
+							   nnull, nk, nt, nr))
 			ereport(ERROR,
 					(errcode(ERRCODE_INDEX_CORRUPTED),
 					 errmsg("index \"%s\" has a broken page chain",
@@ -190,15 +196,19 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 			gpuidx_tid_unpack(nt[i], &tid);
 			if (keep(&tid, state))
 			{
+				if (nr && null_kept != i)
+					memcpy(nr + (Size) null_kept * rb, nr + (Size) i * rb, rb);
 				nk[null_kept] = 0;
 				nt[null_kept++] = nt[i];
 			}
 		}
 		if (null_kept < nnull)
-			null_head = gpuidx_write_chain(index, nk, nt, null_kept,
+			null_head = gpuidx_write_chain(index, nk, nt, nr, null_kept,
 										   GPUIDX_PAGE_NULL, &null_tail);
 		pfree(nk);
 		pfree(nt);
+		if (nr)
+			pfree(nr);
 	}
 
 	xstate = GenericXLogStart(index);
@@ -240,6 +250,8 @@ gpuidx_rewrite(Relation index, GpuidxKeepCallback keep, void *state,
 
 	pfree(out_keys);
 	pfree(out_tids);
+	if (out_rows)
+		pfree(out_rows);
 	if (kept)
 		*kept = nb + np + null_kept;
 	if (removed)

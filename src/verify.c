@@ -74,7 +74,7 @@ verify_lanes(Relation index)
 				UnlockReleaseBuffer(buf);
 				break;
 			}
-			before_tail += GpuidxPageCount(page);
+			before_tail += GpuidxPageCount(page, gpuidx_layout(index)->entry_bytes);
 			blkno = opaque->next;
 			UnlockReleaseBuffer(buf);
 		}
@@ -91,13 +91,14 @@ verify_lanes(Relation index)
 static void
 verify_disk(Relation index, GpuidxMetaPageData *meta,
 			GpuidxPendingCounts *pending, int64 **keys, uint64 **tids,
-			int64 *n, uint64 **null_tids)
+			char **rows, int64 *n, uint64 **null_tids, char **null_rows)
 {
 	int64		i;
 	int64		nbase;
 
 	verify_lanes(index);
-	gpuidx_read_entries(index, meta, pending, NULL, keys, tids, n, null_tids);
+	gpuidx_read_entries(index, meta, pending, NULL, keys, tids, rows, n,
+						null_tids, null_rows);
 	if (meta->key_bytes != 2 && meta->key_bytes != 4 && meta->key_bytes != 8)
 		fail(index, psprintf("metapage key width %d", meta->key_bytes));
 	if (meta->key_bytes != gpuidx_key_bytes_for_type(
@@ -137,6 +138,9 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 	int64	   *keys;
 	uint64	   *tids;
 	uint64	   *null_tids;
+	char	   *rows;
+	char	   *null_rows;
+	int			rb;
 	int64		n,
 				i,
 				ndistinct = 0;
@@ -149,9 +153,12 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 
 	index = gpuidx_open_checked(indexoid, &heap);
 
-	verify_disk(index, &meta, &pending, &keys, &tids, &n, &null_tids);
-	gpuidx_sort_pairs(keys + meta.base_count, tids + meta.base_count,
-					  (int64) pending.total);
+	verify_disk(index, &meta, &pending, &keys, &tids, &rows, &n, &null_tids,
+				&null_rows);
+	rb = gpuidx_layout(index)->row_bytes;
+	gpuidx_sort_entries(keys + meta.base_count, tids + meta.base_count,
+						rows ? rows + (Size) meta.base_count * rb : NULL, rb,
+						(int64) pending.total);
 
 	/* The image must hold exactly the disk's entries, in order. */
 	img = gpuidx_image_acquire(index);
@@ -167,6 +174,7 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 	{
 		int64	   *mk = palloc(sizeof(int64) * Max(n, 1));
 		uint64	   *mt = palloc(sizeof(uint64) * Max(n, 1));
+		int64	   *mfrom = palloc(sizeof(int64) * Max(n, 1));
 		int64		a = 0,
 					b = meta.base_count,
 					o = 0;
@@ -177,11 +185,13 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 			if (b >= n || (a < (int64) meta.base_count &&
 						   (keys[a] < keys[b] || (keys[a] == keys[b] && tids[a] < tids[b]))))
 			{
+				mfrom[o] = a;
 				mk[o] = keys[a];
 				mt[o++] = tids[a++];
 			}
 			else
 			{
+				mfrom[o] = b;
 				mk[o] = keys[b];
 				mt[o++] = tids[b++];
 			}
@@ -193,6 +203,14 @@ gpuidx_verify(PG_FUNCTION_ARGS)
 		for (i = 0; i < n; i++)
 			if (ik[i] != mk[i] || it[i] != mt[i])
 				fail(index, psprintf("image entry " INT64_FORMAT " differs from the disk", i));
+		if (img->row_bytes != rb)
+			fail(index, "image included-column width differs from the index");
+		for (i = 0; rb > 0 && i < n; i++)
+			if (memcmp(gpuidx_row_at(img, i), rows + (Size) mfrom[i] * rb, rb) != 0)
+				fail(index, psprintf("image included columns of entry " INT64_FORMAT " differ from the disk", i));
+		if (rb > 0 && img->nnull == (int64) meta.null_count && meta.null_count > 0 &&
+			memcmp(img->null_rows, null_rows, (Size) rb * meta.null_count) != 0)
+			fail(index, "image included columns of NULL-key entries differ from the disk");
 		if (img->nnull != (int64) meta.null_count ||
 			(meta.null_count > 0 &&
 			 memcmp(img->null_tids, null_tids, sizeof(uint64) * meta.null_count) != 0))

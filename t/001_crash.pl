@@ -2,7 +2,9 @@
 # backend killed with SIGKILL (the postmaster resets all backends and replays
 # WAL) and an immediate shutdown, with entries in the pending list and after
 # folds; after each restart the index answers like PostgreSQL's btree and like
-# sequential scans (every batch function, index/bitmap/custom scans).
+# sequential scans (every batch function, index/bitmap/custom scans).  A
+# second table's index has INCLUDE columns: after each restart its
+# index-only scans return the heap's values.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -20,8 +22,13 @@ DO $$
 BEGIN
   FOR i IN 1 .. 1000000 LOOP
     INSERT INTO t (k) SELECT (random() * 4000 - 2000)::int8 FROM generate_series(1, 50);
+    INSERT INTO ti (k, v, f)
+      SELECT CASE WHEN g = 1 THEN NULL ELSE (random() * 400)::int8 END,
+             CASE WHEN g % 4 = 0 THEN NULL ELSE i * 100 + g END, random()
+        FROM generate_series(1, 10) g;
     IF i % 10 = 0 THEN
       DELETE FROM t WHERE id IN (SELECT id FROM t WHERE k + 0 BETWEEN (i % 4000) - 2000 AND (i % 4000) - 1990 LIMIT 20);
+      UPDATE ti SET v = -v WHERE k = i % 400;
     END IF;
     COMMIT;
   END LOOP;
@@ -40,8 +47,9 @@ autovacuum = off
 wal_consistency_checking = 'generic'
 });
 $node->start;
-$node->safe_psql('postgres', $setup_sql . $check_sql . $btree_sql);
+$node->safe_psql('postgres', $setup_sql . $check_sql . $btree_sql . $include_sql);
 verify($node, 'after build');
+verify_include($node, 1, 'after build');
 verify_btree($node, 'after build');
 
 # The pending list at a crash: a limit high enough that every insert stays
@@ -97,13 +105,14 @@ for my $round (['pending', 1000000], ['folding', 700])
 		'0', "$name: the open transaction's rows are gone");
 	verify($node, "$name: after crash recovery");
 	verify_btree($node, "$name: after crash recovery");
+	verify_include($node, 1, "$name: after crash recovery");
 
 	# more work after recovery, then the list folds (VACUUM) and crash again
 	$node->safe_psql('postgres',
 		"INSERT INTO t (k) SELECT (random() * 4000 - 2000)::int8 FROM generate_series(1, 1000); "
 		  . "DELETE FROM t WHERE id % 50 = 7;");
 	verify($node, "$name: writes after recovery");
-	$node->safe_psql('postgres', 'VACUUM t');
+	$node->safe_psql('postgres', 'VACUUM t; VACUUM ti');
 	is($node->safe_psql('postgres', "SELECT gpuidx_info('t_gi')->>'pending_entries'"),
 		'0', "$name: VACUUM folded the pending list");
 	$node->safe_psql('postgres',
@@ -112,11 +121,13 @@ for my $round (['pending', 1000000], ['folding', 700])
 	$node->start;
 	verify($node, "$name: after fold, inserts and a second crash");
 	verify_btree($node, "$name: after fold, inserts and a second crash");
+	verify_include($node, 1, "$name: after fold, inserts and a second crash");
 }
 
 # the index is still usable for writes and REINDEX after all this
-$node->safe_psql('postgres', 'REINDEX INDEX t_gi');
+$node->safe_psql('postgres', 'REINDEX INDEX t_gi; REINDEX INDEX ti_gi');
 verify($node, 'after REINDEX');
+verify_include($node, 1, 'after REINDEX');
 
 $node->stop;
 done_testing();

@@ -3,7 +3,9 @@
 # updates, an aborted transaction, VACUUM, folds by the pending limit,
 # REINDEX, TRUNCATE); after each step, with the standby caught up, every batch
 # function and index scan on the standby gives exactly the primary's answer,
-# and both answer like sequential scans and PostgreSQL's btree.
+# and both answer like sequential scans and PostgreSQL's btree.  A second
+# table's index has INCLUDE columns: its replayed pages and image must hold
+# the heap's values (index-only scans on the primary).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -26,7 +28,7 @@ autovacuum = off
 wal_consistency_checking = 'generic'
 });
 $primary->start;
-$primary->safe_psql('postgres', $setup_sql . $check_sql . $btree_sql);
+$primary->safe_psql('postgres', $setup_sql . $check_sql . $btree_sql . $include_sql);
 
 # The standby starts from a base backup taken after the index was built.
 $primary->backup('bk');
@@ -74,6 +76,8 @@ sub compare_nodes
 	verify($standby, "$label: standby");
 	verify($primary, "$label: primary");
 	verify_btree($primary, "$label: primary");
+	verify_include($standby, 0, "$label: standby");
+	verify_include($primary, 1, "$label: primary");
 	return;
 }
 
@@ -85,6 +89,10 @@ $primary->safe_psql('postgres', q{
 INSERT INTO t (k) SELECT (random() * 4000 - 2000)::int8 FROM generate_series(1, 3000);
 DELETE FROM t WHERE id % 11 = 0;
 UPDATE t SET k = k + 1 WHERE id % 7 = 0 AND k < 9000000000000000000;
+INSERT INTO ti (k, v, f) SELECT g % 300, g, -g FROM generate_series(1, 1000) g;
+INSERT INTO ti (k, v, f) VALUES (NULL, 1, 1), (7, NULL, NULL);
+UPDATE ti SET v = v + 1000000 WHERE id % 5 = 0;
+DELETE FROM ti WHERE id % 13 = 0;
 });
 $primary->safe_psql('postgres', q{
 BEGIN;
@@ -95,7 +103,7 @@ my $pending = $primary->safe_psql('postgres', "SELECT (gpuidx_info('t_gi')->>'pe
 is($pending, 't', 'primary has pending entries');
 compare_nodes('pending entries');
 
-$primary->safe_psql('postgres', 'VACUUM t');
+$primary->safe_psql('postgres', 'VACUUM t; VACUUM ti');
 is($primary->safe_psql('postgres', "SELECT gpuidx_info('t_gi')->>'pending_entries'"), '0',
 	'VACUUM folded the pending list');
 compare_nodes('after VACUUM');
@@ -107,7 +115,9 @@ for my $i (1 .. 8)
 {
 	$primary->safe_psql('postgres',
 		"INSERT INTO t (k) SELECT (random() * 4000 - 2000)::int8 FROM generate_series(1, 300); "
-		  . "DELETE FROM t WHERE id % 97 = $i;");
+		  . "DELETE FROM t WHERE id % 97 = $i; "
+		  . "INSERT INTO ti (k, v, f) SELECT g, g * $i, NULL FROM generate_series(1, 100) g; "
+		  . "UPDATE ti SET f = $i WHERE k = $i;");
 }
 ok($primary->safe_psql('postgres', "SELECT (gpuidx_info('t_gi')->>'generation')::bigint > $gen") eq 't',
 	'the pending list folded on the primary');

@@ -10,7 +10,7 @@ use PostgreSQL::Test::Cluster;
 use Exporter 'import';
 use File::Basename qw(dirname);
 
-our @EXPORT = qw($check_sql $btree_sql $setup_sql gpuidx_node verify verify_btree verify_rows verify_session);
+our @EXPORT = qw($check_sql $btree_sql $setup_sql $include_sql gpuidx_node verify verify_btree verify_include verify_rows verify_session);
 
 # The gi_check() fixture the pg_regress suite uses too, read from
 # sql/include/gi_check.sql: the SQL text of the file.
@@ -202,5 +202,43 @@ SELECT (SELECT array_agg(v) FROM (SELECT (random() * 4400 - 2200)::int8 AS v FRO
        array_agg(l), array_agg(l + (random() * 60)::int8)
   FROM (SELECT (random() * 4400 - 2200)::int8 AS l FROM generate_series(1, 300)) b;
 SQL
+
+# A table whose gpuidx index includes two columns.
+our $include_sql = <<'SQL';
+CREATE TABLE ti (id bigserial, k int8, v int4, f float8) WITH (autovacuum_enabled = off);
+INSERT INTO ti (k, v, f)
+  SELECT CASE WHEN g % 50 = 0 THEN NULL ELSE g % 400 END,
+         CASE WHEN g % 7 = 0 THEN NULL ELSE g END, g / 3.0
+    FROM generate_series(1, 3000) g;
+CREATE INDEX ti_gi ON ti USING gpuidx (k) INCLUDE (v, f);
+SQL
+
+# The INCLUDE index's answers against a sequential scan of the heap (rows,
+# missing, extra) and gpuidx_verify.  With $index_only (a primary), the
+# answers come from index-only scans, that is from the index's values; a
+# standby visits the heap, so there it checks the replayed pages and image.
+sub verify_include
+{
+	my ($node, $index_only, $name) = @_;
+	# ref: no index can answer "ctid IS NOT NULL", so it scans the heap
+	my $result = $node->safe_psql('postgres', q{
+SET enable_seqscan = off; SET enable_bitmapscan = off; SET gpuidx.enable_customscan = off;
+WITH ref AS MATERIALIZED (SELECT k, v, f FROM ti WHERE ctid IS NOT NULL),
+     got AS MATERIALIZED (SELECT k, v, f FROM ti WHERE k >= -9223372036854775808
+                          UNION ALL SELECT k, v, f FROM ti WHERE k IS NULL)
+SELECT (SELECT count(*) FROM ref) >= 3000,
+       (SELECT count(*) FROM (SELECT * FROM ref EXCEPT ALL SELECT * FROM got) x),
+       (SELECT count(*) FROM (SELECT * FROM got EXCEPT ALL SELECT * FROM ref) y),
+       gpuidx_verify('ti_gi');
+});
+	is($result, "t|0|0|t", "$name: INCLUDE index-only scans return the heap's values");
+	my $plan = $node->safe_psql('postgres', q{
+SET enable_seqscan = off; SET enable_bitmapscan = off; SET gpuidx.enable_customscan = off;
+EXPLAIN (COSTS OFF) SELECT k, v, f FROM ti WHERE k >= -9223372036854775808;
+});
+	like($plan, qr/Index Only Scan using ti_gi/, "$name: the INCLUDE check ran index-only")
+	  if $index_only;
+	return;
+}
 
 1;
