@@ -745,6 +745,8 @@ gpuidx_info(PG_FUNCTION_ARGS)
 
 	batch_open(&b, indexoid);
 	img = b.img;
+	/* what the loaded image looks like: its engine image too */
+	gpuidx_image_build_engine(img);
 	gi_image_info(img->image, &info);
 
 	initStringInfo(&s);

@@ -642,8 +642,6 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	int64		n;
 	bool		incremental;
 	int			lane;
-	GiBuildParams params;
-	GiError		err;
 	instr_time	t0,
 				t1;
 
@@ -785,11 +783,38 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 		return img;
 	}
 
+	/*
+	 * The engine image waits for the first batch that needs it: scans the
+	 * host answers (rescans, single probes, parallel workers of a nested
+	 * loop) never start a device context or build a tree.
+	 */
+	img->image_deferred = true;
+
+	MemoryContextSwitchTo(old);
+	MemoryContextSetParent(ctx, TopMemoryContext);
+	img->next_live = live_versions;
+	live_versions = img;
+	return img;
+}
+
+/*
+ * Build img's engine image if it is still deferred (load_version leaves it
+ * to the first batch that needs it).  On an error the image stays deferred,
+ * so a later batch tries again.
+ */
+void
+gpuidx_image_build_engine(GpuidxImageData *img)
+{
+	GiBuildParams params;
+	GiError		err;
+
+	if (!img->image_deferred)
+		return;
 	memset(&params, 0, sizeof(params));
-	params.engine = engine;
+	params.engine = img->engine;
 	params.structure = img->structure;
 	params.key_bytes = img->key_bytes;
-	if (engine == GI_ENGINE_GPU && gpuidx_device_memory_limit_mb > 0)
+	if (img->engine == GI_ENGINE_GPU && gpuidx_device_memory_limit_mb > 0)
 	{
 		uint64		limit = (uint64) gpuidx_device_memory_limit_mb * 1024 * 1024;
 		uint64		used;
@@ -797,7 +822,7 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 		/* Keys on the device plus about a quarter for the inner levels. */
 		evict_for_device(limit, (uint64) img->n * (img->key_bytes <= 4 ? 4 : 8) * 5 / 4,
 						 img->indexoid);
-		used = device_bytes_in_use(prev);
+		used = device_bytes_in_use(img);
 
 		params.device_memory_limit = used >= limit ? 1 : (size_t) (limit - used);
 	}
@@ -809,7 +834,7 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 		 * A structure the GPU engine lacks: with gpuidx.engine = auto the
 		 * CPU engine holds the image instead.
 		 */
-		if (err.status == GI_ERR_UNSUPPORTED && engine == GI_ENGINE_GPU &&
+		if (err.status == GI_ERR_UNSUPPORTED && img->engine == GI_ENGINE_GPU &&
 			gpuidx_engine_setting == GPUIDX_ENGINE_AUTO)
 		{
 			params.engine = GI_ENGINE_CPU;
@@ -823,11 +848,7 @@ load_version(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 			gpuidx_raise_engine_error(&err, "building the index image");
 	}
 
-	MemoryContextSwitchTo(old);
-	MemoryContextSetParent(ctx, TopMemoryContext);
-	img->next_live = live_versions;
-	live_versions = img;
-	return img;
+	img->image_deferred = false;
 }
 
 /* Free the images of indexes that no longer exist (DROP INDEX). */
@@ -933,7 +954,8 @@ acquire_current(Relation index, GiEngineKind engine)
 				cur->base_count != meta.base_count ||
 				cur->pending_count > pending.total ||
 				cur->nnull > (int64) meta.null_count ||
-				cur->wanted_engine != engine || cur->image == NULL))
+				cur->wanted_engine != engine ||
+				(cur->image == NULL && !cur->image_deferred)))
 	{
 		/* Not reusable: retire it and load from scratch. */
 		cur->stale = true;
@@ -945,7 +967,7 @@ acquire_current(Relation index, GiEngineKind engine)
 				cur->nnull < (int64) meta.null_count) &&
 		update_in_place(index, cur, engine))
 		entry->node = index->rd_node;
-	else if (cur && cur->image == NULL)
+	else if (cur && cur->image == NULL && !cur->image_deferred)
 	{
 		/* An engine failure above freed the image: load from scratch. */
 		cur->stale = true;
@@ -1007,6 +1029,7 @@ gpuidx_query_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 		gpuidx_host_query(img, op, probes, probes_hi, nprobes, first, last);
 		return true;
 	}
+	gpuidx_image_build_engine(img);
 	if (gi_image_query(img->image, op, (const int64_t *) probes,
 					   (const int64_t *) probes_hi, (size_t) nprobes,
 					   (uint64_t *) first, (uint64_t *) last, &err) != GI_OK)
@@ -1041,6 +1064,7 @@ gpuidx_select_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 
 	if (gpuidx_answer_on_host(img, nprobes))
 		return false;			/* the caller walks the ranges on the host */
+	gpuidx_image_build_engine(img);
 	if (gi_image_select(img->image, op, (const int64_t *) probes,
 						(const int64_t *) probes_hi, (size_t) nprobes,
 						GI_ORDER_PAYLOAD, &sel, &nsel, &err) != GI_OK)

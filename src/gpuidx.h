@@ -304,6 +304,9 @@ typedef struct GpuidxImageData
 	Oid			indexoid;
 	int			refcount;		/* scans and batch calls holding it */
 	bool		stale;			/* replaced by a newer version */
+	bool		image_deferred; /* engine image not built yet: the first batch
+								 * for the engine builds it (host-answered
+								 * scans never need it) */
 	MemoryContext context;		/* owns keys and tids */
 	int64		n;				/* entries: nbase + ndelta */
 
@@ -460,6 +463,7 @@ extern void gpuidx_wait_for_scans(Relation index);
 extern bool gpuidx_can_skip_heap(void);
 extern void gpuidx_cache_usage(int64 *images, uint64 *host_bytes);
 extern GiEngineKind gpuidx_choose_engine(void);
+extern void gpuidx_image_build_engine(GpuidxImageData *img);
 extern bool gpuidx_query_image(GpuidxImageData *img, GiOp op,
 							   const int64 *probes, const int64 *probes_hi,
 							   int64 nprobes, uint64 *first, uint64 *last);

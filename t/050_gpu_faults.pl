@@ -27,10 +27,12 @@ CREATE INDEX a_g ON a USING gpuidx (k);
 CREATE INDEX b_g ON b USING gpuidx (k);
 });
 
+# Batches of 1000 probes go to the device (gpuidx.gpu_min_batch is 256; the
+# host answers smaller ones without building a device image at all).
 # Too small a limit: a clear error with SQLSTATE 53200, and the session goes on.
 my ($rc, $out, $err) = $node->psql('postgres', q{
 SET gpuidx.device_memory_limit = '1MB';
-SELECT count(*) FROM gpuidx_lookup('a_g', ARRAY[1, 2, 3]);
+SELECT count(*) FROM gpuidx_lookup('a_g', ARRAY(SELECT g::int8 FROM generate_series(1, 1000) g));
 }, extra_params => ['-v', 'VERBOSITY=verbose']);
 isnt($rc, 0, 'a 1 MB device limit refuses a 10^6-key image');
 like($err, qr/53200/, 'out of memory SQLSTATE');
@@ -38,11 +40,18 @@ like($err, qr/device_memory_limit/, 'the message names the limit');
 
 is( $node->safe_psql('postgres', q{
 SET gpuidx.device_memory_limit = '1MB';
-DO $$ BEGIN PERFORM count(*) FROM gpuidx_lookup('a_g', ARRAY[1]); EXCEPTION WHEN out_of_memory THEN NULL; END $$;
+DO $$ BEGIN PERFORM count(*) FROM gpuidx_lookup('a_g', ARRAY(SELECT g::int8 FROM generate_series(1, 1000) g)); EXCEPTION WHEN out_of_memory THEN NULL; END $$;
 RESET gpuidx.device_memory_limit;
-SELECT count(*) FROM gpuidx_lookup('a_g', ARRAY[1, 2, 3, 0]);
+SELECT count(*) FROM gpuidx_lookup('a_g', ARRAY(SELECT g::int8 FROM generate_series(0, 1000) g));
 SELECT gpuidx_info('a_g')->>'engine';
-}), "3\ngpu", 'after the error the same backend answers on the GPU');
+}), "1000\ngpu", 'after the error the same backend answers on the GPU');
+
+# A batch the host answers needs no device image: with a limit too small for
+# one, a 3-probe lookup still works.
+is( $node->safe_psql('postgres', q{
+SET gpuidx.device_memory_limit = '1MB';
+SELECT count(*) FROM gpuidx_lookup('b_g', ARRAY[-1, -2, -3, 1]::int8[]);
+}), '3', 'a small batch is answered on the host, with no device image');
 
 # A limit that holds one image: alternating indexes evict each other.
 my $bytes = $node->safe_psql('postgres', q{SELECT gpuidx_info('a_g')->>'device_bytes'});
@@ -50,11 +59,11 @@ cmp_ok($bytes, '>', 1_000_000, 'the image lives on the device');
 my $limit_mb = int($bytes * 1.5 / 1048576) + 1;
 is( $node->safe_psql('postgres', qq{
 SET gpuidx.device_memory_limit = '${limit_mb}MB';
-SELECT (SELECT count(*) FROM gpuidx_lookup('a_g', ARRAY[5, 6]))
-     + (SELECT count(*) FROM gpuidx_lookup('b_g', ARRAY[-5, -6, 7]))
-     + (SELECT count(*) FROM gpuidx_lookup('a_g', ARRAY[7]))
-     + (SELECT count(*) FROM gpuidx_lookup('b_g', ARRAY[-7]));
-}), '6', 'images evicted least-recently-used give the right answers');
+SELECT (SELECT count(*) FROM gpuidx_lookup('a_g', ARRAY(SELECT g::int8 FROM generate_series(5, 304) g)))
+     + (SELECT count(*) FROM gpuidx_lookup('b_g', ARRAY(SELECT -g::int8 FROM generate_series(5, 404) g)))
+     + (SELECT count(*) FROM gpuidx_lookup('a_g', ARRAY(SELECT g::int8 FROM generate_series(7, 506) g)))
+     + (SELECT count(*) FROM gpuidx_lookup('b_g', ARRAY(SELECT -g::int8 FROM generate_series(7, 606) g)));
+}), '1800', 'images evicted least-recently-used give the right answers');
 
 $node->stop;
 done_testing();
