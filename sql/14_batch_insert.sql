@@ -161,7 +161,8 @@ CREATE TABLE bi4_log (round int, diffs bigint, plan_diffs bigint, delta bigint, 
 DO $$
 DECLARE r int; ks int[] := (SELECT array_agg(p) FROM bi_probe);
 BEGIN
-  PERFORM count(*) FROM gpuidx_lookup('bi4_gi', ARRAY[0]::bigint[]);
+  -- load the image, engine part too (the host answers small batches without it)
+  PERFORM count(*) FROM gpuidx_lookup('bi4_gi', ks::bigint[]);
   FOR r IN 1 .. 25 LOOP
     -- a few rows: duplicates of existing keys (TIDs after theirs), new keys,
     -- and keys below and above all others

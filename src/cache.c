@@ -849,6 +849,8 @@ gpuidx_image_build_engine(GpuidxImageData *img)
 	}
 
 	img->image_deferred = false;
+	/* the engine image's host memory counts now: keep under the limit */
+	evict_for_host(img->indexoid);
 }
 
 /* Free the images of indexes that no longer exist (DROP INDEX). */
