@@ -356,11 +356,8 @@ eval_probes(GpuidxJoinState *state, int64 *lo, int64 *hi)
 		*lo = Max(*lo, l);
 		*hi = Min(*hi, h);
 	}
-	if (*lo > *hi)
-		return false;
-	if (state->kind == GPUIDX_JOIN_ASOF_PRED)
-		*lo = *hi;				/* the largest key admitted */
-	return true;
+	/* as-of: the walk starts at hi (predecessor) or lo and stops past the other */
+	return *lo <= *hi;
 }
 
 /* Grow the per-row arrays of a chunk to hold at least n rows. */
@@ -529,7 +526,8 @@ gather_chunk(GpuidxJoinState *state)
 	if (nvalid == state->nrows)
 	{
 		/* every row probes: the row arrays are the batch */
-		if (gpuidx_query_image(state->img, op, state->row_lo,
+		if (gpuidx_query_image(state->img, op,
+							   op == GI_OP_PRED ? state->row_hi : state->row_lo,
 							   op == GI_OP_RANGE ? state->row_hi : NULL,
 							   nvalid, state->first, state->last))
 			state->stat_host_batches++;
@@ -546,7 +544,7 @@ gather_chunk(GpuidxJoinState *state)
 		for (r = 0; r < state->nrows; r++)
 			if (state->row_valid[r])
 			{
-				plo[q] = state->row_lo[r];
+				plo[q] = op == GI_OP_PRED ? state->row_hi[r] : state->row_lo[r];
 				if (phi)
 					phi[q] = state->row_hi[r];
 				q++;
@@ -898,12 +896,20 @@ next_asof(GpuidxJoinState *state)
 			   (limit < 0 || state->asof_found < limit))
 		{
 			int64		pos = state->asof_pos;
+			int64		key;
 			ItemPointerData tid;
 			TupleTableSlot *inner;
 			int			j;
 
 			state->asof_pos += pred ? -1 : 1;
 			CHECK_FOR_INTERRUPTS();
+			/* past the probes' other end no key qualifies: the walk is over */
+			key = gpuidx_key_at(state->img, pos);
+			if (pred ? key < state->row_lo[r] : key > state->row_hi[r])
+			{
+				state->asof_pos = -1;
+				break;
+			}
 			gpuidx_tid_unpack(gpuidx_tid_at(state->img, pos), &tid);
 			if (state->key_only &&
 				gpuidx_vismap_all_visible(&state->vismap, ItemPointerGetBlockNumber(&tid)))
@@ -911,8 +917,7 @@ next_asof(GpuidxJoinState *state)
 				inner = state->key_slot;
 				ExecClearTuple(inner);
 				memset(inner->tts_isnull, true, sizeof(bool) * inner->tts_tupleDescriptor->natts);
-				inner->tts_values[state->keyattno - 1] =
-					gpuidx_key_to_datum(gpuidx_key_at(state->img, pos), state->keytype);
+				inner->tts_values[state->keyattno - 1] = gpuidx_key_to_datum(key, state->keytype);
 				inner->tts_isnull[state->keyattno - 1] = false;
 				ExecStoreVirtualTuple(inner);
 			}

@@ -370,6 +370,7 @@ recognize_asof_join(PlannerInfo *root, RelOptInfo *joinrel,
 				opcintype;
 	int16		sortstrategy;
 	ListCell   *lc;
+	bool		found_walk_bound = false;
 
 	memset(shape, 0, sizeof(JoinShape));
 	if (srte->rtekind != RTE_SUBQUERY || !srte->lateral ||
@@ -409,30 +410,50 @@ recognize_asof_join(PlannerInfo *root, RelOptInfo *joinrel,
 	else
 		return false;
 
-	/* WHERE: one bound on the key from the outer row, other quals kept */
+	/*
+	 * WHERE: one bound on the key from the outer row in the walk's direction
+	 * (the engine's probe); further comparisons of the key with outer or
+	 * constant expressions bound the walk too (the probes' intersection: a
+	 * predecessor walk stops below its lower end), and stay subquery quals,
+	 * so the rows returned do not depend on them being probes.  Other quals
+	 * are kept.
+	 */
 	foreach(lc, make_ands_implicit((Expr *) q->jointree->quals))
 	{
 		Node	   *qual = lfirst(lc);
 		int			strategy;
 		Node	   *other;
+		bool		walk_side,
+					outer_ref;
 
-		if (shape->probes == NIL &&
-			split_key_clause(qual, shape->index->opfamily[0], 1, shape->keyattno,
-							 0, &strategy, &other) &&
-			(shape->kind == GPUIDX_JOIN_ASOF_PRED ?
-			 (strategy == BTLessStrategyNumber || strategy == BTLessEqualStrategyNumber) :
-			 (strategy == BTGreaterStrategyNumber || strategy == BTGreaterEqualStrategyNumber)) &&
-			!contain_vars_of_level(other, 0) && contain_vars_of_level(other, 1) &&
-			!contain_volatile_functions(other) && outer_refs_ok(other, outerrel))
+		if (!split_key_clause(qual, shape->index->opfamily[0], 1, shape->keyattno,
+							  0, &strategy, &other) ||
+			contain_vars_of_level(other, 0) || contain_volatile_functions(other) ||
+			!outer_refs_ok(other, outerrel))
 		{
-			other = copyObject(other);
-			IncrementVarSublevelsUp(other, -1, 1);
-			shape->strategies = list_make1_int(strategy);
-			shape->probes = list_make1(other);
-		}
-		else
 			shape->asof_quals = lappend(shape->asof_quals, qual);
+			continue;
+		}
+		walk_side = shape->kind == GPUIDX_JOIN_ASOF_PRED ?
+			(strategy == BTLessStrategyNumber || strategy == BTLessEqualStrategyNumber) :
+			(strategy == BTGreaterStrategyNumber || strategy == BTGreaterEqualStrategyNumber);
+		outer_ref = contain_vars_of_level(other, 1);
+		other = copyObject(other);
+		IncrementVarSublevelsUp(other, -1, 1);
+		if (walk_side && !found_walk_bound && outer_ref)
+		{
+			/* the walk's start goes first: EXPLAIN shows it first */
+			found_walk_bound = true;
+			shape->strategies = lcons_int(strategy, shape->strategies);
+			shape->probes = lcons(other, shape->probes);
+			continue;
+		}
+		shape->strategies = lappend_int(shape->strategies, strategy);
+		shape->probes = lappend(shape->probes, other);
+		shape->asof_quals = lappend(shape->asof_quals, qual);
 	}
+	if (!found_walk_bound)
+		return false;
 	if (shape->probes == NIL ||
 		!outer_refs_ok((Node *) shape->asof_quals, outerrel) ||
 		!outer_refs_ok((Node *) q->targetList, outerrel) ||
