@@ -71,6 +71,7 @@ typedef struct GpuidxJoinState
 	int			nouter;			/* outer columns of the scan tuple */
 	int			ninner;			/* inner columns after them */
 	int		   *inner_cols;		/* table attno or subquery resno, each */
+	int			inner_max_attno;	/* table join: the highest one */
 	bool		key_only;		/* all-visible rows come from the image */
 	int			ninclude;		/* the index's INCLUDE columns ... */
 	AttrNumber *include_attno;	/* ... and the table column of each */
@@ -185,8 +186,8 @@ const CustomScanMethods gpuidx_join_methods = {
 
 /*
  * Find the table columns of the index's INCLUDE columns, and which of them
- * each inner column of a table join is: key-only rows take those from the
- * image's rows.
+ * each inner column of a table join is (key-only rows take those from the
+ * image's rows), and the highest table column the join reads.
  */
 static void
 map_include_columns(GpuidxJoinState *state)
@@ -202,6 +203,8 @@ map_include_columns(GpuidxJoinState *state)
 	state->inner_include = palloc(sizeof(int) * Max(state->ninner, 1));
 	for (j = 0; j < state->ninner; j++)
 	{
+		if (state->kind == GPUIDX_JOIN_TABLE)
+			state->inner_max_attno = Max(state->inner_max_attno, state->inner_cols[j]);
 		state->inner_include[j] = -1;
 		if (state->kind != GPUIDX_JOIN_TABLE || state->inner_cols[j] == state->keyattno)
 			continue;
@@ -698,7 +701,9 @@ store_inner_from_slot(GpuidxJoinState *state, TupleTableSlot *slot, ItemPointer 
 	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
 	int			j;
 
-	slot_getallattrs(slot);
+	/* deform only as far as the join reads (a wide row's tail is skipped) */
+	if (state->inner_max_attno > 0)
+		slot_getsomeattrs(slot, state->inner_max_attno);
 	for (j = 0; j < state->ninner; j++)
 	{
 		int			attno = state->inner_cols[j];
