@@ -40,8 +40,9 @@ typedef enum GpuidxJoinPrivate
 	GPUIDX_CJ_INNER_COLS,		/* per inner column of custom_scan_tlist: the
 								 * table's attno (table join; system columns
 								 * negative) or the subquery's output resno */
-	GPUIDX_CJ_KEY_ONLY,			/* the table's key column is all that is read
-								 * (Integer): all-visible rows skip the heap */
+	GPUIDX_CJ_KEY_ONLY,			/* only the index's key and INCLUDE columns of
+								 * the table are read (Integer): all-visible
+								 * rows come from the image */
 	GPUIDX_CJ_ASOF_OUTPUTS,		/* as-of: the subquery's output expressions
 								 * for INNER_COLS, over INNER_VAR (the table
 								 * row) and OUTER_VAR (the scan tuple) */

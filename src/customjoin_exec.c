@@ -9,7 +9,8 @@
  *
  *   - table join: the hits of the whole chunk are sorted by heap TID and
  *     visited a page at a time under the snapshot (heapvisit.c); a row that
- *     needs only the key comes from the image when its page is all-visible.
+ *     needs only the key and the index's INCLUDE columns comes from the
+ *     image when its page is all-visible.
  *     Each visible (outer row, table row) pair that passes the match quals
  *     is joined; left joins then add the unmatched outer rows, anti joins
  *     return only those, semi joins return an outer row at its first match;
@@ -70,7 +71,12 @@ typedef struct GpuidxJoinState
 	int			nouter;			/* outer columns of the scan tuple */
 	int			ninner;			/* inner columns after them */
 	int		   *inner_cols;		/* table attno or subquery resno, each */
+	int			inner_max_attno;	/* table join: the highest one */
 	bool		key_only;		/* all-visible rows come from the image */
+	int			ninclude;		/* the index's INCLUDE columns ... */
+	AttrNumber *include_attno;	/* ... and the table column of each */
+	int		   *inner_include;	/* table join, per inner column: its INCLUDE
+								 * column, -1 if none */
 	int			nprobes;
 	ExprState **probe_exprs;
 	int		   *strategies;
@@ -81,7 +87,7 @@ typedef struct GpuidxJoinState
 	ExprState  *asof_qual;
 	ExprState  *asof_limit_expr;
 	int64		asof_limit;		/* -1: no limit */
-	TupleTableSlot *key_slot;	/* a virtual row with the key only */
+	TupleTableSlot *key_slot;	/* a virtual row: key and INCLUDE columns */
 
 	PlanState  *outer;
 	TupleDesc	outer_desc;		/* the outer plan's output */
@@ -112,9 +118,9 @@ typedef struct GpuidxJoinState
 	int64		nhits;
 	int64		hit_next;
 	uint64	   *hit_tid;
-	uint64	   *hit_idx;		/* -> hit_row, hit_key */
+	uint64	   *hit_idx;		/* -> hit_row, hit_pos */
 	int64	   *hit_row;
-	int64	   *hit_key;
+	int64	   *hit_pos;		/* key-only: the hit's image position */
 	Buffer		page_buf;
 	int64		page_n;
 	int64		page_i;
@@ -178,6 +184,36 @@ const CustomScanMethods gpuidx_join_methods = {
 	.CreateCustomScanState = create_join_state,
 };
 
+/*
+ * Find the table columns of the index's INCLUDE columns, and which of them
+ * each inner column of a table join is (key-only rows take those from the
+ * image's rows), and the highest table column the join reads.
+ */
+static void
+map_include_columns(GpuidxJoinState *state)
+{
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
+	int			c,
+				j;
+
+	state->ninclude = IndexRelationGetNumberOfAttributes(state->index) - nkeys;
+	state->include_attno = palloc(sizeof(AttrNumber) * Max(state->ninclude, 1));
+	for (c = 0; c < state->ninclude; c++)
+		state->include_attno[c] = state->index->rd_index->indkey.values[nkeys + c];
+	state->inner_include = palloc(sizeof(int) * Max(state->ninner, 1));
+	for (j = 0; j < state->ninner; j++)
+	{
+		if (state->kind == GPUIDX_JOIN_TABLE)
+			state->inner_max_attno = Max(state->inner_max_attno, state->inner_cols[j]);
+		state->inner_include[j] = -1;
+		if (state->kind != GPUIDX_JOIN_TABLE || state->inner_cols[j] == state->keyattno)
+			continue;
+		for (c = 0; c < state->ninclude; c++)
+			if (state->include_attno[c] == state->inner_cols[j])
+				state->inner_include[j] = c;
+	}
+}
+
 /* Open the table and index, prepare the expressions, start the outer plan. */
 static void
 begin_join(CustomScanState *node, EState *estate, int eflags)
@@ -226,6 +262,7 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 	i = 0;
 	foreach(lc, inner_cols)
 		state->inner_cols[i++] = lfirst_int(lc);
+	map_include_columns(state);
 
 	state->outer = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
 	node->custom_ps = list_make1(state->outer);
@@ -434,7 +471,7 @@ collect_hits(GpuidxJoinState *state)
 	state->hit_tid = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
 	state->hit_idx = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
 	state->hit_row = gpuidx_alloc_huge(sizeof(int64) * Max(total, 1));
-	state->hit_key = state->key_only ? gpuidx_alloc_huge(sizeof(int64) * Max(total, 1)) : NULL;
+	state->hit_pos = state->key_only ? gpuidx_alloc_huge(sizeof(int64) * Max(total, 1)) : NULL;
 	for (r = 0; r < state->nrows; r++)
 	{
 		int64		n;
@@ -444,11 +481,13 @@ collect_hits(GpuidxJoinState *state)
 			continue;
 		n = (int64) (state->last[r] - state->first[r]);
 		gpuidx_copy_entries(state->img, (int64) state->first[r], (int64) state->last[r],
-							state->hit_key ? state->hit_key + h : NULL, state->hit_tid + h);
+							NULL, state->hit_tid + h);
 		for (j = 0; j < n; j++)
 		{
 			state->hit_row[h + j] = r;
 			state->hit_idx[h + j] = (uint64) (h + j);
+			if (state->hit_pos)
+				state->hit_pos[h + j] = (int64) state->first[r] + j;
 		}
 		h += n;
 	}
@@ -651,50 +690,88 @@ system_column(GpuidxJoinState *state, int attno, ItemPointer tid, bool *isnull)
 }
 
 /*
- * Fill the scan tuple's inner columns from a table row: from the tuple at
- * off on the pinned page, or (off invalid: an all-visible key-only row)
- * from the image's key.
+ * Fill the scan tuple's inner columns from a table row in a slot (all its
+ * columns readable); tid is the row's, for ctid.
  */
 static void
-store_inner_row(GpuidxJoinState *state, OffsetNumber off, uint64 packed, int64 key)
+store_inner_from_slot(GpuidxJoinState *state, TupleTableSlot *slot, ItemPointer tid)
 {
 	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
-	ItemPointerData tid;
 	int			j;
 
-	gpuidx_tid_unpack(packed, &tid);
-	if (OffsetNumberIsValid(off))
-	{
-		Page		page = BufferGetPage(state->page_buf);
-		ItemId		lp = PageGetItemId(page, off);
-		HeapTupleData tuple;
-
-		tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-		tuple.t_len = ItemIdGetLength(lp);
-		tuple.t_tableOid = RelationGetRelid(state->table);
-		ItemPointerSet(&tuple.t_self, BufferGetBlockNumber(state->page_buf), off);
-		tid = tuple.t_self;
-		ExecStoreBufferHeapTuple(&tuple, state->table_slot, state->page_buf);
-		slot_getallattrs(state->table_slot);
-	}
+	/* deform only as far as the join reads (a wide row's tail is skipped) */
+	if (state->inner_max_attno > 0)
+		slot_getsomeattrs(slot, state->inner_max_attno);
 	for (j = 0; j < state->ninner; j++)
 	{
 		int			attno = state->inner_cols[j];
 		int			k = state->nouter + j;
 
 		if (attno < 0)
-			scan->tts_values[k] = system_column(state, attno, &tid, &scan->tts_isnull[k]);
-		else if (!OffsetNumberIsValid(off))
-		{
-			/* key-only: the key is the only user column read */
-			scan->tts_values[k] = gpuidx_key_to_datum(key, state->keytype);
-			scan->tts_isnull[k] = false;
-		}
+			scan->tts_values[k] = system_column(state, attno, tid, &scan->tts_isnull[k]);
 		else
 		{
-			scan->tts_values[k] = state->table_slot->tts_values[attno - 1];
-			scan->tts_isnull[k] = state->table_slot->tts_isnull[attno - 1];
+			scan->tts_values[k] = slot->tts_values[attno - 1];
+			scan->tts_isnull[k] = slot->tts_isnull[attno - 1];
 		}
+	}
+}
+
+/* Fill the scan tuple's inner columns from the visible tuple at off on the pinned page. */
+static void
+store_inner_from_page(GpuidxJoinState *state, OffsetNumber off)
+{
+	Page		page = BufferGetPage(state->page_buf);
+	ItemId		lp = PageGetItemId(page, off);
+	HeapTupleData tuple;
+
+	tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+	tuple.t_len = ItemIdGetLength(lp);
+	tuple.t_tableOid = RelationGetRelid(state->table);
+	ItemPointerSet(&tuple.t_self, BufferGetBlockNumber(state->page_buf), off);
+	ExecStoreBufferHeapTuple(&tuple, state->table_slot, state->page_buf);
+	store_inner_from_slot(state, state->table_slot, &tuple.t_self);
+}
+
+/*
+ * Fill the scan tuple's inner columns of a key-only row on an all-visible
+ * page from image position pos: the key, and the INCLUDE columns from the
+ * entry's row (the planner let only those, and tableoid, be read).
+ */
+static void
+store_inner_from_image(GpuidxJoinState *state, int64 pos, uint64 packed)
+{
+	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+	Datum		inc_values[GPUIDX_MAX_INCLUDE];
+	bool		inc_nulls[GPUIDX_MAX_INCLUDE];
+	const char *row = state->ninclude > 0 ? gpuidx_row_at(state->img, pos) : NULL;
+	ItemPointerData tid;
+	int			j;
+
+	if (row)
+		gpuidx_deform_row(gpuidx_layout(state->index), row, inc_values, inc_nulls);
+	gpuidx_tid_unpack(packed, &tid);
+	for (j = 0; j < state->ninner; j++)
+	{
+		int			attno = state->inner_cols[j];
+		int			k = state->nouter + j;
+		int			c = state->inner_include[j];
+
+		if (attno < 0)
+			scan->tts_values[k] = system_column(state, attno, &tid, &scan->tts_isnull[k]);
+		else if (attno == state->keyattno)
+		{
+			scan->tts_values[k] = gpuidx_key_to_datum(gpuidx_key_at(state->img, pos),
+													  state->keytype);
+			scan->tts_isnull[k] = false;
+		}
+		else if (row && c >= 0)
+		{
+			scan->tts_values[k] = inc_values[c];
+			scan->tts_isnull[k] = inc_nulls[c];
+		}
+		else
+			elog(ERROR, "gpuidx: column %d of a key-only join is not in the index", attno);
 	}
 }
 
@@ -735,7 +812,10 @@ next_pair(GpuidxJoinState *state)
 		if (semi_or_anti && state->matched[r])
 			continue;
 		restore_row(state, r);
-		store_inner_row(state, off, state->hit_tid[i], state->hit_key ? state->hit_key[h] : 0);
+		if (OffsetNumberIsValid(off))
+			store_inner_from_page(state, off);
+		else
+			store_inner_from_image(state, state->hit_pos[h], state->hit_tid[i]);
 		ResetExprContext(econtext);
 		econtext->ecxt_scantuple = scan;
 		if (state->matchqual && !ExecQual(state->matchqual, econtext))
@@ -801,7 +881,9 @@ next_walked_pair(GpuidxJoinState *state)
 			ItemPointerData tid;
 
 			gpuidx_tid_unpack(packed, &tid);
-			if (!gpuidx_vismap_all_visible(&state->vismap, ItemPointerGetBlockNumber(&tid)))
+			if (gpuidx_vismap_all_visible(&state->vismap, ItemPointerGetBlockNumber(&tid)))
+				store_inner_from_image(state, pos, packed);
+			else
 			{
 				bool		call_again = false;
 				bool		all_dead = false;
@@ -810,10 +892,8 @@ next_walked_pair(GpuidxJoinState *state)
 				if (!table_index_fetch_tuple(state->fetch, &tid, snapshot,
 											 state->table_slot, &call_again, &all_dead))
 					continue;
-				packed = gpuidx_tid_pack(ItemPointerGetBlockNumber(&state->table_slot->tts_tid),
-										 ItemPointerGetOffsetNumber(&state->table_slot->tts_tid));
+				store_inner_from_slot(state, state->table_slot, &state->table_slot->tts_tid);
 			}
-			store_inner_row(state, InvalidOffsetNumber, packed, gpuidx_key_at(state->img, pos));
 			ResetExprContext(econtext);
 			econtext->ecxt_scantuple = scan;
 			if (state->matchqual && !ExecQual(state->matchqual, econtext))
@@ -856,6 +936,39 @@ asof_limit(GpuidxJoinState *state)
 			state->asof_limit = DatumGetInt64(d);
 	}
 	return state->asof_limit;
+}
+
+/*
+ * As-of join, key-only: the table row at image position pos (on an
+ * all-visible page) as a virtual row of key_slot holding the key and the
+ * INCLUDE columns, other columns NULL (the planner let no other be read).
+ */
+static TupleTableSlot *
+image_row_slot(GpuidxJoinState *state, int64 pos)
+{
+	TupleTableSlot *slot = state->key_slot;
+	Datum		inc_values[GPUIDX_MAX_INCLUDE];
+	bool		inc_nulls[GPUIDX_MAX_INCLUDE];
+	const char *row = state->ninclude > 0 ? gpuidx_row_at(state->img, pos) : NULL;
+	int			c;
+
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	if (row)
+	{
+		gpuidx_deform_row(gpuidx_layout(state->index), row, inc_values, inc_nulls);
+		for (c = 0; c < state->ninclude; c++)
+		{
+			AttrNumber	attno = state->include_attno[c];
+
+			slot->tts_values[attno - 1] = inc_values[c];
+			slot->tts_isnull[attno - 1] = inc_nulls[c];
+		}
+	}
+	slot->tts_values[state->keyattno - 1] =
+		gpuidx_key_to_datum(gpuidx_key_at(state->img, pos), state->keytype);
+	slot->tts_isnull[state->keyattno - 1] = false;
+	return ExecStoreVirtualTuple(slot);
 }
 
 /*
@@ -914,12 +1027,7 @@ next_asof(GpuidxJoinState *state)
 			if (state->key_only &&
 				gpuidx_vismap_all_visible(&state->vismap, ItemPointerGetBlockNumber(&tid)))
 			{
-				inner = state->key_slot;
-				ExecClearTuple(inner);
-				memset(inner->tts_isnull, true, sizeof(bool) * inner->tts_tupleDescriptor->natts);
-				inner->tts_values[state->keyattno - 1] = gpuidx_key_to_datum(key, state->keytype);
-				inner->tts_isnull[state->keyattno - 1] = false;
-				ExecStoreVirtualTuple(inner);
+				inner = image_row_slot(state, pos);
 			}
 			else
 			{

@@ -646,7 +646,25 @@ static const CustomPathMethods gpuidx_join_path_methods = {
 	.PlanCustomPath = plan_join_path,
 };
 
-/* Would the join read only the indexed column of the table? */
+/* Is column attno of the table the index's key or one of its INCLUDE columns? */
+static bool
+index_holds_column(IndexOptInfo *index, AttrNumber attno)
+{
+	int			i;
+
+	if (attno <= 0)
+		return false;
+	for (i = 0; i < index->ncolumns; i++)
+		if (index->indexkeys[i] == attno)
+			return true;
+	return false;
+}
+
+/*
+ * Would the join read only columns the image holds (the key and the
+ * index's INCLUDE columns)?  Then rows on all-visible pages come from the
+ * image ("key-only").
+ */
 static bool
 reads_key_only(RelOptInfo *joinrel, JoinShape *shape)
 {
@@ -661,7 +679,7 @@ reads_key_only(RelOptInfo *joinrel, JoinShape *shape)
 		{
 			Var		   *v = lfirst(lc);
 
-			if (!IsA(v, Var) || v->varattno != shape->keyattno)
+			if (!IsA(v, Var) || !index_holds_column(shape->index, v->varattno))
 				return false;
 		}
 		return true;
@@ -677,7 +695,7 @@ reads_key_only(RelOptInfo *joinrel, JoinShape *shape)
 		 * row's ctid is the visible member's.
 		 */
 		if (IsA(v, Var) && v->varno == shape->innerrel->relid &&
-			v->varattno != shape->keyattno &&
+			!index_holds_column(shape->index, v->varattno) &&
 			v->varattno != TableOidAttributeNumber)
 			return false;
 	}

@@ -62,10 +62,12 @@ typedef struct GpuidxScanState
 	IndexFetchTableData *fetch;
 	TupleTableSlot *fetch_slot;	/* the table AM's own slot */
 	uint64	   *hits;			/* packed TIDs, in heap order */
-	int64	   *hit_keys;		/* their keys (key-only mode) */
+	int64	   *hit_pos;		/* their image positions (key-only mode) */
 	int64		nhits;
 	int64		next;
 	AttrNumber	keyonly_attno;	/* > 0: key-only mode, the key's column */
+	int			ninclude;		/* the index's INCLUDE columns ... */
+	AttrNumber *include_attno;	/* ... and the table column of each */
 	int			max_attno;		/* columns the plan reads: 1..max_attno */
 	bool		heap_pages;		/* heap table: visit hits a page at a time */
 	Buffer		page_buf;		/* the pinned heap page being returned */
@@ -186,6 +188,15 @@ begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
 		state->max_attno > RelationGetDescr(node->ss.ss_currentRelation)->natts)
 		state->max_attno = RelationGetDescr(node->ss.ss_currentRelation)->natts;
 	state->keytype = TupleDescAttr(RelationGetDescr(state->index), 0)->atttypid;
+	{
+		int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
+		int			c;
+
+		state->ninclude = IndexRelationGetNumberOfAttributes(state->index) - nkeys;
+		state->include_attno = palloc(sizeof(AttrNumber) * Max(state->ninclude, 1));
+		for (c = 0; c < state->ninclude; c++)
+			state->include_attno[c] = state->index->rd_index->indkey.values[nkeys + c];
+	}
 	state->vmbuffer = InvalidBuffer;
 	state->page_buf = InvalidBuffer;
 	state->heap_pages = node->ss.ss_currentRelation->rd_rel->relam == HEAP_TABLE_AM_OID;
@@ -254,11 +265,12 @@ eval_term(BatchTerm *term, ExprContext *econtext)
 
 /*
  * Search the image for the intervals and copy every hit's packed TID (and
- * key, when with_keys) into state->hits (state->hit_keys), in position
- * order; the search time goes to ms_search.  Returns the number of hits.
+ * image position, when with_positions) into state->hits (state->hit_pos),
+ * in position order; the search time goes to ms_search.  Returns the
+ * number of hits.
  */
 static int64
-copy_range_hits(GpuidxScanState *state, GpuidxIntervals iv, bool with_keys,
+copy_range_hits(GpuidxScanState *state, GpuidxIntervals iv, bool with_positions,
 				instr_time *t)
 {
 	uint64	   *first = palloc(sizeof(uint64) * iv.n);
@@ -274,13 +286,17 @@ copy_range_hits(GpuidxScanState *state, GpuidxIntervals iv, bool with_keys,
 	for (i = 0; i < iv.n; i++)
 		total += (int64) (last[i] - first[i]);
 	state->hits = gpuidx_alloc_huge(sizeof(uint64) * Max(total, 1));
-	if (with_keys)
-		state->hit_keys = gpuidx_alloc_huge(sizeof(int64) * Max(total, 1));
+	if (with_positions)
+		state->hit_pos = gpuidx_alloc_huge(sizeof(int64) * Max(total, 1));
 	for (i = 0; i < iv.n; i++)
 	{
+		int64		pos;
+
 		gpuidx_copy_entries(state->img, (int64) first[i], (int64) last[i],
-							with_keys ? state->hit_keys + state->nhits : NULL,
-							state->hits + state->nhits);
+							NULL, state->hits + state->nhits);
+		if (with_positions)
+			for (pos = (int64) first[i]; pos < (int64) last[i]; pos++)
+				state->hit_pos[state->nhits + pos - (int64) first[i]] = pos;
 		state->nhits += (int64) (last[i] - first[i]);
 	}
 	pfree(first);
@@ -317,15 +333,18 @@ compute_hits(GpuidxScanState *state)
 		pfree(state->hits);
 	state->hits = NULL;
 
-	if (state->hit_keys)
-		pfree(state->hit_keys);
-	state->hit_keys = NULL;
+	if (state->hit_pos)
+		pfree(state->hit_pos);
+	state->hit_pos = NULL;
 
 	if (state->keyonly_attno > 0)
 	{
-		/* Key-only: positions give keys and TIDs; sorted into heap order. */
+		/*
+		 * Key-only: TIDs with their image positions (which give the key and
+		 * the INCLUDE columns), sorted into heap order.
+		 */
 		total = copy_range_hits(state, iv, true, &t);
-		gpuidx_sort_pairs((int64 *) state->hits, (uint64 *) state->hit_keys, total);
+		gpuidx_sort_pairs((int64 *) state->hits, (uint64 *) state->hit_pos, total);
 		state->ms_compact += gpuidx_lap_ms(&t);
 	}
 
@@ -448,6 +467,37 @@ next_from_heap_pages(GpuidxScanState *state, TupleTableSlot *slot, Snapshot snap
 	}
 }
 
+/*
+ * Key-only mode: fill slot with the key and the INCLUDE columns of image
+ * position pos, other columns NULL (the plan reads no other).
+ */
+static void
+store_image_row(GpuidxScanState *state, TupleTableSlot *slot, int64 pos)
+{
+	Datum		inc_values[GPUIDX_MAX_INCLUDE];
+	bool		inc_nulls[GPUIDX_MAX_INCLUDE];
+	const char *row = state->ninclude > 0 ? gpuidx_row_at(state->img, pos) : NULL;
+	int			c;
+
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	if (row)
+	{
+		gpuidx_deform_row(gpuidx_layout(state->index), row, inc_values, inc_nulls);
+		for (c = 0; c < state->ninclude; c++)
+		{
+			AttrNumber	attno = state->include_attno[c];
+
+			slot->tts_values[attno - 1] = inc_values[c];
+			slot->tts_isnull[attno - 1] = inc_nulls[c];
+		}
+	}
+	slot->tts_values[state->keyonly_attno - 1] =
+		gpuidx_key_to_datum(gpuidx_key_at(state->img, pos), state->keytype);
+	slot->tts_isnull[state->keyonly_attno - 1] = false;
+	ExecStoreVirtualTuple(slot);
+}
+
 /* The next hit visible with the snapshot, into slot (cleared at the end). */
 static TupleTableSlot *
 fetch_next_hit(GpuidxScanState *state, TupleTableSlot *slot, Snapshot snapshot)
@@ -468,16 +518,8 @@ fetch_next_hit(GpuidxScanState *state, TupleTableSlot *slot, Snapshot snapshot)
 			VM_ALL_VISIBLE(ss->ss_currentRelation, ItemPointerGetBlockNumber(&tid),
 						   &state->vmbuffer))
 		{
-			/* All-visible page: the key from the image is the row's answer. */
-			int64		key = state->hit_keys[state->next++];
-			int			natts = slot->tts_tupleDescriptor->natts;
-
-			ExecClearTuple(slot);
-			memset(slot->tts_isnull, true, sizeof(bool) * natts);
-			slot->tts_values[state->keyonly_attno - 1] =
-				gpuidx_key_to_datum(key, state->keytype);
-			slot->tts_isnull[state->keyonly_attno - 1] = false;
-			ExecStoreVirtualTuple(slot);
+			/* All-visible page: the image's entry is the row's answer. */
+			store_image_row(state, slot, state->hit_pos[state->next++]);
 			slot->tts_tid = tid;
 			slot->tts_tableOid = RelationGetRelid(ss->ss_currentRelation);
 			return slot;

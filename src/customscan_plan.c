@@ -249,6 +249,18 @@ cost_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
 	path->total_cost = startup + run;
 }
 
+/* The table columns of an index's INCLUDE columns (IntList). */
+static List *
+include_columns(IndexOptInfo *index)
+{
+	List	   *cols = NIL;
+	int			i;
+
+	for (i = index->nkeycolumns; i < index->ncolumns; i++)
+		cols = lappend_int(cols, index->indexkeys[i]);
+	return cols;
+}
+
 /*
  * Add one GpuIndexScan path, parameterized by required_outer if not NULL.
  * exact lists the RestrictInfos the batch answers exactly: the plan does
@@ -270,8 +282,9 @@ add_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
 	cpath->path.pathkeys = NIL;
 	cpath->flags = 0;
 	cpath->custom_paths = NIL;
-	cpath->custom_private = list_make4(makeInteger((int) index->indexoid), batch,
-									   exact, makeInteger(index->indexkeys[0]));
+	cpath->custom_private = list_make5(makeInteger((int) index->indexoid), batch,
+									   exact, makeInteger(index->indexkeys[0]),
+									   include_columns(index));
 	cpath->methods = &gpuidx_path_methods;
 	cost_gpuidx_path(root, rel, index, batch, exact, &cpath->path);
 	if (cpath->path.param_info)
@@ -386,20 +399,25 @@ plan_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_exprs = copyObject(batch);
 	/*
 	 * Key-only: when the query needs no column of the table but the indexed
-	 * one (as an index-only scan decides), tuples on all-visible pages come
-	 * back from the image without a heap fetch.
+	 * one and the index's INCLUDE columns (as an index-only scan decides),
+	 * tuples on all-visible pages come back from the image without a heap
+	 * fetch.
 	 */
 	{
 		int			keyattno = intVal(lfourth(best_path->custom_private));
 		Bitmapset  *attrs = NULL;
+		Bitmapset  *held = NULL;
 		int			maxattno = 0;
 		int			a = -1;
 
 		pull_varattnos((Node *) rel->reltarget->exprs, rel->relid, &attrs);
 		pull_varattnos((Node *) cscan->scan.plan.qual, rel->relid, &attrs);
 
-		if (keyattno <= 0 ||
-			!bms_is_subset(attrs, bms_make_singleton(keyattno - FirstLowInvalidHeapAttributeNumber)))
+		held = bms_make_singleton(keyattno - FirstLowInvalidHeapAttributeNumber);
+		foreach(lc, (List *) list_nth(best_path->custom_private, 4))
+			if (lfirst_int(lc) > 0)
+				held = bms_add_member(held, lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber);
+		if (keyattno <= 0 || !bms_is_subset(attrs, held))
 			keyattno = 0;
 
 		/*
