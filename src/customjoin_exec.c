@@ -940,11 +940,12 @@ asof_limit(GpuidxJoinState *state)
 
 /*
  * As-of join, key-only: the table row at image position pos (on an
- * all-visible page) as a virtual row of key_slot holding the key and the
- * INCLUDE columns, other columns NULL (the planner let no other be read).
+ * all-visible page, key its key, read already by the walk) as a virtual row
+ * of key_slot holding the key and the INCLUDE columns, other columns NULL
+ * (the planner let no other be read).
  */
 static TupleTableSlot *
-image_row_slot(GpuidxJoinState *state, int64 pos)
+image_row_slot(GpuidxJoinState *state, int64 pos, int64 key)
 {
 	TupleTableSlot *slot = state->key_slot;
 	Datum		inc_values[GPUIDX_MAX_INCLUDE];
@@ -965,8 +966,7 @@ image_row_slot(GpuidxJoinState *state, int64 pos)
 			slot->tts_isnull[attno - 1] = inc_nulls[c];
 		}
 	}
-	slot->tts_values[state->keyattno - 1] =
-		gpuidx_key_to_datum(gpuidx_key_at(state->img, pos), state->keytype);
+	slot->tts_values[state->keyattno - 1] = gpuidx_key_to_datum(key, state->keytype);
 	slot->tts_isnull[state->keyattno - 1] = false;
 	return ExecStoreVirtualTuple(slot);
 }
@@ -1027,7 +1027,7 @@ next_asof(GpuidxJoinState *state)
 			if (state->key_only &&
 				gpuidx_vismap_all_visible(&state->vismap, ItemPointerGetBlockNumber(&tid)))
 			{
-				inner = image_row_slot(state, pos);
+				inner = image_row_slot(state, pos, key);
 			}
 			else
 			{

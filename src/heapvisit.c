@@ -67,10 +67,11 @@ gpuidx_vismap_release(GpuidxVisMap *vm)
 	int			i;
 
 	for (i = 0; i < vm->nbufs; i++)
+	{
 		if (BufferIsValid(vm->bufs[i]))
 			ReleaseBuffer(vm->bufs[i]);
-	for (i = 0; i < vm->nbufs; i++)
 		vm->bufs[i] = InvalidBuffer;
+	}
 }
 
 /*
