@@ -3,7 +3,7 @@
 
 EXTENSION = gpuidx
 MODULE_big = gpuidx
-DATA = gpuidx--0.1.sql
+DATA = gpuidx--0.1.sql gpuidx--0.2.sql gpuidx--0.1--0.2.sql
 PGFILEDESC = "gpuidx - GPU-resident index for batched integer lookups"
 
 PG_CONFIG ?= pg_config

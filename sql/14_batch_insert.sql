@@ -7,6 +7,15 @@
 --
 \set schema gi_binsert
 \i sql/include/setup.sql
+
+-- Service mode (gpuidx in shared_preload_libraries) shares images between
+-- backends: batch insertion into a backend's own image, what this file
+-- tests, does not happen there (t/100_service.pl tests its refreshes).
+SELECT current_setting('shared_preload_libraries') ~ 'gpuidx' AS service_mode \gset
+\if :service_mode
+\echo 'service mode: skipped'
+\quit
+\endif
 SET gpuidx.pending_limit = 1000000;
 
 -- Differences between gpuidx's batch answers and plain scans' (no index

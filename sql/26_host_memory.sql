@@ -6,6 +6,15 @@
 \set schema gi_hostmem
 \i sql/include/setup.sql
 
+-- Service mode (gpuidx in shared_preload_libraries) shares images between
+-- backends: gpuidx.host_memory_limit, which bounds a backend's own images,
+-- does not apply there (t/100_service.pl tests the service's limit).
+SELECT current_setting('shared_preload_libraries') ~ 'gpuidx' AS service_mode \gset
+\if :service_mode
+\echo 'service mode: skipped'
+\quit
+\endif
+
 
 -- twelve indexes of 50000 rows (about 1 MB of host memory each)
 DO $$

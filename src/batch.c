@@ -4,6 +4,7 @@
  * statement's snapshot, its key rechecked, row-level security applied.
  */
 #include "gpuidx.h"
+#include "service.h"
 #include "heapvisit.h"
 
 #include "access/heapam.h"
@@ -748,6 +749,10 @@ gpuidx_info(PG_FUNCTION_ARGS)
 	/* what the loaded image looks like: its engine image too */
 	gpuidx_image_build_engine(img);
 	gi_image_info(img->image, &info);
+	/* service mode: the service holds (and builds) the engine image */
+	if (img->shared &&
+		!gpuidx_service_image_info(img, img->wanted_engine, &info))
+		memset(&info, 0, sizeof(info));
 
 	initStringInfo(&s);
 	appendStringInfo(&s, "{\"structure\": \"%s\", \"engine\": \"%s\", \"key_bytes\": %d",
@@ -779,6 +784,7 @@ gpuidx_info(PG_FUNCTION_ARGS)
 					 (uint64) img->n * (sizeof(int64) + sizeof(uint64) + img->row_bytes) +
 					 (uint64) img->nnull * img->row_bytes,
 					 (uint64) info.device_bytes);
+	appendStringInfo(&s, ", \"service\": %s", img->shared ? "true" : "false");
 	append_included(&s, b.index, img);
 	appendStringInfoString(&s, ", \"device\": ");
 	escape_json(&s, info.device_name);

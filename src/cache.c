@@ -22,6 +22,7 @@
  * is dropped (scans never outlive their transaction).
  */
 #include "gpuidx.h"
+#include "service.h"
 
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -63,6 +64,8 @@ free_version(GpuidxImageData *img)
 			break;
 		}
 	}
+	if (img->shared)
+		gpuidx_shared_detach(img);
 	gi_image_free(img->image);
 	img->image = NULL;
 	MemoryContextDelete(img->context);
@@ -151,6 +154,30 @@ gpuidx_can_skip_heap(void)
 	return !RecoveryInProgress();
 }
 
+/*
+ * Service mode: unmap the views of shared images that were replaced or
+ * evicted, so their memory goes back (the next use maps the current one).
+ */
+static void
+drop_replaced_views(void)
+{
+	HASH_SEQ_STATUS seq;
+	CacheEntry *e;
+
+	if (image_cache == NULL || !gpuidx_service_mode())
+		return;
+	hash_seq_init(&seq, image_cache);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (e->current && e->current->shared && e->current->refcount == 0 &&
+			!gpuidx_shared_is_current(e->current))
+		{
+			free_version(e->current);
+			e->current = NULL;
+		}
+	}
+}
+
 /* Drop every pin at transaction end; free versions nobody uses any more. */
 static void
 cache_xact_callback(XactEvent event, void *arg)
@@ -162,8 +189,11 @@ cache_xact_callback(XactEvent event, void *arg)
 	{
 		/* A prepared transaction must not keep VACUUM waiting: unpin now. */
 		for (img = live_versions; img; img = img->next_live)
+		{
 			for (; img->refcount > 0; img->refcount--)
 				interlock_share(img->indexoid, false);
+			gpuidx_shared_unpin(img);
+		}
 		return;
 	}
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
@@ -175,9 +205,11 @@ cache_xact_callback(XactEvent event, void *arg)
 	{
 		next = img->next_live;
 		img->refcount = 0;
+		gpuidx_shared_unpin(img);
 		if (img->stale)
 			free_version(img);
 	}
+	drop_replaced_views();
 }
 
 /* Free every image before the backend exits (device memory included). */
@@ -209,6 +241,8 @@ cache_init(void)
 GiEngineKind
 gpuidx_choose_engine(void)
 {
+	if (gpuidx_service_mode())
+		return gpuidx_service_choose_engine();	/* never CUDA in a backend */
 	if (gpuidx_engine_setting == GPUIDX_ENGINE_CPU)
 		return GI_ENGINE_CPU;
 	if (gpu_usable < 0)
@@ -298,7 +332,11 @@ evict_for_device(uint64 limit, uint64 need, Oid keep)
 static uint64
 version_host_bytes(GpuidxImageData *img)
 {
-	uint64		total = (uint64) img->n * (sizeof(int64) + sizeof(uint64) + img->row_bytes) +
+	uint64		total;
+
+	if (img->shared)
+		return 0;				/* the service store counts shared images */
+	total = (uint64) img->n * (sizeof(int64) + sizeof(uint64) + img->row_bytes) +
 		(uint64) img->ndelta * sizeof(int64) +
 		(uint64) img->nnull * (sizeof(uint64) + img->row_bytes);
 
@@ -808,8 +846,8 @@ gpuidx_image_build_engine(GpuidxImageData *img)
 	GiBuildParams params;
 	GiError		err;
 
-	if (!img->image_deferred)
-		return;
+	if (!img->image_deferred || gpuidx_service_mode())
+		return;					/* service mode: the service builds engine images */
 	memset(&params, 0, sizeof(params));
 	params.engine = img->engine;
 	params.structure = img->structure;
@@ -946,10 +984,26 @@ acquire_current(Relation index, GiEngineKind engine)
 		 * same entries, same sorted arrays, same image.  Follow it; the new
 		 * pending lanes (if any) are read below.
 		 */
+		if (cur->shared)
+			gpuidx_shared_follow_fold(cur, &meta);
 		cur->generation = meta.generation;
 		cur->base_count = meta.base_count;
 		cur->pending_count = 0;
 		memset(cur->lane_count, 0, sizeof(cur->lane_count));
+	}
+	if (cur && cur->shared)
+	{
+		/* A view serves every engine: the service builds what is asked. */
+		if (cur->wanted_engine != engine)
+			cur->engine = cur->wanted_engine = engine;
+		/* Evicted from the store meanwhile: load it again. */
+		if (!gpuidx_shared_pin(cur))
+		{
+			cur->stale = true;
+			if (cur->refcount == 0)
+				free_version(cur);
+			entry->current = cur = NULL;
+		}
 	}
 	if (cur && (!RelFileNodeEquals(entry->node, index->rd_node) ||
 				cur->generation != meta.generation ||
@@ -957,13 +1011,36 @@ acquire_current(Relation index, GiEngineKind engine)
 				cur->pending_count > pending.total ||
 				cur->nnull > (int64) meta.null_count ||
 				cur->wanted_engine != engine ||
-				(cur->image == NULL && !cur->image_deferred)))
+				(cur->image == NULL && !cur->image_deferred && !cur->shared)))
 	{
 		/* Not reusable: retire it and load from scratch. */
 		cur->stale = true;
 		if (cur->refcount == 0)
 			free_version(cur);
 		entry->current = cur = NULL;
+	}
+	if (gpuidx_service_mode() &&
+		(cur == NULL || cur->pending_count < pending.total ||
+		 cur->nnull < (int64) meta.null_count))
+	{
+		/* Another backend may have published this version already. */
+		GpuidxImageData *view = gpuidx_shared_find(index, &meta, &pending);
+
+		if (view)
+		{
+			if (cur)
+			{
+				cur->stale = true;
+				if (cur->refcount == 0)
+					free_version(cur);
+			}
+			view->engine = view->wanted_engine = engine;
+			view->next_live = live_versions;
+			live_versions = view;
+			entry->current = view;
+			entry->node = index->rd_node;
+			return view;
+		}
 	}
 	if (cur && (cur->pending_count < pending.total ||
 				cur->nnull < (int64) meta.null_count) &&
@@ -982,6 +1059,9 @@ acquire_current(Relation index, GiEngineKind engine)
 	{
 		GpuidxImageData *img = load_version(index, cur, engine);
 
+		/* Service mode: the new version goes to the store for everyone. */
+		if (gpuidx_service_mode())
+			gpuidx_shared_publish(index, img);
 		/* load_version may have erred out: entry->current is still valid. */
 		if (cur)
 		{
@@ -1026,11 +1106,20 @@ gpuidx_query_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 
 	if (nprobes <= 0)
 		return false;
-	if (gpuidx_answer_on_host(img, nprobes))
+	/*
+	 * Service mode: views go to the service; a private image (the store had
+	 * no room) and a service that cannot answer leave it to the host.
+	 */
+	if (gpuidx_answer_on_host(img, nprobes) ||
+		(gpuidx_service_mode() &&
+		 !gpuidx_service_query(img, img->wanted_engine, op, probes, probes_hi,
+							   nprobes, first, last)))
 	{
 		gpuidx_host_query(img, op, probes, probes_hi, nprobes, first, last);
 		return true;
 	}
+	if (gpuidx_service_mode())
+		return false;			/* the service answered */
 	gpuidx_image_build_engine(img);
 	if (gi_image_query(img->image, op, (const int64_t *) probes,
 					   (const int64_t *) probes_hi, (size_t) nprobes,
@@ -1064,7 +1153,7 @@ gpuidx_select_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 	uint64_t   *sel = NULL;
 	size_t		nsel = 0;
 
-	if (gpuidx_answer_on_host(img, nprobes))
+	if (gpuidx_answer_on_host(img, nprobes) || gpuidx_service_mode())
 		return false;			/* the caller walks the ranges on the host */
 	gpuidx_image_build_engine(img);
 	if (gi_image_select(img->image, op, (const int64_t *) probes,

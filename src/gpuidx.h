@@ -349,6 +349,17 @@ typedef struct GpuidxImageData
 	uint64	   *null_tids;
 	double		load_ms;		/* reading pages */
 	struct GpuidxImageData *next_live;	/* list of all live versions */
+
+	/*
+	 * Service mode (service.h): a view of a shared image.  The arrays above
+	 * point into the mapped segment, image stays NULL (the service holds
+	 * the engine image), and the store slot is pinned for the transaction.
+	 */
+	bool		shared;
+	bool		shared_pinned;	/* pinned in this transaction */
+	int			shared_slot;
+	uint64		shared_id;
+	struct dsm_segment *seg;
 } GpuidxImageData;
 
 /* Delta entries before position pos (those whose position is lower). */

@@ -4,6 +4,7 @@
  * gpuidx_define_gucs() once per process.
  */
 #include "gpuidx.h"
+#include "service.h"
 
 #include "utils/guc.h"
 
@@ -17,6 +18,9 @@ bool		gpuidx_enable_batch_insert = true;
 bool		gpuidx_enable_customscan = true;
 bool		gpuidx_enable_customjoin = true;
 int			gpuidx_gpu_min_batch = 256;
+bool		gpuidx_service_setting = true;
+int			gpuidx_service_max_images = 256;
+int			gpuidx_service_memory_limit_mb = 4096;
 
 static const struct config_enum_entry structure_options[] = {
 	{"btree", GI_STRUCT_BTREE, false},
@@ -93,4 +97,21 @@ gpuidx_define_gucs(void)
 							"which is faster than a device call below this size.",
 							&gpuidx_gpu_min_batch, 256, 0, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuidx.service",
+							 "Runs the gpuidx service when gpuidx is in shared_preload_libraries.",
+							 "The service holds every index's image once for the whole server "
+							 "and is the only process that uses the GPU; off keeps images per backend.",
+							 &gpuidx_service_setting, true,
+							 PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.service_max_images",
+							"Most index images the gpuidx service holds at once.",
+							NULL,
+							&gpuidx_service_max_images, 256, 1, 65536,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.service_memory_limit",
+							"Shared memory the gpuidx service's images may use (0 = no limit).",
+							"Past it the least recently used images that no transaction reads are "
+							"freed; they are loaded again when next used.",
+							&gpuidx_service_memory_limit_mb, 4096, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MB, NULL, NULL, NULL);
 }

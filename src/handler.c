@@ -4,6 +4,7 @@
  * (gpuidx_open_checked).  The index cost estimate is in scan.c.
  */
 #include "gpuidx.h"
+#include "service.h"
 
 #include "access/amvalidate.h"
 #include "access/htup_details.h"
@@ -54,6 +55,7 @@ _PG_init(void)
 {
 	gpuidx_define_gucs();
 	MarkGUCPrefixReserved("gpuidx");
+	gpuidx_service_register();
 	gpuidx_customscan_init();
 	gpuidx_customjoin_init();
 

@@ -35,13 +35,11 @@ BEGIN
 END $$;
 SQL
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
 
 my $node = PostgreSQL::Test::Cluster->new('crash');
 $node->init;
 # Crash recovery checks every generic record it replays against a page image.
-$node->append_conf('postgresql.conf', qq{
-gpuidx.engine = '$engine'
+$node->append_conf('postgresql.conf', mode_conf() . qq{
 restart_after_crash = on
 autovacuum = off
 wal_consistency_checking = 'generic'

@@ -16,14 +16,12 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use GpuidxTest;
 
-my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
 # wal_consistency_checking: the standby checks each replayed generic record
 # (the pending appends' hand-made deltas among them) against a page image.
-$primary->append_conf('postgresql.conf', qq{
-gpuidx.engine = '$engine'
+$primary->append_conf('postgresql.conf', mode_conf() . qq{
 autovacuum = off
 wal_consistency_checking = 'generic'
 });
@@ -35,7 +33,6 @@ $primary->backup('bk');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'bk', has_streaming => 1);
 $standby->append_conf('postgresql.conf', qq{
-gpuidx.engine = '$engine'
 hot_standby_feedback = on
 });
 $standby->start;

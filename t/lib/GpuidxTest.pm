@@ -10,7 +10,7 @@ use PostgreSQL::Test::Cluster;
 use Exporter 'import';
 use File::Basename qw(dirname);
 
-our @EXPORT = qw($check_sql $btree_sql $setup_sql $include_sql gpuidx_node verify verify_btree verify_include verify_rows verify_session);
+our @EXPORT = qw($check_sql $btree_sql $setup_sql $include_sql gpuidx_node mode_conf service_mode verify verify_btree verify_include verify_rows verify_session);
 
 # The gi_check() fixture the pg_regress suite uses too, read from
 # sql/include/gi_check.sql: the SQL text of the file.
@@ -65,15 +65,31 @@ BEGIN
 END $f$;
 SQL
 
-# A started node named $name whose postgresql.conf sets gpuidx.engine from
-# GPUIDX_ENGINE (default auto), then the lines of $conf.
+# The postgresql.conf lines of the mode under test: gpuidx.engine from
+# GPUIDX_ENGINE (default auto), and with GPUIDX_SERVICE=1 the gpuidx service
+# (shared_preload_libraries).
+sub mode_conf
+{
+	my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
+	my $conf = "gpuidx.engine = '$engine'\n";
+	$conf .= "shared_preload_libraries = 'gpuidx'\n" if service_mode();
+	return $conf;
+}
+
+# Do the tests run in service mode (GPUIDX_SERVICE=1)?
+sub service_mode
+{
+	return ($ENV{GPUIDX_SERVICE} // '0') eq '1';
+}
+
+# A started node named $name whose postgresql.conf has mode_conf(), then
+# the lines of $conf.
 sub gpuidx_node
 {
 	my ($name, $conf) = @_;
-	my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
-	$node->append_conf('postgresql.conf', "gpuidx.engine = '$engine'\n" . ($conf // ''));
+	$node->append_conf('postgresql.conf', mode_conf() . ($conf // ''));
 	$node->start;
 	return $node;
 }

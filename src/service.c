@@ -1,0 +1,561 @@
+/*
+ * service.c - the background worker "gpuidx service" (service.h).
+ *
+ * Registered by _PG_init when gpuidx is in shared_preload_libraries (and
+ * gpuidx.service is on).  It is the only process that starts CUDA: the
+ * postmaster never calls the engine, and backends in service mode never
+ * build an engine image.  The service holds, per shared image and engine,
+ * one engine image built from the mapped arrays on the first batch that
+ * needs it, answers the batches backends put in their request slots, and
+ * keeps the images on the device under gpuidx.device_memory_limit (least
+ * recently used first).  An engine error fails that request only: the
+ * engine image involved is dropped and built again on demand.
+ *
+ * One request is answered at a time (the engines run their own threads or
+ * the device inside one request).  A backend whose service is gone answers
+ * on the host instead (service_client.c).
+ */
+#include "gpuidx.h"
+#include "service.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "tcop/tcopprot.h"
+#include "utils/memutils.h"
+
+GpuidxServiceShared *gpuidx_service_shared = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* Size of the store and the request slots. */
+static Size
+service_shmem_size(void)
+{
+	Size		size;
+
+	size = MAXALIGN(add_size(offsetof(GpuidxServiceShared, images),
+							 mul_size(sizeof(GpuidxSharedImage),
+									  gpuidx_service_max_images)));
+	return add_size(size, mul_size(sizeof(GpuidxServiceRequest), MaxBackends));
+}
+
+/* Ask the postmaster for the shared memory and the store's lock. */
+static void
+service_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(service_shmem_size());
+	RequestNamedLWLockTranche("gpuidx service", 1);
+}
+
+/* Create (or find) the store and the request slots. */
+static void
+service_shmem_startup(void)
+{
+	bool		found;
+	GpuidxServiceShared *s;
+	int			i;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	s = ShmemInitStruct("gpuidx service", service_shmem_size(), &found);
+	if (!found)
+	{
+		memset(s, 0, service_shmem_size());
+		s->lock = &(GetNamedLWLockTranche("gpuidx service"))->lock;
+		s->max_images = gpuidx_service_max_images;
+		s->max_requests = MaxBackends;
+		pg_atomic_init_u64(&s->tick, 0);
+		for (i = 0; i < s->max_images; i++)
+			pg_atomic_init_u32(&s->images[i].pins, 0);
+		gpuidx_service_shared = s;
+		for (i = 0; i < s->max_requests; i++)
+			pg_atomic_init_u32(&gpuidx_service_request(i)->state, GPUIDX_REQ_IDLE);
+	}
+	gpuidx_service_shared = s;
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * From _PG_init: in shared_preload_libraries, ask for the shared memory and
+ * register the service.  Otherwise nothing: per-backend mode.
+ */
+void
+gpuidx_service_register(void)
+{
+	BackgroundWorker worker;
+
+	if (!process_shared_preload_libraries_in_progress || !gpuidx_service_setting)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = service_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = service_shmem_startup;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = 1;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "gpuidx");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "gpuidx_service_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "gpuidx service");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "gpuidx service");
+	RegisterBackgroundWorker(&worker);
+}
+
+/* Is this backend in service mode (the store exists)? */
+bool
+gpuidx_service_mode(void)
+{
+	return gpuidx_service_shared != NULL;
+}
+
+/* Is the service process up and taking requests? */
+bool
+gpuidx_service_running(void)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+
+	return s != NULL && s->service_pid != 0 && s->service_latch != NULL;
+}
+
+/* ---------- the service's own state ---------- */
+
+/* The service's engine images of one shared image. */
+typedef struct ServiceImage
+{
+	uint64		id;				/* the store slot's id */
+	int			slotno;
+	dsm_segment *seg;
+	GiImage    *image[3];		/* by GiEngineKind */
+	uint64		last_used;
+	struct ServiceImage *next;
+} ServiceImage;
+
+static ServiceImage *service_images = NULL;
+static uint64 service_tick = 0;
+
+/* A backend's transfer segment, mapped by the service. */
+typedef struct TransferMapping
+{
+	dsm_handle	handle;
+	dsm_segment *seg;
+} TransferMapping;
+
+static TransferMapping *transfers = NULL;	/* one per request slot */
+
+/* Free one engine image and clear the store's record of it. */
+static void
+drop_engine(ServiceImage *si, int engine)
+{
+	if (si->image[engine] == NULL)
+		return;
+	gi_image_free(si->image[engine]);
+	si->image[engine] = NULL;
+}
+
+/* Write si's engine bytes into its store slot (if it still holds si). */
+static void
+record_engines(ServiceImage *si)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+	GpuidxSharedImage *slot = &s->images[si->slotno];
+	uint64		dev = 0,
+				host = 0;
+	int			engines = 0,
+				e;
+
+	for (e = GI_ENGINE_CPU; e <= GI_ENGINE_GPU; e++)
+	{
+		GiImageInfo info;
+
+		if (si->image[e] == NULL)
+			continue;
+		gi_image_info(si->image[e], &info);
+		dev += info.device_bytes;
+		host += info.host_bytes;
+		engines |= 1 << e;
+	}
+	LWLockAcquire(s->lock, LW_EXCLUSIVE);
+	if (slot->id == si->id)
+	{
+		slot->engine_device_bytes = dev;
+		slot->engine_host_bytes = host;
+		slot->engines = engines;
+	}
+	LWLockRelease(s->lock);
+}
+
+/* Forget a shared image: its engine images and its mapping. */
+static void
+forget_image(ServiceImage *si)
+{
+	ServiceImage **p;
+
+	for (p = &service_images; *p; p = &(*p)->next)
+		if (*p == si)
+		{
+			*p = si->next;
+			break;
+		}
+	drop_engine(si, GI_ENGINE_CPU);
+	drop_engine(si, GI_ENGINE_GPU);
+	if (si->seg)
+		dsm_detach(si->seg);
+	pfree(si);
+}
+
+/* Device bytes the service's GPU images hold. */
+static uint64
+device_bytes_in_use(void)
+{
+	ServiceImage *si;
+	uint64		total = 0;
+
+	for (si = service_images; si; si = si->next)
+		if (si->image[GI_ENGINE_GPU])
+		{
+			GiImageInfo info;
+
+			gi_image_info(si->image[GI_ENGINE_GPU], &info);
+			total += info.device_bytes;
+		}
+	return total;
+}
+
+/*
+ * Free the least recently used GPU images (never keep's) until need more
+ * bytes fit under the limit; the limit left for the new image.
+ */
+static size_t
+make_device_room(ServiceImage *keep, uint64 need)
+{
+	uint64		limit = (uint64) gpuidx_device_memory_limit_mb * 1024 * 1024;
+
+	if (gpuidx_device_memory_limit_mb <= 0)
+		return 0;
+	for (;;)
+	{
+		ServiceImage *si,
+				   *victim = NULL;
+		uint64		used = device_bytes_in_use();
+
+		if (used + need <= limit)
+			return (size_t) (limit - used);
+		for (si = service_images; si; si = si->next)
+			if (si != keep && si->image[GI_ENGINE_GPU] &&
+				(victim == NULL || si->last_used < victim->last_used))
+				victim = si;
+		if (victim == NULL)
+			return used >= limit ? 1 : (size_t) (limit - used);
+		drop_engine(victim, GI_ENGINE_GPU);
+		record_engines(victim);
+	}
+}
+
+/* The service's record of a store slot, mapped; NULL if the slot moved on. */
+static ServiceImage *
+find_image(uint64 id, int slotno)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+	GpuidxSharedImage *slot;
+	ServiceImage *si;
+	dsm_handle	handle;
+
+	for (si = service_images; si; si = si->next)
+		if (si->id == id)
+			return si;
+	if (slotno < 0 || slotno >= s->max_images)
+		return NULL;
+	slot = &s->images[slotno];
+	LWLockAcquire(s->lock, LW_SHARED);
+	handle = slot->id == id ? slot->handle : DSM_HANDLE_INVALID;
+	LWLockRelease(s->lock);
+	if (handle == DSM_HANDLE_INVALID)
+		return NULL;
+	si = MemoryContextAllocZero(TopMemoryContext, sizeof(ServiceImage));
+	si->seg = dsm_attach(handle);
+	if (si->seg == NULL)
+	{
+		pfree(si);
+		return NULL;
+	}
+	dsm_pin_mapping(si->seg);
+	si->id = id;
+	si->slotno = slotno;
+	si->next = service_images;
+	service_images = si;
+	return si;
+}
+
+/* Build si's engine image for engine (the request's slot says what). */
+static GiStatus
+build_engine(ServiceImage *si, int engine, GiError *err)
+{
+	GpuidxSharedImage *slot = &gpuidx_service_shared->images[si->slotno];
+	GpuidxSegmentLayout layout;
+	GiBuildParams params;
+	char	   *base = dsm_segment_address(si->seg);
+	GiStatus	st;
+
+	gpuidx_segment_layout(slot->n, slot->nnull, slot->row_bytes, &layout);
+	memset(&params, 0, sizeof(params));
+	params.engine = engine;
+	params.structure = slot->structure;
+	params.key_bytes = slot->key_bytes;
+	if (engine == GI_ENGINE_GPU)
+		params.device_memory_limit =
+			make_device_room(si, (uint64) slot->n * (slot->key_bytes <= 4 ? 4 : 8) * 5 / 4);
+	st = gi_image_build(&params, (const int64_t *) (base + layout.keys),
+						(const uint64_t *) (base + layout.tids), (size_t) slot->n,
+						&si->image[engine], err);
+	if (st == GI_OK)
+		record_engines(si);
+	return st;
+}
+
+/* The transfer segment of request slot i, mapped. */
+static char *
+transfer_of(int i, GpuidxServiceRequest *req)
+{
+	TransferMapping *t = &transfers[i];
+
+	if (t->seg && t->handle != req->transfer)
+	{
+		dsm_detach(t->seg);
+		t->seg = NULL;
+	}
+	if (t->seg == NULL)
+	{
+		t->seg = dsm_attach(req->transfer);
+		if (t->seg == NULL)
+			return NULL;
+		dsm_pin_mapping(t->seg);
+		t->handle = req->transfer;
+	}
+	if (dsm_segment_map_length(t->seg) < req->transfer_bytes)
+		return NULL;
+	return dsm_segment_address(t->seg);
+}
+
+/* Answer one request (its state is RUNNING). */
+static void
+answer(int i, GpuidxServiceRequest *req)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+	ServiceImage *si;
+	int			engine;
+	char	   *buf;
+	int64		n = req->nprobes;
+	GiError		err;
+	GiStatus	st;
+	instr_time	t0,
+				t1;
+
+	req->message[0] = '\0';
+	si = find_image(req->image_id, req->image_slot);
+	buf = transfer_of(i, req);
+	if (si == NULL || buf == NULL ||
+		(req->op == GPUIDX_REQ_OP_INFO && req->transfer_bytes < sizeof(GiImageInfo)))
+	{
+		req->status = GPUIDX_REQ_ERR_NO_IMAGE;
+		return;
+	}
+	si->last_used = ++service_tick;
+	engine = req->engine == GI_ENGINE_GPU && s->gpu_usable ? GI_ENGINE_GPU : GI_ENGINE_CPU;
+	INSTR_TIME_SET_CURRENT(t0);
+	if (si->image[engine] == NULL)
+	{
+		st = build_engine(si, engine, &err);
+		if (st == GI_ERR_UNSUPPORTED && engine == GI_ENGINE_GPU)
+		{
+			/* a structure the GPU engine lacks: the CPU engine holds it */
+			engine = GI_ENGINE_CPU;
+			st = si->image[engine] ? GI_OK : build_engine(si, engine, &err);
+		}
+		if (st != GI_OK)
+		{
+			req->status = st;
+			strlcpy(req->message, err.message, sizeof(req->message));
+			return;
+		}
+	}
+	if (req->op == GPUIDX_REQ_OP_INFO)
+	{
+		GiImageInfo info;
+
+		gi_image_info(si->image[engine], &info);
+		memcpy(buf, &info, sizeof(info));
+		req->engine_used = engine;
+		req->status = GI_OK;
+		return;
+	}
+	st = gi_image_query(si->image[engine], (GiOp) req->op,
+						(const int64_t *) buf,
+						req->op == GI_OP_RANGE ? (const int64_t *) (buf + n * 8) : NULL,
+						(size_t) n, (uint64_t *) (buf + 2 * n * 8),
+						(uint64_t *) (buf + 3 * n * 8), &err);
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	req->engine_ms = INSTR_TIME_GET_MILLISEC(t1);
+	req->engine_used = engine;
+	req->status = st;
+	if (st != GI_OK)
+	{
+		strlcpy(req->message, err.message, sizeof(req->message));
+		if (st == GI_ERR_DEVICE || st == GI_ERR_DEVICE_OOM)
+		{
+			/* the device state may be unusable: build again on demand */
+			drop_engine(si, engine);
+			record_engines(si);
+		}
+	}
+}
+
+/* Take, answer and hand back every submitted request. */
+static void
+serve_requests(void)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+	int			i;
+
+	for (i = 0; i < s->max_requests; i++)
+	{
+		GpuidxServiceRequest *req = gpuidx_service_request(i);
+		uint32		expected = GPUIDX_REQ_SUBMITTED;
+		MemoryContext oldcxt = CurrentMemoryContext;
+
+		if (pg_atomic_read_u32(&req->state) != GPUIDX_REQ_SUBMITTED ||
+			!pg_atomic_compare_exchange_u32(&req->state, &expected, GPUIDX_REQ_RUNNING))
+			continue;
+		pg_read_barrier();
+		PG_TRY();
+		{
+			answer(i, req);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(oldcxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			LWLockReleaseAll();
+			req->status = GPUIDX_REQ_ERR_SERVICE;
+			strlcpy(req->message, edata->message, sizeof(req->message));
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+		pg_write_barrier();
+		pg_atomic_write_u32(&req->state, GPUIDX_REQ_DONE);
+		if (req->latch)
+			SetLatch(req->latch);
+	}
+}
+
+/* Forget the engine images of shared images the store no longer holds. */
+static void
+housekeeping(void)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+	ServiceImage *si,
+			   *next;
+
+	gpuidx_shared_sweep();
+	for (si = service_images; si; si = next)
+	{
+		bool		gone;
+
+		next = si->next;
+		LWLockAcquire(s->lock, LW_SHARED);
+		gone = s->images[si->slotno].id != si->id;
+		LWLockRelease(s->lock);
+		if (gone)
+			forget_image(si);
+	}
+}
+
+/* Leave the store saying that no service runs. */
+static void
+service_exit(int code, Datum arg)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+
+	s->service_latch = NULL;
+	s->service_pid = 0;
+	while (service_images)
+		forget_image(service_images);
+}
+
+/*
+ * Requests a dead service left RUNNING are answered "service restarted" so
+ * their backends stop waiting (they answer on the host).
+ */
+static void
+fail_orphaned_requests(void)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+	int			i;
+
+	for (i = 0; i < s->max_requests; i++)
+	{
+		GpuidxServiceRequest *req = gpuidx_service_request(i);
+
+		if (pg_atomic_read_u32(&req->state) != GPUIDX_REQ_RUNNING)
+			continue;
+		req->status = GPUIDX_REQ_ERR_NO_IMAGE;
+		pg_write_barrier();
+		pg_atomic_write_u32(&req->state, GPUIDX_REQ_DONE);
+		if (req->latch)
+			SetLatch(req->latch);
+	}
+}
+
+/* The service's main loop. */
+void
+gpuidx_service_main(Datum arg)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("gpuidx service");
+
+	transfers = MemoryContextAllocZero(TopMemoryContext,
+									   sizeof(TransferMapping) * s->max_requests);
+	s->gpu_usable = gi_gpu_available(s->gpu_reason, sizeof(s->gpu_reason));
+	s->gpu_probed = true;
+	fail_orphaned_requests();
+	before_shmem_exit(service_exit, 0);
+	s->service_starts++;
+	s->service_latch = MyLatch;
+	pg_write_barrier();
+	s->service_pid = MyProcPid;
+	elog(LOG, "gpuidx service started (%s)",
+		 s->gpu_usable ? "GPU engine" : "CPU engine: no usable GPU");
+
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		serve_requests();
+		housekeeping();
+	}
+}

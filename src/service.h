@@ -1,0 +1,186 @@
+/*
+ * service.h - the gpuidx service: one process that holds the engine images
+ * of the whole server, and the shared image store that all backends map.
+ *
+ * With shared_preload_libraries = 'gpuidx' (and gpuidx.service = on):
+ *
+ *   - an index's sorted entries (keys, TIDs, INCLUDE rows, NULL-key TIDs)
+ *     live once in a dynamic shared memory segment, a *shared image*, that
+ *     every backend maps read-only.  A backend that finds no shared image
+ *     matching the index's metapage loads one from the pages, as in
+ *     per-backend mode, and publishes it (shared_images.c);
+ *   - the background worker "gpuidx service" (service.c) is the only
+ *     process that starts CUDA.  It builds the engine image (GPU or CPU) of
+ *     a shared image on the first batch that needs one and answers batches
+ *     that backends put in their request slot (service_client.c);
+ *   - backends keep doing what needs their snapshot: visibility and heap.
+ *
+ * Everything a backend answers itself (small batches, walks, key-only
+ * rows) reads the mapped arrays.  If the service is not running, a backend
+ * answers on the host from the same arrays: slower, never wrong.
+ */
+#ifndef GPUIDX_SERVICE_H
+#define GPUIDX_SERVICE_H
+
+#include "gpuidx.h"
+
+#include "port/atomics.h"
+#include "storage/dsm.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/relfilenode.h"
+
+/* One published version of an index's entries (a slot of the store). */
+typedef struct GpuidxSharedImage
+{
+	uint64		id;				/* unique, never reused; 0: free slot */
+	Oid			dbid;
+	Oid			indexoid;
+	RelFileNode node;
+	bool		current;		/* the newest version of its index */
+	pg_atomic_uint32 pins;		/* transactions reading it */
+	uint64		last_used;		/* store tick of the last pin */
+	TimestampTz loaded_at;
+	dsm_handle	handle;
+	Size		bytes;			/* segment size */
+
+	/* What it holds, as GpuidxImageData says it (identity checks). */
+	uint64		generation;
+	uint64		base_count;
+	uint64		pending_count;
+	uint64		lane_count[GPUIDX_LANES];
+	int64		n;
+	int64		nnull;
+	int			key_bytes;
+	int			structure;
+	int			row_bytes;
+	double		load_ms;
+
+	/* Written by the service: its engine images of this version. */
+	uint64		engine_device_bytes;
+	uint64		engine_host_bytes;
+	int			engines;		/* bit (1 << GiEngineKind) per built image */
+} GpuidxSharedImage;
+
+/* States of a request slot. */
+#define GPUIDX_REQ_IDLE			0
+#define GPUIDX_REQ_SUBMITTED	1	/* the backend wrote it; the service may take it */
+#define GPUIDX_REQ_RUNNING		2	/* the service is answering it */
+#define GPUIDX_REQ_DONE			3	/* answered (status says how) */
+
+/*
+ * One backend's request slot (indexed by pgprocno).  The probes and the
+ * answers travel in the backend's transfer segment: probes[n], probes_hi[n]
+ * (GI_OP_RANGE only), first[n], last[n].
+ */
+typedef struct GpuidxServiceRequest
+{
+	pg_atomic_uint32 state;
+	bool		abandoned;		/* the backend stopped waiting (cancel, error) */
+	Latch	   *latch;			/* the requester's latch */
+	uint64		image_id;
+	int			image_slot;
+	int			op;				/* GiOp */
+	int			engine;			/* GiEngineKind wanted */
+	int64		nprobes;
+	dsm_handle	transfer;
+	Size		transfer_bytes;
+
+	/* the answer */
+	int			status;			/* GiStatus, or GPUIDX_REQ_ERR_* */
+	int			engine_used;	/* GiEngineKind that answered */
+	double		engine_ms;		/* time in the engine */
+	char		message[256];
+} GpuidxServiceRequest;
+
+/* A request's op: a GiOp, or this (the engine image's GiImageInfo). */
+#define GPUIDX_REQ_OP_INFO		0
+
+/* Answers that are not engine statuses. */
+#define GPUIDX_REQ_ERR_NO_IMAGE	100 /* the shared image went away */
+#define GPUIDX_REQ_ERR_SERVICE	101 /* an error in the service (message) */
+
+/* The store and the request slots, in the main shared memory. */
+typedef struct GpuidxServiceShared
+{
+	LWLock	   *lock;			/* the store: slots, ids, ticks */
+	uint64		next_id;
+	pg_atomic_uint64 tick;		/* last-use order of the slots */
+	int			max_images;
+	int			max_requests;
+
+	/* The service process (0 / NULL while it is not running). */
+	pid_t		service_pid;
+	Latch	   *service_latch;
+	uint32		service_starts; /* times the service started */
+	bool		gpu_probed;		/* the service looked for a device */
+	bool		gpu_usable;
+	char		gpu_reason[256];
+
+	GpuidxSharedImage images[FLEXIBLE_ARRAY_MEMBER];
+	/* followed by max_requests GpuidxServiceRequest */
+} GpuidxServiceShared;
+
+extern GpuidxServiceShared *gpuidx_service_shared;
+
+static inline GpuidxServiceRequest *
+gpuidx_service_request(int i)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+
+	return (GpuidxServiceRequest *)
+		((char *) s + MAXALIGN(offsetof(GpuidxServiceShared, images) +
+							   sizeof(GpuidxSharedImage) * s->max_images)) + i;
+}
+
+/* Where each array starts in a shared image's segment. */
+typedef struct GpuidxSegmentLayout
+{
+	Size		keys;
+	Size		tids;
+	Size		rows;
+	Size		null_tids;
+	Size		null_rows;
+	Size		total;
+} GpuidxSegmentLayout;
+
+extern void gpuidx_segment_layout(int64 n, int64 nnull, int row_bytes,
+								  GpuidxSegmentLayout *layout);
+
+/* ---------- GUCs (guc.c) ---------- */
+extern bool gpuidx_service_setting;
+extern int	gpuidx_service_max_images;
+extern int	gpuidx_service_memory_limit_mb;
+
+/* ---------- service.c ---------- */
+extern void gpuidx_service_register(void);
+extern bool gpuidx_service_mode(void);
+extern bool gpuidx_service_running(void);
+PGDLLEXPORT void gpuidx_service_main(Datum arg);
+
+/* ---------- shared_images.c ---------- */
+extern GpuidxImageData *gpuidx_shared_find(Relation index,
+										   const GpuidxMetaPageData *meta,
+										   const GpuidxPendingCounts *pending);
+extern void gpuidx_shared_publish(Relation index, GpuidxImageData *img);
+extern bool gpuidx_shared_pin(GpuidxImageData *img);
+extern void gpuidx_shared_unpin(GpuidxImageData *img);
+extern void gpuidx_shared_detach(GpuidxImageData *img);
+extern bool gpuidx_shared_is_current(const GpuidxImageData *img);
+extern void gpuidx_shared_follow_fold(GpuidxImageData *img,
+									  const GpuidxMetaPageData *meta);
+extern void gpuidx_shared_sweep(void);
+extern bool gpuidx_shared_engine_info(const GpuidxImageData *img,
+									  uint64 *device_bytes, uint64 *host_bytes,
+									  int *engines);
+
+/* ---------- service_client.c ---------- */
+extern bool gpuidx_service_query(GpuidxImageData *img, GiEngineKind engine,
+								 GiOp op, const int64 *probes,
+								 const int64 *probes_hi, int64 nprobes,
+								 uint64 *first, uint64 *last);
+extern bool gpuidx_service_image_info(GpuidxImageData *img, GiEngineKind engine,
+									  GiImageInfo *info);
+extern GiEngineKind gpuidx_service_choose_engine(void);
+
+#endif							/* GPUIDX_SERVICE_H */

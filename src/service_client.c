@@ -1,0 +1,302 @@
+/*
+ * service_client.c - a backend's side of the gpuidx service (service.h).
+ *
+ * A backend sends a batch through its request slot (one per PGPROC): the
+ * probes go into its transfer segment, a dynamic shared memory segment it
+ * owns and grows as batches need, and the service writes the answers
+ * (first, last per probe) back into it.  Batches larger than a chunk are
+ * sent a chunk at a time.  The backend waits on its latch; a cancel or a
+ * statement timeout interrupts the wait (the slot is abandoned: a request
+ * the service has not taken is withdrawn, one it is answering is waited for
+ * before the slot is used again).  If the service is not running, or stops
+ * while answering, the caller answers on the host (never a wrong answer).
+ */
+#include "gpuidx.h"
+#include "service.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+
+/* Most probes sent in one request (32 bytes each in the transfer segment). */
+#define SERVICE_CHUNK_PROBES	(1 << 20)
+
+static dsm_segment *transfer_seg = NULL;
+static Size transfer_bytes = 0;
+
+/* This backend's request slot. */
+static GpuidxServiceRequest *
+my_request(void)
+{
+	int			i = MyProc->pgprocno;
+
+	if (i < 0 || i >= gpuidx_service_shared->max_requests)
+		return NULL;
+	return gpuidx_service_request(i);
+}
+
+/* A transfer segment of at least bytes, mapped for the backend's life. */
+static char *
+transfer_buffer(Size bytes)
+{
+	if (transfer_seg == NULL || transfer_bytes < bytes)
+	{
+		Size		want = Max(bytes, (Size) 1 << 20);
+		dsm_segment *seg = dsm_create(want, 0);
+
+		dsm_pin_mapping(seg);
+		if (transfer_seg)
+			dsm_detach(transfer_seg);
+		transfer_seg = seg;
+		transfer_bytes = want;
+	}
+	return dsm_segment_address(transfer_seg);
+}
+
+/*
+ * Wait until the slot is free: a request abandoned earlier may still be
+ * running in the service (it writes into our transfer segment).  Returns
+ * false if the service went away meanwhile.
+ */
+static bool
+wait_slot_free(GpuidxServiceRequest *req)
+{
+	for (;;)
+	{
+		uint32		state = pg_atomic_read_u32(&req->state);
+		uint32		expected = GPUIDX_REQ_SUBMITTED;
+
+		if (state == GPUIDX_REQ_IDLE)
+			return true;
+		if (state == GPUIDX_REQ_DONE)
+		{
+			pg_atomic_write_u32(&req->state, GPUIDX_REQ_IDLE);
+			return true;
+		}
+		if (state == GPUIDX_REQ_SUBMITTED &&
+			pg_atomic_compare_exchange_u32(&req->state, &expected, GPUIDX_REQ_IDLE))
+			return true;
+		if (!gpuidx_service_running())
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Wait for the service's answer; false if the service stopped before
+ * giving one.  An interrupt abandons the request and propagates.
+ */
+static bool
+wait_answer(GpuidxServiceRequest *req, uint32 starts)
+{
+	bool		answered = false;
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			if (pg_atomic_read_u32(&req->state) == GPUIDX_REQ_DONE)
+			{
+				answered = true;
+				break;
+			}
+			if (!gpuidx_service_running() ||
+				gpuidx_service_shared->service_starts != starts)
+			{
+				req->abandoned = true;
+				break;
+			}
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 100L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		uint32		expected = GPUIDX_REQ_SUBMITTED;
+
+		/* Withdraw it if the service has not taken it yet. */
+		req->abandoned = true;
+		(void) pg_atomic_compare_exchange_u32(&req->state, &expected, GPUIDX_REQ_IDLE);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	pg_read_barrier();
+	return answered;
+}
+
+/* Raise the error a failed request reports. */
+static void
+raise_request_error(GpuidxServiceRequest *req)
+{
+	GiError		err;
+
+	if (req->status == GPUIDX_REQ_ERR_SERVICE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("gpuidx service failed to answer a batch: %s", req->message)));
+	err.status = (GiStatus) req->status;
+	strlcpy(err.message, req->message, sizeof(err.message));
+	gpuidx_raise_engine_error(&err, "querying the index image in the gpuidx service");
+}
+
+/*
+ * Hand the filled-in request to the service and wait for its answer;
+ * false when the service cannot answer (gone, or the image went away).
+ * An engine error is raised.
+ */
+static bool
+submit_and_wait(GpuidxServiceRequest *req, uint32 starts)
+{
+	bool		answered;
+
+	pg_write_barrier();
+	pg_atomic_write_u32(&req->state, GPUIDX_REQ_SUBMITTED);
+	if (gpuidx_service_shared->service_latch)
+		SetLatch(gpuidx_service_shared->service_latch);
+	pgstat_report_wait_start(PG_WAIT_EXTENSION);
+	answered = wait_answer(req, starts);
+	pgstat_report_wait_end();
+	if (!answered)
+		return false;
+	pg_atomic_write_u32(&req->state, GPUIDX_REQ_IDLE);
+	if (req->status == GPUIDX_REQ_ERR_NO_IMAGE)
+		return false;
+	if (req->status != GI_OK)
+		raise_request_error(req);
+	return true;
+}
+
+/*
+ * Send one chunk of a batch; false if the service is not there to answer
+ * (the caller answers on the host).
+ */
+static bool
+query_chunk(GpuidxServiceRequest *req, GpuidxImageData *img, GiEngineKind engine,
+			GiOp op, const int64 *probes, const int64 *probes_hi, int64 n,
+			uint64 *first, uint64 *last, uint32 starts)
+{
+	char	   *buf = transfer_buffer((Size) n * 32);
+
+	memcpy(buf, probes, sizeof(int64) * n);
+	if (op == GI_OP_RANGE)
+		memcpy(buf + n * 8, probes_hi, sizeof(int64) * n);
+	req->abandoned = false;
+	req->latch = MyLatch;
+	req->image_id = img->shared_id;
+	req->image_slot = img->shared_slot;
+	req->op = op;
+	req->engine = engine;
+	req->nprobes = n;
+	req->transfer = dsm_segment_handle(transfer_seg);
+	req->transfer_bytes = (Size) n * 32;
+	if (!submit_and_wait(req, starts))
+		return false;
+	memcpy(first, buf + 2 * n * 8, sizeof(uint64) * n);
+	memcpy(last, buf + 3 * n * 8, sizeof(uint64) * n);
+	img->engine = (GiEngineKind) req->engine_used;
+	return true;
+}
+
+/*
+ * Answer a batch on a shared image through the service, a chunk at a
+ * time; false (nothing answered) when the service cannot: the caller
+ * answers on the host.
+ */
+bool
+gpuidx_service_query(GpuidxImageData *img, GiEngineKind engine, GiOp op,
+					 const int64 *probes, const int64 *probes_hi, int64 nprobes,
+					 uint64 *first, uint64 *last)
+{
+	GpuidxServiceRequest *req = my_request();
+	uint32		starts;
+	int64		done;
+
+	if (req == NULL || !img->shared || !gpuidx_service_running())
+		return false;
+	starts = gpuidx_service_shared->service_starts;
+	if (!wait_slot_free(req))
+		return false;
+	for (done = 0; done < nprobes; done += SERVICE_CHUNK_PROBES)
+	{
+		int64		n = Min((int64) SERVICE_CHUNK_PROBES, nprobes - done);
+
+		if (!query_chunk(req, img, engine, op, probes + done,
+						 probes_hi ? probes_hi + done : NULL, n,
+						 first + done, last + done, starts))
+			return false;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+/*
+ * The service's engine image of a shared image, built if need be, as
+ * gi_image_info describes it; false when the service cannot say.
+ */
+bool
+gpuidx_service_image_info(GpuidxImageData *img, GiEngineKind engine,
+						  GiImageInfo *info)
+{
+	GpuidxServiceRequest *req = my_request();
+	uint32		starts;
+	char	   *buf;
+
+	if (req == NULL || !img->shared || !gpuidx_service_running())
+		return false;
+	starts = gpuidx_service_shared->service_starts;
+	if (!wait_slot_free(req))
+		return false;
+	buf = transfer_buffer(sizeof(GiImageInfo));
+	req->abandoned = false;
+	req->latch = MyLatch;
+	req->image_id = img->shared_id;
+	req->image_slot = img->shared_slot;
+	req->op = GPUIDX_REQ_OP_INFO;
+	req->engine = engine;
+	req->nprobes = 0;
+	req->transfer = dsm_segment_handle(transfer_seg);
+	req->transfer_bytes = sizeof(GiImageInfo);
+	if (!submit_and_wait(req, starts))
+		return false;
+	memcpy(info, buf, sizeof(GiImageInfo));
+	img->engine = (GiEngineKind) req->engine_used;
+	return true;
+}
+
+/*
+ * The engine a batch asks the service for, per gpuidx.engine and what the
+ * service found: a backend in service mode never probes the device itself.
+ */
+GiEngineKind
+gpuidx_service_choose_engine(void)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+	int			waited;
+
+	if (gpuidx_engine_setting == GPUIDX_ENGINE_CPU)
+		return GI_ENGINE_CPU;
+	/* The service looks for a device as it starts: give it a few seconds. */
+	for (waited = 0; !s->gpu_probed && waited < 5000; waited += 10)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (s->gpu_probed && s->gpu_usable)
+		return GI_ENGINE_GPU;
+	if (gpuidx_engine_setting == GPUIDX_ENGINE_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gpuidx.engine is \"gpu\" but the gpuidx service has no usable GPU"),
+				 s->gpu_probed ? errdetail("%s", s->gpu_reason) :
+				 errdetail("The gpuidx service has not started."),
+				 errhint("SET gpuidx.engine = auto to fall back to the CPU engine.")));
+	return GI_ENGINE_CPU;
+}
