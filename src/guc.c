@@ -21,6 +21,7 @@ int			gpuidx_gpu_min_batch = 256;
 bool		gpuidx_service_setting = true;
 int			gpuidx_service_max_images = 256;
 int			gpuidx_service_memory_limit_mb = 4096;
+int			gpuidx_service_test_delay_ms = 0;
 
 static const struct config_enum_entry structure_options[] = {
 	{"btree", GI_STRUCT_BTREE, false},
@@ -114,4 +115,9 @@ gpuidx_define_gucs(void)
 							"freed; they are loaded again when next used.",
 							&gpuidx_service_memory_limit_mb, 4096, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuidx.service_test_delay",
+							"Testing only: the gpuidx service waits this long before each answer.",
+							"Lets tests cancel a waiting backend or kill the service mid-batch.",
+							&gpuidx_service_test_delay_ms, 0, 0, 600000,
+							PGC_SIGHUP, GUC_UNIT_MS | GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }

@@ -361,6 +361,8 @@ answer(int i, GpuidxServiceRequest *req)
 				t1;
 
 	req->message[0] = '\0';
+	if (gpuidx_service_test_delay_ms > 0)
+		pg_usleep((long) gpuidx_service_test_delay_ms * 1000L);
 	si = find_image(req->image_id, req->image_slot);
 	buf = transfer_of(i, req);
 	if (si == NULL || buf == NULL ||

@@ -151,6 +151,7 @@ extern void gpuidx_segment_layout(int64 n, int64 nnull, int row_bytes,
 extern bool gpuidx_service_setting;
 extern int	gpuidx_service_max_images;
 extern int	gpuidx_service_memory_limit_mb;
+extern int	gpuidx_service_test_delay_ms;
 
 /* ---------- service.c ---------- */
 extern void gpuidx_service_register(void);
