@@ -6,6 +6,7 @@
 #include "gpuidx.h"
 #include "service.h"
 
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 int			gpuidx_engine_setting = GPUIDX_ENGINE_AUTO;
@@ -98,23 +99,31 @@ gpuidx_define_gucs(void)
 							"which is faster than a device call below this size.",
 							&gpuidx_gpu_min_batch, 256, 0, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("gpuidx.service",
-							 "Runs the gpuidx service when gpuidx is in shared_preload_libraries.",
-							 "The service holds every index's image once for the whole server "
-							 "and is the only process that uses the GPU; off keeps images per backend.",
-							 &gpuidx_service_setting, true,
-							 PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("gpuidx.service_max_images",
-							"Most index images the gpuidx service holds at once.",
-							NULL,
-							&gpuidx_service_max_images, 256, 1, 65536,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuidx.service_memory_limit",
 							"Shared memory the gpuidx service's images may use (0 = no limit).",
 							"Past it the least recently used images that no transaction reads are "
 							"freed; they are loaded again when next used.",
 							&gpuidx_service_memory_limit_mb, 4096, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MB, NULL, NULL, NULL);
+	/*
+	 * Settings fixed at server start exist only when the postmaster loads
+	 * gpuidx (shared_preload_libraries): a library loaded later cannot
+	 * define them, and without the preload there is no service.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		DefineCustomBoolVariable("gpuidx.service",
+								 "Runs the gpuidx service when gpuidx is in shared_preload_libraries.",
+								 "The service holds every index's image once for the whole server "
+								 "and is the only process that uses the GPU; off keeps images per backend.",
+								 &gpuidx_service_setting, true,
+								 PGC_POSTMASTER, 0, NULL, NULL, NULL);
+		DefineCustomIntVariable("gpuidx.service_max_images",
+								"Most index images the gpuidx service holds at once.",
+								NULL,
+								&gpuidx_service_max_images, 256, 1, 65536,
+								PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	}
 	DefineCustomIntVariable("gpuidx.service_test_delay",
 							"Testing only: the gpuidx service waits this long before each answer.",
 							"Lets tests cancel a waiting backend or kill the service mid-batch.",
