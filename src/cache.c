@@ -1061,7 +1061,19 @@ acquire_current(Relation index, GiEngineKind engine)
 
 		/* Service mode: the new version goes to the store for everyone. */
 		if (gpuidx_service_mode())
-			gpuidx_shared_publish(index, img);
+		{
+			PG_TRY();
+			{
+				gpuidx_shared_publish(index, img);
+			}
+			PG_CATCH();
+			{
+				/* (no shared memory left, say): nothing may keep img */
+				free_version(img);
+				PG_RE_THROW();
+			}
+			PG_END_TRY();
+		}
 		/* load_version may have erred out: entry->current is still valid. */
 		if (cur)
 		{
