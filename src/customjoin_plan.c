@@ -15,6 +15,7 @@
  * customjoin_exec.c; customjoin.h says how the plan node is laid out.
  */
 #include "gpuidx.h"
+#include "service.h"
 #include "customjoin.h"
 
 #include "access/sysattr.h"
@@ -25,6 +26,7 @@
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -578,9 +580,13 @@ inner_columns_ok(RelOptInfo *joinrel, JoinShape *shape)
  */
 static void
 cost_join_path(PlannerInfo *root, RelOptInfo *joinrel, Path *outer,
-			   JoinShape *shape, bool key_only, Path *path)
+			   JoinShape *shape, bool key_only, bool partial, Path *path)
 {
 	double		nouter = Max(outer->rows, 1.0);
+	/* a partial path joins one worker's share of the outer rows */
+	double		share = partial ?
+		Min(1.0, nouter / Max(outer->parent->rows, 1.0)) : 1.0;
+	double		jrows = Max(joinrel->rows * share, 1.0);
 	double		chunks = ceil(nouter / gpuidx_batch_chunk);
 	bool		gpu = gpuidx_engine_setting != GPUIDX_ENGINE_CPU &&
 		gpuidx_choose_engine() == GI_ENGINE_GPU;
@@ -600,7 +606,7 @@ cost_join_path(PlannerInfo *root, RelOptInfo *joinrel, Path *outer,
 
 		/* Rows joined before the filter: the join's estimate is the floor. */
 		hits = shape->jointype == JOIN_SEMI || shape->jointype == JOIN_ANTI ?
-			nouter : Max(joinrel->rows, 1.0);
+			nouter : jrows;
 		fetches = key_only ? hits * (1.0 - shape->allvisfrac) : hits;
 		table_pages = Min(fetches, pages);
 		run = table_pages * (table_pages >= pages * 0.5 ? 0.6 * seq_page_cost :
@@ -610,7 +616,7 @@ cost_join_path(PlannerInfo *root, RelOptInfo *joinrel, Path *outer,
 	else
 	{
 		/* As-of: about one row per outer row, fetched in outer order. */
-		hits = Max(joinrel->rows, 1.0);
+		hits = jrows;
 		fetches = key_only ? hits * (1.0 - shape->allvisfrac) : hits;
 		run = fetches * (random_page_cost * GPUJOIN_FETCH_COST * Min(1.0, pages / 1000.0) +
 						 cpu_tuple_cost * 2.0);
@@ -630,9 +636,9 @@ cost_join_path(PlannerInfo *root, RelOptInfo *joinrel, Path *outer,
 		(chunks - 1) * 400.0 * cpu_operator_cost +
 		nouter * (GPUJOIN_ROW_COST * cpu_tuple_cost + probe_cost.per_tuple + search) +
 		hits * (GPUJOIN_HIT_COST * cpu_tuple_cost + match_cost.per_tuple) +
-		Max(joinrel->rows, 1.0) * (cpu_tuple_cost + filter_cost.per_tuple);
+		jrows * (cpu_tuple_cost + filter_cost.per_tuple);
 
-	path->rows = joinrel->rows;
+	path->rows = partial ? clamp_row_est(joinrel->rows * share) : joinrel->rows;
 	path->startup_cost = startup;
 	path->total_cost = startup + run;
 }
@@ -702,38 +708,84 @@ reads_key_only(RelOptInfo *joinrel, JoinShape *shape)
 	return true;
 }
 
-/* Add a GpuIndexJoin path for a recognized join. */
-static void
-add_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
-			  JoinShape *shape)
+/*
+ * A GpuIndexJoin path over outer (the outer rel's cheapest path, or a
+ * partial path: then each parallel worker joins its share of the outer
+ * rows, and the path is partial too).
+ */
+static CustomPath *
+make_join_path(PlannerInfo *root, RelOptInfo *joinrel, Path *outer,
+			   JoinShape *shape, bool partial)
 {
-	Path	   *outer = outerrel->cheapest_total_path;
 	CustomPath *cpath;
 	JoinShape  *saved;
 
-	if (outer == NULL || outer->param_info != NULL ||
-		!bms_is_empty(joinrel->lateral_relids) || !inner_columns_ok(joinrel, shape))
-		return;
 	saved = palloc(sizeof(JoinShape));
 	*saved = *shape;
-
 	cpath = makeNode(CustomPath);
 	cpath->path.pathtype = T_CustomScan;
 	cpath->path.parent = joinrel;
 	cpath->path.pathtarget = joinrel->reltarget;
 	cpath->path.param_info = NULL;
-	/* The outer rows are gathered by one process: not parallel-safe. */
+	/* Not parallel-aware itself: the outer path splits the rows. */
 	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = false;
-	cpath->path.parallel_workers = 0;
+	cpath->path.parallel_safe = partial;
+	cpath->path.parallel_workers = partial ? outer->parallel_workers : 0;
 	cpath->path.pathkeys = NIL;
 	cpath->flags = 0;
 	cpath->custom_paths = list_make1(outer);
 	cpath->custom_private = list_make2(saved, makeInteger(reads_key_only(joinrel, shape)));
 	cpath->methods = &gpuidx_join_path_methods;
 	cost_join_path(root, joinrel, outer, shape, reads_key_only(joinrel, shape),
-				   &cpath->path);
-	add_path(joinrel, &cpath->path);
+				   partial, &cpath->path);
+	return cpath;
+}
+
+/*
+ * May parallel workers each run this join over their share of the outer
+ * rows?  Only in service mode, where a worker maps the shared image (per
+ * backend, each worker would load its own image per query, which costs
+ * more than it saves), for a join whose expressions are parallel-safe and
+ * that locks no rows.
+ */
+static bool
+join_parallel_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
+				 JoinShape *shape)
+{
+	if (!gpuidx_service_mode() || !joinrel->consider_parallel ||
+		outerrel->partial_pathlist == NIL || root->rowMarks != NIL)
+		return false;
+	if (!is_parallel_safe(root, (Node *) shape->probes) ||
+		!is_parallel_safe(root, (Node *) clauses_of(shape->matchquals)) ||
+		!is_parallel_safe(root, (Node *) clauses_of(shape->filterquals)))
+		return false;
+	if (shape->kind != GPUIDX_JOIN_TABLE &&
+		(!is_parallel_safe(root, (Node *) shape->subquery->targetList) ||
+		 !is_parallel_safe(root, (Node *) shape->asof_quals) ||
+		 !is_parallel_safe(root, shape->subquery->limitCount)))
+		return false;
+	return true;
+}
+
+/* Add GpuIndexJoin paths (and a partial one where workers may run it). */
+static void
+add_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
+			  JoinShape *shape)
+{
+	Path	   *outer = outerrel->cheapest_total_path;
+
+	if (outer == NULL || outer->param_info != NULL ||
+		!bms_is_empty(joinrel->lateral_relids) || !inner_columns_ok(joinrel, shape))
+		return;
+	add_path(joinrel, &make_join_path(root, joinrel, outer, shape, false)->path);
+	if (join_parallel_ok(root, joinrel, outerrel, shape))
+	{
+		Path	   *partial = linitial(outerrel->partial_pathlist);
+
+		if (partial->param_info == NULL)
+			add_partial_path(joinrel,
+							 &make_join_path(root, joinrel, partial, shape, true)->path);
+	}
 }
 
 /* set_join_pathlist_hook: offer GpuIndexJoin where it applies. */
