@@ -5,16 +5,17 @@
  * At the first fetch (and after a rescan) the batch becomes sorted, disjoint
  * key intervals (batchqual.c) and the image answers them with position
  * ranges (one search call: the engine, or the host for a small batch).
- * Then, over each range of the image's arrays (base and delta parts apart),
- * in blocks of AGG_BLOCK entries:
+ * Then each range of the image's arrays (base and delta parts apart) goes
+ * to the engine's host loop (gi_host_aggregate, engine/cpu_agg.c: threads
+ * for large ranges):
  *
  *   - an entry whose heap page is all-visible (a copy of the visibility map
  *     taken once per run, after the image is pinned) is added up from the
  *     image: the key, and the INCLUDE columns read from the entry's row,
  *     NULLs exact;
- *   - any other entry's TID goes to a list that is then sorted and visited a
- *     page at a time under the snapshot (heapvisit.c: HOT chains followed);
- *     the visible row's own columns are added up.
+ *   - any other entry's TID goes to a list, which is then sorted and visited
+ *     a page at a time under the snapshot (heapvisit.c: HOT chains
+ *     followed); the visible row's own columns are added up here.
  *
  * This is what an index-only scan does, with no per-row executor work.
  * The interlock with VACUUM is the image pin's (cache.c): no entry of a
@@ -60,8 +61,8 @@
 #error "GpuIndexAgg needs a 128-bit integer type"
 #endif
 
-/* Entries looked at per pass of the column loops. */
-#define AGG_BLOCK 4096
+/* Entries handed to the engine at a time (interrupts are checked between). */
+#define AGG_CHUNK (1 << 22)
 
 /*
  * The visibility map's on-disk layout (visibilitymap.c): after the page
@@ -73,35 +74,17 @@
 #define VM_BLOCKS_PER_BYTE	(BITS_PER_BYTE / BITS_PER_HEAPBLOCK)
 #define VM_BLOCKS_PER_PAGE	(VM_MAPSIZE * VM_BLOCKS_PER_BYTE)
 
-/* How a column's values are stored in the image (AggColumn.kind). */
-typedef enum ValueKind
-{
-	VK_KEY,						/* the key array (int64) */
-	VK_BOOL,
-	VK_INT16,
-	VK_INT32,					/* int4, date */
-	VK_UINT32,					/* oid */
-	VK_INT64,					/* int8, timestamp, timestamptz */
-	VK_FLOAT4,
-	VK_FLOAT8
-} ValueKind;
-
-/* One column the aggregates read, and its totals over the rows so far. */
+/*
+ * One column the aggregates read, and its totals over the rows so far (t:
+ * how its values are stored in the image, and the totals, as the engine's
+ * gi_host_aggregate keeps them).
+ */
 typedef struct AggColumn
 {
 	int			src;			/* GPUIDX_AGG_SRC_KEY or an INCLUDE column */
 	AttrNumber	attno;			/* the table's column */
 	Oid			type;			/* its base type */
-	ValueKind	kind;
-	int			offset;			/* INCLUDE: its value's offset in the row */
-	uint16		nullbit;		/* INCLUDE: its bit in the row's NULL mask */
-	int64		nonnull;
-	int128		sum;
-	int64		imin,
-				imax;			/* integer kinds (bool as 0/1, oid unsigned) */
-	double		fmin,
-				fmax;			/* float kinds, NaNs counted apart */
-	int64		nnan;
+	GiAggColumn t;
 } AggColumn;
 
 /* One output aggregate: what it computes over which column. */
@@ -135,7 +118,7 @@ typedef struct GpuidxAggState
 	int64		nfetch;
 	int64		fetch_cap;
 	int64		rows;			/* rows counted (count(*)) */
-	int32		sel[AGG_BLOCK]; /* one block's entries taken from the image */
+	GiAggColumn *totals;		/* ncols: the columns' totals, contiguous */
 
 	/* EXPLAIN ANALYZE */
 	GiEngineKind engine;
@@ -183,27 +166,27 @@ const CustomScanMethods gpuidx_agg_methods = {
 
 /* ---------- setup ---------- */
 
-/* How values of a base type are stored in the image. */
-static ValueKind
+/* How values of a base type are stored in an image row. */
+static GiAggKind
 value_kind(Oid type)
 {
 	switch (type)
 	{
 		case BOOLOID:
-			return VK_BOOL;
+			return GI_AGG_BOOL;
 		case INT2OID:
-			return VK_INT16;
+			return GI_AGG_INT16;
 		case INT4OID:
 		case DATEOID:
-			return VK_INT32;
+			return GI_AGG_INT32;
 		case OIDOID:
-			return VK_UINT32;
+			return GI_AGG_UINT32;
 		case FLOAT4OID:
-			return VK_FLOAT4;
+			return GI_AGG_FLOAT4;
 		case FLOAT8OID:
-			return VK_FLOAT8;
+			return GI_AGG_FLOAT8;
 		default:
-			return VK_INT64;	/* int8, timestamp, timestamptz */
+			return GI_AGG_INT64;	/* int8, timestamp, timestamptz */
 	}
 }
 
@@ -224,13 +207,13 @@ find_column(GpuidxAggState *state, int src, Oid type)
 	col->src = src;
 	col->type = type;
 	col->attno = state->index->rd_index->indkey.values[src == GPUIDX_AGG_SRC_KEY ? 0 : nkeys + src];
-	col->kind = src == GPUIDX_AGG_SRC_KEY ? VK_KEY : value_kind(type);
+	col->t.kind = src == GPUIDX_AGG_SRC_KEY ? GI_AGG_KEY : value_kind(type);
 	if (src >= 0)
 	{
 		if (src >= layout->ninclude)
 			elog(ERROR, "gpuidx: index has no included column %d", src);
-		col->offset = sizeof(uint16) + layout->value_offset[src];
-		col->nullbit = (uint16) (1 << src);
+		col->t.offset = sizeof(uint16) + layout->value_offset[src];
+		col->t.nullbit = (uint16) (1 << src);
 	}
 	return state->ncols++;
 }
@@ -245,6 +228,7 @@ setup_aggregates(GpuidxAggState *state, List *specs)
 	state->naggs = list_length(specs);
 	state->outs = palloc0(sizeof(AggOut) * Max(state->naggs, 1));
 	state->cols = palloc0(sizeof(AggColumn) * Max(state->naggs, 1));
+	state->totals = palloc0(sizeof(GiAggColumn) * Max(state->naggs, 1));
 	foreach(lc, specs)
 	{
 		List	   *spec = lfirst(lc);
@@ -320,20 +304,11 @@ copy_vismap(GpuidxAggState *state, BlockNumber nblocks)
 		ReleaseBuffer(buf);
 }
 
-/* Is heap block blk all-visible in the run's copy of the map? */
-static inline bool
-block_all_visible(const GpuidxAggState *state, BlockNumber blk)
-{
-	return blk < state->vm_blocks &&
-		((state->vm[blk / VM_BLOCKS_PER_BYTE] >>
-		  ((blk % VM_BLOCKS_PER_BYTE) * BITS_PER_HEAPBLOCK)) & VISIBILITYMAP_ALL_VISIBLE) != 0;
-}
-
 /* ---------- adding up ---------- */
 
 /* Add one integer value (bool as 0/1, oid unsigned) to a column's totals. */
 static inline void
-add_int(AggColumn *col, int64 x)
+add_int(GiAggColumn *col, int64 x)
 {
 	col->nonnull++;
 	col->sum += x;
@@ -345,7 +320,7 @@ add_int(AggColumn *col, int64 x)
 
 /* Add one float value to a column's totals (NaN above every number). */
 static inline void
-add_float(AggColumn *col, double x)
+add_float(GiAggColumn *col, double x)
 {
 	col->nonnull++;
 	if (isnan(x))
@@ -368,7 +343,7 @@ reset_totals(GpuidxAggState *state)
 	state->rows = 0;
 	for (i = 0; i < state->ncols; i++)
 	{
-		AggColumn  *col = &state->cols[i];
+		GiAggColumn *col = &state->cols[i].t;
 
 		col->nonnull = col->nnan = 0;
 		col->sum = 0;
@@ -376,99 +351,6 @@ reset_totals(GpuidxAggState *state)
 		col->imax = PG_INT64_MIN;
 		col->fmin = get_float8_infinity();
 		col->fmax = -get_float8_infinity();
-	}
-}
-
-/* Read a value of type T at byte offset off of an image row. */
-#define ROW_VALUE(T, row, off) \
-	({ T v_; memcpy(&v_, (row) + (off), sizeof(T)); v_; })
-
-/*
- * Add up one INCLUDE column over the selected entries (sel, relative to
- * rows) of a block: one tight loop per value kind.
- */
-static void
-add_include_column(AggColumn *col, const char *rows, int row_bytes,
-				   const int32 *sel, int nsel)
-{
-	int			j;
-
-	for (j = 0; j < nsel; j++)
-	{
-		const char *row = rows + (Size) sel[j] * row_bytes;
-		uint16		nulls;
-
-		memcpy(&nulls, row, sizeof(nulls));
-		if (nulls & col->nullbit)
-			continue;
-		switch (col->kind)
-		{
-			case VK_BOOL:
-				add_int(col, *(row + col->offset) ? 1 : 0);
-				break;
-			case VK_INT16:
-				add_int(col, ROW_VALUE(int16, row, col->offset));
-				break;
-			case VK_INT32:
-				add_int(col, ROW_VALUE(int32, row, col->offset));
-				break;
-			case VK_UINT32:
-				add_int(col, ROW_VALUE(uint32, row, col->offset));
-				break;
-			case VK_INT64:
-				add_int(col, ROW_VALUE(int64, row, col->offset));
-				break;
-			case VK_FLOAT4:
-				add_float(col, ROW_VALUE(float4, row, col->offset));
-				break;
-			case VK_FLOAT8:
-				add_float(col, ROW_VALUE(float8, row, col->offset));
-				break;
-			case VK_KEY:
-				break;
-		}
-	}
-}
-
-/* Add up the key over the selected entries of a block. */
-static void
-add_key_column(AggColumn *col, const int64 *keys, const int32 *sel, int nsel)
-{
-	int			j;
-
-	for (j = 0; j < nsel; j++)
-		add_int(col, keys[sel[j]]);
-}
-
-/*
- * One block of n consecutive entries (n <= AGG_BLOCK) of the image's
- * arrays: those on all-visible pages are added up from the image, the TIDs
- * of the others go to the fetch list.
- */
-static void
-agg_block(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
-		  const char *rows, int64 n)
-{
-	int			nsel = 0;
-	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		if (block_all_visible(state, (BlockNumber) (tids[i] >> 16)))
-			state->sel[nsel++] = i;
-		else
-			state->fetch[state->nfetch++] = tids[i];
-	}
-	state->rows += nsel;
-	state->stat_image += nsel;
-	for (i = 0; i < state->ncols; i++)
-	{
-		AggColumn  *col = &state->cols[i];
-
-		if (col->kind == VK_KEY)
-			add_key_column(col, keys, state->sel, nsel);
-		else
-			add_include_column(col, rows, state->img->row_bytes, state->sel, nsel);
 	}
 }
 
@@ -488,23 +370,44 @@ reserve_fetch(GpuidxAggState *state, int64 n)
 	state->fetch_cap = cap;
 }
 
-/* n consecutive entries of one part (base or delta) of the image's arrays. */
+/*
+ * n consecutive entries of one part (base or delta) of the image's arrays,
+ * added up by the engine's host loop (gi_host_aggregate) a chunk at a time:
+ * entries on all-visible pages into the totals, the others' TIDs onto the
+ * fetch list.
+ */
 static void
 agg_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
 		 const char *rows, int64 n)
 {
 	int			row_bytes = state->img->row_bytes;
 	int64		done;
+	int			c;
 
-	for (done = 0; done < n; done += AGG_BLOCK)
+	for (c = 0; c < state->ncols; c++)
+		state->totals[c] = state->cols[c].t;
+	for (done = 0; done < n; done += AGG_CHUNK)
 	{
-		int64		m = Min(n - done, AGG_BLOCK);
+		int64		m = Min(n - done, AGG_CHUNK);
+		int64		counted = 0;
+		size_t		nfetch = 0;
+		GiError		err;
 
 		CHECK_FOR_INTERRUPTS();
 		reserve_fetch(state, m);
-		agg_block(state, keys + done, tids + done,
-				  rows ? rows + (Size) done * row_bytes : NULL, m);
+		if (gi_host_aggregate((const int64_t *) keys + done, (const uint64_t *) tids + done,
+							  rows ? rows + (Size) done * row_bytes : NULL, row_bytes,
+							  (size_t) m, state->vm, state->vm_blocks,
+							  state->totals, state->ncols, (int64_t *) &counted,
+							  (uint64_t *) state->fetch + state->nfetch, &nfetch,
+							  &err) != GI_OK)
+			gpuidx_raise_engine_error(&err, "adding up index entries");
+		state->rows += counted;
+		state->stat_image += counted;
+		state->nfetch += nfetch;
 	}
+	for (c = 0; c < state->ncols; c++)
+		state->cols[c].t = state->totals[c];
 }
 
 /*
@@ -542,26 +445,26 @@ add_datum(AggColumn *col, Datum d)
 	switch (col->type)
 	{
 		case BOOLOID:
-			add_int(col, DatumGetBool(d) ? 1 : 0);
+			add_int(&col->t, DatumGetBool(d) ? 1 : 0);
 			break;
 		case INT2OID:
-			add_int(col, DatumGetInt16(d));
+			add_int(&col->t, DatumGetInt16(d));
 			break;
 		case INT4OID:
 		case DATEOID:
-			add_int(col, DatumGetInt32(d));
+			add_int(&col->t, DatumGetInt32(d));
 			break;
 		case OIDOID:
-			add_int(col, DatumGetObjectId(d));
+			add_int(&col->t, DatumGetObjectId(d));
 			break;
 		case FLOAT4OID:
-			add_float(col, DatumGetFloat4(d));
+			add_float(&col->t, DatumGetFloat4(d));
 			break;
 		case FLOAT8OID:
-			add_float(col, DatumGetFloat8(d));
+			add_float(&col->t, DatumGetFloat8(d));
 			break;
 		default:
-			add_int(col, DatumGetInt64(d));
+			add_int(&col->t, DatumGetInt64(d));
 			break;
 	}
 }
@@ -682,16 +585,16 @@ int128_to_numeric(int128 v)
 static Datum
 extreme_datum(AggColumn *col, bool is_min)
 {
-	int64		x = is_min ? col->imin : col->imax;
+	int64		x = is_min ? col->t.imin : col->t.imax;
 
 	switch (col->type)
 	{
 		case FLOAT4OID:
 		case FLOAT8OID:
 			{
-				double		f = is_min ? col->fmin : col->fmax;
+				double		f = is_min ? col->t.fmin : col->t.fmax;
 
-				if (is_min ? col->nnan == col->nonnull : col->nnan > 0)
+				if (is_min ? col->t.nnan == col->t.nonnull : col->t.nnan > 0)
 					f = get_float8_nan();
 				return col->type == FLOAT4OID ? Float4GetDatum((float4) f) :
 					Float8GetDatum(f);
@@ -718,31 +621,31 @@ agg_result(GpuidxAggState *state, AggOut *out, bool *isnull)
 	if (out->func == GPUIDX_AGG_COUNT_STAR)
 		return Int64GetDatum(state->rows);
 	if (out->func == GPUIDX_AGG_COUNT)
-		return Int64GetDatum(col->nonnull);
-	*isnull = col->nonnull == 0;
+		return Int64GetDatum(col->t.nonnull);
+	*isnull = col->t.nonnull == 0;
 	if (*isnull)
 		return (Datum) 0;
 	switch (out->func)
 	{
 		case GPUIDX_AGG_SUM:
 			if (out->type == INT8OID)
-				return int128_to_numeric(col->sum);
-			if (col->sum < PG_INT64_MIN || col->sum > PG_INT64_MAX)
+				return int128_to_numeric(col->t.sum);
+			if (col->t.sum < PG_INT64_MIN || col->t.sum > PG_INT64_MAX)
 				ereport(ERROR,
 						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 						 errmsg("bigint out of range")));
-			return Int64GetDatum((int64) col->sum);
+			return Int64GetDatum((int64) col->t.sum);
 		case GPUIDX_AGG_AVG:
-			return DirectFunctionCall2(numeric_div, int128_to_numeric(col->sum),
-									   NumericGetDatum(int64_to_numeric(col->nonnull)));
+			return DirectFunctionCall2(numeric_div, int128_to_numeric(col->t.sum),
+									   NumericGetDatum(int64_to_numeric(col->t.nonnull)));
 		case GPUIDX_AGG_MIN:
 			return extreme_datum(col, true);
 		case GPUIDX_AGG_MAX:
 			return extreme_datum(col, false);
 		case GPUIDX_AGG_BOOL_AND:
-			return BoolGetDatum(col->imin != 0);
+			return BoolGetDatum(col->t.imin != 0);
 		case GPUIDX_AGG_BOOL_OR:
-			return BoolGetDatum(col->imax != 0);
+			return BoolGetDatum(col->t.imax != 0);
 		default:
 			elog(ERROR, "gpuidx: unexpected aggregate %d", (int) out->func);
 	}

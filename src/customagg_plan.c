@@ -253,17 +253,24 @@ agg_specs(List *aggs, IndexOptInfo *index, Index relid)
 /* ---------- cost ---------- */
 
 /*
- * Calibration (CPU engine, 2-core VM, 2*10^6..10^7-row tables, medians of
- * 3): an entry of the image on an all-visible page costs about 2..4 ns per
- * column read (one pass of a tight loop over the image's arrays), against
- * 40..80 ns for a row of an index-only scan feeding an Agg node; one
- * cpu_operator_cost (0.0025) was about 1..2 us of the twin's plans, so an
- * entry is a few thousandths of a cpu_operator_cost.  GPUAGG_ENTRY_COST
- * keeps a margin above that.  An entry on another page is fetched from the
- * heap in block order, as GpuIndexScan fetches its hits (same page terms).
+ * Calibration (CPU engine, 2-core VM shared with other work, 5*10^6-row
+ * table of (int8 key, int4 v) with INCLUDE (v) and its btree twin, all
+ * pages all-visible, 2026-11-24): over 5*10^5 and 2.5*10^6 entries,
+ * count(*) took about 1.2 ns an entry (the pass that tests each entry's
+ * page in the visibility map copy), each column read 2..4 ns more (sum(v),
+ * then max(k): one more array streamed).  The twin's index-only scan with
+ * sum(v) took 88 ms for 5*10^5 rows at a cost of 18994, so one
+ * cpu_operator_cost (0.0025) was about 11.5 ns of that plan: an entry is
+ * about 0.1 and a column 0.25 of a cpu_operator_cost (rounded up below).
+ * An entry on another page is fetched from the heap in block order, as
+ * GpuIndexScan fetches its hits (same page terms), plus
+ * GPUAGG_FETCH_COST cpu_tuple_costs to find and read the row.
  */
 #ifndef GPUAGG_ENTRY_COST
-#define GPUAGG_ENTRY_COST 0.02	/* cpu_operator_costs per entry and column */
+#define GPUAGG_ENTRY_COST 0.1	/* cpu_operator_costs per entry */
+#endif
+#ifndef GPUAGG_COLUMN_COST
+#define GPUAGG_COLUMN_COST 0.3	/* cpu_operator_costs per entry and column */
 #endif
 #ifndef GPUAGG_FETCH_COST
 #define GPUAGG_FETCH_COST 1.0	/* cpu_tuple_costs per heap fetch */
@@ -293,7 +300,8 @@ cost_agg_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
 	cost = random_page_cost + 400.0 * cpu_operator_cost +
 		(gpuidx_engine_setting != GPUIDX_ENGINE_CPU ? 2000.0 * cpu_operator_cost : 0.0) +
 		nprobes * cpu_operator_cost * (log2(Max(index->tuples, 1.0)) + 1.0) * 0.25;
-	cost += entries * GPUAGG_ENTRY_COST * cpu_operator_cost * Max(ncolumns, 1);
+	cost += entries * cpu_operator_cost *
+		(GPUAGG_ENTRY_COST + GPUAGG_COLUMN_COST * ncolumns);
 	cost += pages * (pages >= rel->pages * 0.5 ? 0.6 * seq_page_cost : random_page_cost * 0.5) +
 		fetches * (GPUAGG_FETCH_COST * cpu_tuple_cost + cpu_operator_cost);
 	cost_qual_eval(&having_cost, having, root);
