@@ -215,8 +215,8 @@ SELECT * FROM fetches($$SELECT count(*), sum(c_i4) FROM t WHERE k BETWEEN 100 AN
 SELECT * FROM all_checks();
 
 -- 2. not offered: GROUP BY, a qual the batch does not answer, float sum
--- and avg, DISTINCT, FILTER or ORDER BY in an aggregate, a column the
--- index does not hold, an expression argument, no WHERE, a NULL test
+-- and avg, DISTINCT or FILTER in an aggregate, a column the index does
+-- not hold, an expression argument, no WHERE, a NULL test
 EXPLAIN (COSTS OFF) SELECT k, count(*) FROM t WHERE k BETWEEN 1 AND 5 GROUP BY k;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE k BETWEEN 1 AND 5 AND id > 0;
 EXPLAIN (COSTS OFF) SELECT sum(c_f8) FROM t WHERE k BETWEEN 1 AND 5;
