@@ -241,6 +241,62 @@ GiStatus	gi_sort_pairs(const int64_t *keys, const uint64_t *payloads, size_t n,
 						  GiError *err);
 
 /*
+ * Adding up index entries (GpuIndexAgg).  A column's values are the key
+ * array's, or one value of each entry's row: rows are row_bytes apart, start
+ * with a uint16 NULL mask (bit nullbit set: NULL) and hold the value at byte
+ * offset.  Totals are added to what the column holds: non-NULL values, their
+ * 128-bit sum and min/max (integer kinds; bool as 0/1, uint32 unsigned), or
+ * min/max of the non-NaN values and a count of NaNs (float kinds).  The
+ * caller starts them at 0, INT64_MAX/INT64_MIN and +inf/-inf.
+ */
+typedef enum GiAggKind
+{
+	GI_AGG_KEY,					/* the key array */
+	GI_AGG_BOOL,
+	GI_AGG_INT16,
+	GI_AGG_INT32,
+	GI_AGG_UINT32,
+	GI_AGG_INT64,
+	GI_AGG_FLOAT4,
+	GI_AGG_FLOAT8
+} GiAggKind;
+
+/*
+ * A 128-bit sum aligned to 8 bytes only (as PostgreSQL's int128), so that
+ * the struct may live in memory palloc aligns to 8.
+ */
+typedef __int128 gi_int128 __attribute__((aligned(8)));
+
+typedef struct GiAggColumn
+{
+	GiAggKind	kind;
+	int			offset;			/* the value's byte offset in a row */
+	uint16_t	nullbit;		/* its NULL bit in the row's mask */
+	int64_t		nonnull;
+	gi_int128	sum;
+	int64_t		imin;
+	int64_t		imax;
+	double		fmin;
+	double		fmax;
+	int64_t		nnan;
+} GiAggColumn;
+
+/*
+ * Add up n entries (keys, packed TIDs block << 16 | offset, rows) whose
+ * heap block is set in vm: 2 bits a block, block b's bit 0 at bit
+ * 2 * (b % 4) of byte b / 4, blocks vm_blocks and past unset (the layout of
+ * PostgreSQL's visibility map).  Those entries are counted into *counted
+ * and their values added to cols; the TIDs of the others are written to
+ * fetch (room for n; order unspecified) and counted into *nfetch.  On the
+ * host, on the CPU engine's threads for large n, for either engine.
+ */
+GiStatus	gi_host_aggregate(const int64_t *keys, const uint64_t *tids,
+							  const char *rows, int row_bytes, size_t n,
+							  const uint8_t *vm, uint64_t vm_blocks,
+							  GiAggColumn *cols, int ncols, int64_t *counted,
+							  uint64_t *fetch, size_t *nfetch, GiError *err);
+
+/*
  * Hint that host memory [p, p + size) be backed by transparent huge pages
  * where the kernel allows it (only the whole 2 MB pages inside; ignored
  * elsewhere).  Big arrays read at random or touched fresh per call: fewer

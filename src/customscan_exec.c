@@ -10,6 +10,7 @@
  */
 #include "gpuidx.h"
 #include "customscan.h"
+#include "batchqual.h"
 #include "heapvisit.h"
 #include "keyinterval.h"
 
@@ -35,28 +36,11 @@
 /* Entries of the image per interval above which the hit mask is not used. */
 #define SELECT_MIN_ENTRIES_PER_INTERVAL 4096
 
-/* Can node be evaluated once per scan (no Vars, nothing volatile)? */
-static bool
-is_scan_constant(Node *node)
-{
-	return !contain_var_clause(node) && !contain_volatile_functions(node);
-}
-
-/* A batch clause prepared for evaluation. */
-typedef struct BatchTerm
-{
-	int			kind;			/* 'c' comparison, 'a' = ANY, '|' OR, '&' AND */
-	int			strategy;		/* for 'c': btree strategy with the key on the left */
-	ExprState  *value;			/* for 'c' and 'a': the scan-constant side */
-	Oid			value_type;		/* its type (element type for 'a') */
-	List	   *children;		/* for '|' and '&' */
-} BatchTerm;
-
 typedef struct GpuidxScanState
 {
 	CustomScanState css;
 	Relation	index;
-	List	   *terms;			/* BatchTerm, ANDed */
+	List	   *terms;			/* GpuidxBatchTerm, ANDed */
 	bool		computed;
 	GpuidxImageData *img;
 	IndexFetchTableData *fetch;
@@ -122,54 +106,6 @@ const CustomScanMethods gpuidx_scan_methods = {
 	.CreateCustomScanState = create_gpuidx_scan_state,
 };
 
-/* Prepare one batch clause (as planned) for evaluation. */
-static BatchTerm *
-prepare_term(Node *clause, GpuidxScanState *state, Oid opfamily)
-{
-	BatchTerm  *term = palloc0(sizeof(BatchTerm));
-
-	if (IsA(clause, OpExpr))
-	{
-		OpExpr	   *op = (OpExpr *) clause;
-		Node	   *l = linitial(op->args);
-		Node	   *r = lsecond(op->args);
-
-		term->kind = 'c';
-		if (is_scan_constant(r))
-		{
-			term->strategy = get_op_opfamily_strategy(op->opno, opfamily);
-			term->value = ExecInitExpr((Expr *) r, &state->css.ss.ps);
-			term->value_type = exprType(r);
-		}
-		else
-		{
-			/* Key on the right: use the commutator, which has it on the left. */
-			term->strategy = get_op_opfamily_strategy(get_commutator(op->opno), opfamily);
-			term->value = ExecInitExpr((Expr *) l, &state->css.ss.ps);
-			term->value_type = exprType(l);
-		}
-	}
-	else if (IsA(clause, ScalarArrayOpExpr))
-	{
-		Node	   *arr = lsecond(((ScalarArrayOpExpr *) clause)->args);
-
-		term->kind = 'a';
-		term->value = ExecInitExpr((Expr *) arr, &state->css.ss.ps);
-		term->value_type = get_element_type(exprType(arr));
-	}
-	else
-	{
-		BoolExpr   *b = (BoolExpr *) clause;
-		ListCell   *lc;
-
-		term->kind = is_orclause(clause) ? '|' : '&';
-		foreach(lc, b->args)
-			term->children = lappend(term->children,
-									 prepare_term(lfirst(lc), state, opfamily));
-	}
-	return term;
-}
-
 /* Open the index and prepare the batch clauses. */
 static void
 begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
@@ -177,7 +113,6 @@ begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
 	GpuidxScanState *state = (GpuidxScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	Oid			indexoid = (Oid) intVal(list_nth(cscan->custom_private, GPUIDX_CSCAN_INDEXOID));
-	ListCell   *lc;
 
 	state->index = index_open(indexoid, AccessShareLock);
 	state->keyonly_attno = (AttrNumber) intVal(list_nth(cscan->custom_private, GPUIDX_CSCAN_KEYONLY_ATTNO));
@@ -202,65 +137,14 @@ begin_gpuidx_scan(CustomScanState *node, EState *estate, int eflags)
 	state->heap_pages = node->ss.ss_currentRelation->rd_rel->relam == HEAP_TABLE_AM_OID;
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
-	foreach(lc, cscan->custom_exprs)
-		state->terms = lappend(state->terms,
-							   prepare_term(lfirst(lc), state,
-											state->index->rd_opfamily[0]));
+	state->terms = gpuidx_prepare_batch(cscan->custom_exprs, &node->ss.ps,
+										state->index->rd_opfamily[0]);
 	state->fetch = table_index_fetch_begin(node->ss.ss_currentRelation);
 	/* EvalPlanQual rechecks a new row version against the whole batch. */
 	state->batch_qual = ExecInitQual(cscan->custom_exprs, &node->ss.ps);
 	/* PostgreSQL 15 gives custom scans a virtual scan slot: fetch apart. */
 	state->fetch_slot = table_slot_create(node->ss.ss_currentRelation,
 										  &estate->es_tupleTable);
-}
-
-/* Evaluate a prepared term into the key intervals it admits. */
-static GpuidxIntervals
-eval_term(BatchTerm *term, ExprContext *econtext)
-{
-	bool		isnull;
-	Datum		d;
-
-	if (term->kind == '|' || term->kind == '&')
-	{
-		ListCell   *lc;
-		GpuidxIntervals acc;
-		bool		first = true;
-
-		acc = gpuidx_intervals_none();
-		foreach(lc, term->children)
-		{
-			GpuidxIntervals x = eval_term(lfirst(lc), econtext);
-
-			if (first)
-				acc = x;
-			else
-				acc = term->kind == '|' ? gpuidx_intervals_union(acc, x) : gpuidx_intervals_intersect(acc, x);
-			first = false;
-		}
-		return acc;
-	}
-
-	d = ExecEvalExprSwitchContext(term->value, econtext, &isnull);
-	if (isnull)
-		return gpuidx_intervals_none();	/* strict: NULL matches nothing */
-	if (term->kind == 'a')
-	{
-		int64		n;
-		int64	   *vals = gpuidx_array_keys(d, &n);
-
-		return gpuidx_intervals_points(vals, n);
-	}
-	else
-	{
-		int64		v = gpuidx_datum_to_key(d, term->value_type);
-		int64		lo,
-					hi;
-
-		if (!gpuidx_strategy_interval(term->strategy, v, &lo, &hi))
-			return gpuidx_intervals_none();
-		return gpuidx_intervals_single(lo, hi);
-	}
 }
 
 /*
@@ -309,16 +193,14 @@ static void
 compute_hits(GpuidxScanState *state)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
-	GpuidxIntervals iv = gpuidx_intervals_single(PG_INT64_MIN, PG_INT64_MAX);
-	ListCell   *lc;
+	GpuidxIntervals iv;
 	int64		total;
 	instr_time	t;
 
 	state->computed = true;
 	state->nhits = 0;
 	state->next = 0;
-	foreach(lc, state->terms)
-		iv = gpuidx_intervals_intersect(iv, eval_term(lfirst(lc), econtext));
+	iv = gpuidx_eval_batch(state->terms, econtext);
 	state->stat_probes += iv.n;
 	if (iv.n == 0)
 		return;

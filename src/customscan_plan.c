@@ -12,6 +12,7 @@
  */
 #include "gpuidx.h"
 #include "customscan.h"
+#include "batchqual.h"
 
 #include "access/sysattr.h"
 #include "catalog/pg_type.h"
@@ -30,140 +31,6 @@
 #include <math.h>
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
-
-/* ---------- recognizing batchable quals ---------- */
-
-/* Does node compute the index's key (its column, or its expression)? */
-static bool
-is_index_key(Node *node, IndexOptInfo *index, Index relid)
-{
-	while (node && IsA(node, RelabelType))
-		node = (Node *) ((RelabelType *) node)->arg;
-	if (node == NULL)
-		return false;
-	if (index->indexkeys[0] != 0)
-		return IsA(node, Var) &&
-			((Var *) node)->varno == relid &&
-			((Var *) node)->varattno == index->indexkeys[0] &&
-			((Var *) node)->varlevelsup == 0;
-	return index->indexprs != NIL && equal(node, linitial(index->indexprs));
-}
-
-/*
- * Can node be evaluated before scanning relid: no Vars of relid, nothing
- * volatile?  Vars of other relations are allowed; their relids are added to
- * *outer (the path then needs them as parameters from a nested loop).
- */
-static bool
-is_outer_constant(PlannerInfo *root, Node *node, Index relid, Relids *outer)
-{
-	Relids		varnos = pull_varnos(root, node);
-
-	if (bms_is_member(relid, varnos) || contain_volatile_functions(node))
-		return false;
-	*outer = bms_add_members(*outer, varnos);
-	return true;
-}
-
-/* Strategy of an operator in the index's family, 0 if not there. */
-static int
-op_strategy(Oid opno, IndexOptInfo *index)
-{
-	return get_op_opfamily_strategy(opno, index->opfamily[0]);
-}
-
-/*
- * The part of clause a batch on this index can use, or NULL: comparisons of
- * the key with values known before the scan, key = ANY(array), ORs whose
- * every arm is usable, and the usable conjuncts of an AND (dropping the
- * others only widens the batch; the full qual is rechecked).
- */
-static Node *
-batch_clause(PlannerInfo *root, Node *clause, IndexOptInfo *index,
-			 Index relid, Relids *outer)
-{
-	if (IsA(clause, RestrictInfo))
-		clause = (Node *) ((RestrictInfo *) clause)->clause;
-	if (IsA(clause, OpExpr))
-	{
-		OpExpr	   *op = (OpExpr *) clause;
-		Node	   *l,
-				   *r;
-
-		if (list_length(op->args) != 2)
-			return NULL;
-		l = linitial(op->args);
-		r = lsecond(op->args);
-		if (is_index_key(l, index, relid) && op_strategy(op->opno, index) != 0 &&
-			is_outer_constant(root, r, relid, outer))
-			return clause;
-		if (is_index_key(r, index, relid) && OidIsValid(get_commutator(op->opno)) &&
-			op_strategy(get_commutator(op->opno), index) != 0 &&
-			is_outer_constant(root, l, relid, outer))
-			return clause;
-		return NULL;
-	}
-	if (IsA(clause, ScalarArrayOpExpr))
-	{
-		ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) clause;
-
-		if (saop->useOr &&
-			op_strategy(saop->opno, index) == BTEqualStrategyNumber &&
-			is_index_key(linitial(saop->args), index, relid) &&
-			is_outer_constant(root, lsecond(saop->args), relid, outer))
-			return clause;
-		return NULL;
-	}
-	if (is_orclause(clause) || is_andclause(clause))
-	{
-		List	   *parts = NIL;
-		ListCell   *lc;
-		bool		whole = true;
-
-		foreach(lc, ((BoolExpr *) clause)->args)
-		{
-			Node	   *arg = lfirst(lc);
-			Node	   *part = batch_clause(root, arg, index, relid, outer);
-
-			if (IsA(arg, RestrictInfo))
-				arg = (Node *) ((RestrictInfo *) arg)->clause;
-			if (part)
-				parts = lappend(parts, part);
-			else if (is_orclause(clause))
-				return NULL;	/* an unusable arm: the OR can match anything */
-			whole = whole && part == arg;
-		}
-		if (parts == NIL)
-			return NULL;
-		if (whole)
-			return clause;		/* exact: the caller may skip its recheck */
-		if (list_length(parts) == 1)
-			return linitial(parts);
-		return is_orclause(clause) ? (Node *) make_orclause(parts) :
-			(Node *) make_andclause(parts);
-	}
-	return NULL;
-}
-
-/* Rough number of intervals a clause contributes (for costing). */
-static double
-clause_probes(Node *clause)
-{
-	if (IsA(clause, RestrictInfo))
-		clause = (Node *) ((RestrictInfo *) clause)->clause;
-	if (IsA(clause, ScalarArrayOpExpr))
-		return Max(estimate_array_length(lsecond(((ScalarArrayOpExpr *) clause)->args)), 1);
-	if (IsA(clause, BoolExpr))
-	{
-		double		n = 0;
-		ListCell   *lc;
-
-		foreach(lc, ((BoolExpr *) clause)->args)
-			n += clause_probes(lfirst(lc));
-		return Max(n, 1);
-	}
-	return 1;
-}
 
 /* ---------- planner ---------- */
 
@@ -218,7 +85,7 @@ cost_gpuidx_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
 				run;
 
 	foreach(lc, batch_clauses)
-		nprobes += clause_probes(lfirst(lc));
+		nprobes += gpuidx_clause_probes(lfirst(lc));
 	pages = Min(hits, Max(rel->pages, 1));
 
 	startup = random_page_cost + 400.0 * cpu_operator_cost +
@@ -329,22 +196,7 @@ gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 		if (!gpuidx_indexinfo_is_gpuidx(index) || (index->indpred != NIL && !index->predOK))
 			continue;
-		foreach(lc2, rel->baserestrictinfo)
-		{
-			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
-			Relids		outer = NULL;
-			Node	   *part;
-
-			if (rinfo->pseudoconstant)
-				continue;
-			part = batch_clause(root, (Node *) rinfo->clause, index, rel->relid, &outer);
-			if (part && bms_is_empty(outer))
-			{
-				batch = lappend(batch, part);
-				if (part == (Node *) rinfo->clause)
-					exact = lappend(exact, rinfo);
-			}
-		}
+		gpuidx_restriction_batch(root, rel, index, &batch, &exact);
 		if (batch != NIL)
 			add_gpuidx_path(root, rel, index, batch, exact, NULL);
 
@@ -357,7 +209,7 @@ gpuidx_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 			if (rinfo->pseudoconstant || rinfo->outerjoin_delayed)
 				continue;
-			part = batch_clause(root, (Node *) rinfo->clause, index, rel->relid, &outer);
+			part = gpuidx_batch_clause(root, (Node *) rinfo->clause, index, rel->relid, &outer);
 			if (part && !bms_is_empty(outer))
 			{
 				join_batch = lappend(join_batch, part);

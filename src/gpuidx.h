@@ -216,6 +216,7 @@ extern int	gpuidx_batch_chunk;
 extern int	gpuidx_default_structure;
 extern bool gpuidx_enable_customscan;
 extern bool gpuidx_enable_customjoin;
+extern bool gpuidx_enable_customagg;
 extern int	gpuidx_gpu_min_batch;
 extern bool gpuidx_enable_batch_insert;
 
@@ -239,6 +240,7 @@ typedef enum GpuidxBuildPhase
 
 extern void gpuidx_customscan_init(void);
 extern void gpuidx_customjoin_init(void);
+extern void gpuidx_customagg_init(void);
 struct IndexOptInfo;
 extern bool gpuidx_indexinfo_is_gpuidx(struct IndexOptInfo *index);
 

@@ -18,6 +18,7 @@ int			gpuidx_default_structure = GI_STRUCT_BTREE;
 bool		gpuidx_enable_batch_insert = true;
 bool		gpuidx_enable_customscan = true;
 bool		gpuidx_enable_customjoin = true;
+bool		gpuidx_enable_customagg = true;
 int			gpuidx_gpu_min_batch = 256;
 bool		gpuidx_service_setting = true;
 int			gpuidx_service_max_images = 256;
@@ -91,6 +92,11 @@ gpuidx_define_gucs(void)
 							 "Lets the planner use GpuIndexJoin, which answers a join's probes into a gpuidx-indexed table as batches.",
 							 NULL,
 							 &gpuidx_enable_customjoin, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuidx.enable_customagg",
+							 "Lets the planner use GpuIndexAgg, which answers count, sum, min, max and avg over a batch of key intervals from the index image.",
+							 NULL,
+							 &gpuidx_enable_customagg, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuidx.gpu_min_batch",
 							"Fewest probes sent to the GPU in one call.",

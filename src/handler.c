@@ -58,6 +58,7 @@ _PG_init(void)
 	gpuidx_service_register();
 	gpuidx_customscan_init();
 	gpuidx_customjoin_init();
+	gpuidx_customagg_init();
 
 	gpuidx_relopt_kind = add_reloption_kind();
 	add_string_reloption(gpuidx_relopt_kind, "structure",

@@ -1,6 +1,7 @@
 # Readers compare, inside one REPEATABLE READ snapshot, every way gpuidx
 # answers (gpuidx_lookup, a full index-only scan, an index-only scan with the
-# probes as keys, GpuIndexScan with its key-only rows) with a sequential scan,
+# probes as keys, GpuIndexScan with its key-only rows, GpuIndexAgg's count
+# from the image) with a sequential scan,
 # while a writer inserts, deletes, updates keys, vacuums, and (second phase)
 # folds the pending lanes often and reindexes, plainly and concurrently.
 #
@@ -40,7 +41,7 @@ CREATE INDEX dv_g ON dv USING gpuidx (k) WITH (structure = veb);
 CREATE FUNCTION check_answers(idx regclass, tbl regclass, probes int8[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-  lookup bigint; full_ios bigint; ios bigint; custom bigint; seq bigint;
+  lookup bigint; full_ios bigint; ios bigint; custom bigint; agg bigint; seq bigint;
 BEGIN
   BEGIN
     SELECT count(*) INTO lookup FROM gpuidx_lookup(idx, probes);
@@ -53,6 +54,7 @@ BEGIN
   PERFORM set_config('enable_seqscan', 'off', true);
   PERFORM set_config('enable_bitmapscan', 'off', true);
   PERFORM set_config('gpuidx.enable_customscan', 'off', true);
+  PERFORM set_config('gpuidx.enable_customagg', 'off', true);
   EXECUTE format('SELECT count(*) FROM (SELECT k FROM %s OFFSET 0) s WHERE k = ANY($1)', tbl)
     INTO full_ios USING probes;
   EXECUTE format('SELECT count(*) FROM %s WHERE k = ANY($1)', tbl) INTO ios USING probes;
@@ -61,11 +63,14 @@ BEGIN
   PERFORM set_config('enable_indexscan', 'off', true);
   EXECUTE format('SELECT count(k) FROM %s WHERE k = ANY($1)', tbl) INTO custom USING probes;
   PERFORM set_config('gpuidx.enable_customscan', 'off', true);
+  PERFORM set_config('gpuidx.enable_customagg', 'on', true);
+  EXECUTE format('SELECT count(*) FROM %s WHERE k = ANY($1)', tbl) INTO agg USING probes;
+  PERFORM set_config('gpuidx.enable_customagg', 'off', true);
   PERFORM set_config('enable_seqscan', 'on', true);
   EXECUTE format('SELECT count(*) FROM %s WHERE k = ANY($1)', tbl) INTO seq USING probes;
-  IF lookup <> seq OR full_ios <> seq OR ios <> seq OR custom <> seq THEN
-    RAISE EXCEPTION 'gpuidx answers differ on %: lookup %, full index-only scan %, index-only scan %, custom scan %, sequential scan %',
-      idx, lookup, full_ios, ios, custom, seq;
+  IF lookup <> seq OR full_ios <> seq OR ios <> seq OR custom <> seq OR agg <> seq THEN
+    RAISE EXCEPTION 'gpuidx answers differ on %: lookup %, full index-only scan %, index-only scan %, custom scan %, GpuIndexAgg %, sequential scan %',
+      idx, lookup, full_ios, ios, custom, agg, seq;
   END IF;
   INSERT INTO checks VALUES (idx, seq);
 END $$;
@@ -75,13 +80,16 @@ CREATE UNLOGGED TABLE checks (idx regclass, rows bigint);
 # The plans the checker relies on.
 my $plans = $node->safe_psql('postgres', q{
 SET enable_seqscan = off; SET enable_bitmapscan = off; SET gpuidx.enable_customscan = off;
+SET gpuidx.enable_customagg = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM (SELECT k FROM dc OFFSET 0) s WHERE k = ANY('{1,2}');
 EXPLAIN (COSTS OFF) SELECT count(*) FROM dv WHERE k = ANY('{1,2}');
 SET gpuidx.enable_customscan = on; SET enable_indexonlyscan = off; SET enable_indexscan = off;
 EXPLAIN (COSTS OFF) SELECT count(k) FROM dc WHERE k = ANY('{1,2}');
+SET gpuidx.enable_customscan = off; SET gpuidx.enable_customagg = on;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM dv WHERE k = ANY('{1,2}');
 });
-like($plans, qr/Index Only Scan using dc_g on dc\n.*Index Only Scan using dv_g on dv.*GpuIndexScan/s,
-	'the checker runs index-only scans and GpuIndexScan');
+like($plans, qr/Index Only Scan using dc_g on dc\n.*Index Only Scan using dv_g on dv.*GpuIndexScan.*GpuIndexAgg/s,
+	'the checker runs index-only scans, GpuIndexScan and GpuIndexAgg');
 
 my $dir = tempdir(CLEANUP => 1);
 my %script = (

@@ -708,6 +708,8 @@ int			gi_test_space_main(void);
 void		gi_test_space_counts(long *passed, long *failed);
 int			gi_test_insert_main(void);
 void		gi_test_insert_counts(long *passed, long *failed);
+int			gi_test_agg_main(void);
+void		gi_test_agg_counts(long *passed, long *failed);
 
 /* Run everything; print the summary line. */
 int
@@ -790,6 +792,17 @@ main(void)
 		gi_test_insert_counts(&ip, &ifl);
 		tr.passed += ip;
 		tr.failed += ifl;
+	}
+
+	/* GpuIndexAgg's adding up (test_agg.c), counted in the total. */
+	{
+		long		ap,
+					af;
+
+		gi_test_agg_main();
+		gi_test_agg_counts(&ap, &af);
+		tr.passed += ap;
+		tr.failed += af;
 	}
 	if (tr.skipped > 0)
 		printf("test_engine: %ld skipped (the GPU engine reports veb unsupported)\n",

@@ -1,0 +1,774 @@
+/*
+ * customagg_exec.c - GpuIndexAgg, executor side (the planner side is
+ * customagg_plan.c; customagg.h has the plan node's layout).
+ *
+ * At the first fetch (and after a rescan) the batch becomes sorted, disjoint
+ * key intervals (batchqual.c) and the image answers them with position
+ * ranges (one search call: the engine, or the host for a small batch).
+ * Then each range of the image's arrays (base and delta parts apart) goes
+ * to the engine's host loop (gi_host_aggregate, engine/cpu_agg.c: threads
+ * for large ranges):
+ *
+ *   - an entry whose heap page is all-visible (a copy of the visibility map
+ *     taken once per run, after the image is pinned) is added up from the
+ *     image: the key, and the INCLUDE columns read from the entry's row,
+ *     NULLs exact;
+ *   - any other entry's TID goes to a list, which is then sorted and visited
+ *     a page at a time under the snapshot (heapvisit.c: HOT chains
+ *     followed); the visible row's own columns are added up here.
+ *
+ * This is what an index-only scan does, with no per-row executor work.
+ * The interlock with VACUUM is the image pin's (cache.c): no entry of a
+ * pinned image points to a TID VACUUM has freed.  The adding up runs on the
+ * host for both engines (the INCLUDE columns are host arrays only).
+ *
+ * Results are PostgreSQL's: count is int8; sum of int2/int4 is int8 (an
+ * int128 total outside int8 raises "bigint out of range", where
+ * PostgreSQL's serial plan would wrap and its parallel plan raise the same
+ * error), sum of int8 is numeric; avg is numeric_div of the numeric total
+ * by the count, as int8_avg and numeric_poly_avg compute it; min and max of
+ * floats order NaN above every number, as float4/float8 comparisons do.
+ */
+#include "gpuidx.h"
+#include "customagg.h"
+#include "batchqual.h"
+#include "heapvisit.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/visibilitymap.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/fmgrprotos.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+
+#include <math.h>
+
+#ifndef HAVE_INT128
+#error "GpuIndexAgg needs a 128-bit integer type"
+#endif
+
+/* Entries handed to the engine at a time (interrupts are checked between). */
+#define AGG_CHUNK (1 << 22)
+
+/*
+ * The visibility map's on-disk layout (visibilitymap.c): after the page
+ * header, BITS_PER_HEAPBLOCK bits per heap block, four blocks a byte, bit 0
+ * of a block's pair all-visible.  The bytes of consecutive map pages laid
+ * end to end are therefore one array indexed by heap block.
+ */
+#define VM_MAPSIZE			(BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
+#define VM_BLOCKS_PER_BYTE	(BITS_PER_BYTE / BITS_PER_HEAPBLOCK)
+#define VM_BLOCKS_PER_PAGE	(VM_MAPSIZE * VM_BLOCKS_PER_BYTE)
+
+/*
+ * One column the aggregates read, and its totals over the rows so far (t:
+ * how its values are stored in the image, and the totals, as the engine's
+ * gi_host_aggregate keeps them).
+ */
+typedef struct AggColumn
+{
+	int			src;			/* GPUIDX_AGG_SRC_KEY or an INCLUDE column */
+	AttrNumber	attno;			/* the table's column */
+	Oid			type;			/* its base type */
+	GiAggColumn t;
+} AggColumn;
+
+/* One output aggregate: what it computes over which column. */
+typedef struct AggOut
+{
+	GpuidxAggFunc func;
+	int			col;			/* index into cols, -1 for count(*) */
+	Oid			type;			/* base type of the argument */
+} AggOut;
+
+typedef struct GpuidxAggState
+{
+	CustomScanState css;
+	Relation	table;
+	Relation	index;
+	Oid			keytype;
+	List	   *terms;			/* GpuidxBatchTerm, ANDed */
+	int			naggs;
+	AggOut	   *outs;
+	int			ncols;
+	AggColumn  *cols;
+	bool		done;			/* the row was returned */
+	MemoryContext run_cxt;		/* one run's arrays and results */
+	GpuidxImageData *img;		/* pinned during a run */
+
+	/* during a run */
+	uint8	   *vm;				/* visibility map bytes, VM_BLOCKS_PER_BYTE
+								 * heap blocks a byte */
+	BlockNumber vm_blocks;		/* heap blocks the copy covers */
+	uint64	   *fetch;			/* packed TIDs to visit in the heap */
+	int64		nfetch;
+	int64		fetch_cap;
+	int64		rows;			/* rows counted (count(*)) */
+	GiAggColumn *totals;		/* ncols: the columns' totals, contiguous */
+
+	/* EXPLAIN ANALYZE */
+	GiEngineKind engine;
+	int64		stat_engine_calls;
+	int64		stat_host_calls;
+	int64		stat_probes;
+	int64		stat_entries;
+	int64		stat_image;
+	int64		stat_fetches;
+	double		ms_search;
+	double		ms_image;
+	double		ms_heap;
+} GpuidxAggState;
+
+static void begin_agg(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *exec_agg(CustomScanState *node);
+static void end_agg(CustomScanState *node);
+static void rescan_agg(CustomScanState *node);
+static void explain_agg(CustomScanState *node, List *ancestors, ExplainState *es);
+
+static const CustomExecMethods gpuidx_agg_exec_methods = {
+	.CustomName = "GpuIndexAgg",
+	.BeginCustomScan = begin_agg,
+	.ExecCustomScan = exec_agg,
+	.EndCustomScan = end_agg,
+	.ReScanCustomScan = rescan_agg,
+	.ExplainCustomScan = explain_agg,
+};
+
+/* Create the executor state of a GpuIndexAgg. */
+static Node *
+create_agg_state(CustomScan *cscan)
+{
+	GpuidxAggState *state = palloc0(sizeof(GpuidxAggState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->css.methods = &gpuidx_agg_exec_methods;
+	return (Node *) state;
+}
+
+const CustomScanMethods gpuidx_agg_methods = {
+	.CustomName = "GpuIndexAgg",
+	.CreateCustomScanState = create_agg_state,
+};
+
+/* ---------- setup ---------- */
+
+/* How values of a base type are stored in an image row. */
+static GiAggKind
+value_kind(Oid type)
+{
+	switch (type)
+	{
+		case BOOLOID:
+			return GI_AGG_BOOL;
+		case INT2OID:
+			return GI_AGG_INT16;
+		case INT4OID:
+		case DATEOID:
+			return GI_AGG_INT32;
+		case OIDOID:
+			return GI_AGG_UINT32;
+		case FLOAT4OID:
+			return GI_AGG_FLOAT4;
+		case FLOAT8OID:
+			return GI_AGG_FLOAT8;
+		default:
+			return GI_AGG_INT64;	/* int8, timestamp, timestamptz */
+	}
+}
+
+/* The column of src among state->cols, added if new. */
+static int
+find_column(GpuidxAggState *state, int src, Oid type)
+{
+	const GpuidxLayout *layout = gpuidx_layout(state->index);
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
+	AggColumn  *col;
+	int			i;
+
+	for (i = 0; i < state->ncols; i++)
+		if (state->cols[i].src == src)
+			return i;
+	col = &state->cols[state->ncols];
+	memset(col, 0, sizeof(AggColumn));
+	col->src = src;
+	col->type = type;
+	col->attno = state->index->rd_index->indkey.values[src == GPUIDX_AGG_SRC_KEY ? 0 : nkeys + src];
+	col->t.kind = src == GPUIDX_AGG_SRC_KEY ? GI_AGG_KEY : value_kind(type);
+	if (src >= 0)
+	{
+		if (src >= layout->ninclude)
+			elog(ERROR, "gpuidx: index has no included column %d", src);
+		col->t.offset = sizeof(uint16) + layout->value_offset[src];
+		col->t.nullbit = (uint16) (1 << src);
+	}
+	return state->ncols++;
+}
+
+/* Read the plan's aggregate specs into outs and the columns they read. */
+static void
+setup_aggregates(GpuidxAggState *state, List *specs)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	state->naggs = list_length(specs);
+	state->outs = palloc0(sizeof(AggOut) * Max(state->naggs, 1));
+	state->cols = palloc0(sizeof(AggColumn) * Max(state->naggs, 1));
+	state->totals = palloc0(sizeof(GiAggColumn) * Max(state->naggs, 1));
+	foreach(lc, specs)
+	{
+		List	   *spec = lfirst(lc);
+		AggOut	   *out = &state->outs[i++];
+
+		out->func = (GpuidxAggFunc) linitial_int(spec);
+		out->type = (Oid) lthird_int(spec);
+		out->col = -1;
+		if (lsecond_int(spec) == GPUIDX_AGG_SRC_NONE)
+			continue;
+		out->col = find_column(state, lsecond_int(spec), out->type);
+	}
+}
+
+/* Check permissions, open the table and index, prepare the batch. */
+static void
+begin_agg(CustomScanState *node, EState *estate, int eflags)
+{
+	GpuidxAggState *state = (GpuidxAggState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *priv = cscan->custom_private;
+
+	/*
+	 * The table's entry is in the range table too (InitPlan checked it);
+	 * the node reads the table itself, so it checks again rather than rely
+	 * on where the entry ends up.
+	 */
+	ExecCheckRTPerms(list_make1(list_nth(priv, GPUIDX_CAGG_RTE)), true);
+	state->table = table_open((Oid) intVal(list_nth(priv, GPUIDX_CAGG_TABLE)), AccessShareLock);
+	state->index = index_open((Oid) intVal(list_nth(priv, GPUIDX_CAGG_INDEX)), AccessShareLock);
+	state->keytype = TupleDescAttr(RelationGetDescr(state->index), 0)->atttypid;
+	setup_aggregates(state, list_nth(priv, GPUIDX_CAGG_SPECS));
+	state->run_cxt = AllocSetContextCreate(estate->es_query_cxt, "gpuidx agg",
+										   ALLOCSET_DEFAULT_SIZES);
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	state->terms = gpuidx_prepare_batch(cscan->custom_exprs, &node->ss.ps,
+										state->index->rd_opfamily[0]);
+}
+
+/* ---------- the visibility map ---------- */
+
+/*
+ * Copy the visibility map of the table's first nblocks blocks (one read of
+ * each map page, under a share lock); a map page that does not exist yet
+ * reads as zeros (nothing all-visible).
+ */
+static void
+copy_vismap(GpuidxAggState *state, BlockNumber nblocks)
+{
+	Size		bytes = ((Size) nblocks + VM_BLOCKS_PER_BYTE - 1) / VM_BLOCKS_PER_BYTE;
+	Buffer		buf = InvalidBuffer;
+	BlockNumber first;
+
+	state->vm = MemoryContextAllocHuge(state->run_cxt, Max(bytes, 1));
+	memset(state->vm, 0, Max(bytes, 1));
+	state->vm_blocks = nblocks;
+	for (first = 0; first < nblocks; first += VM_BLOCKS_PER_PAGE)
+	{
+		Size		at = first / VM_BLOCKS_PER_BYTE;
+		Size		n = Min((Size) VM_MAPSIZE, bytes - at);
+
+		/* (pins the map page that covers first, if it exists) */
+		visibilitymap_get_status(state->table, first, &buf);
+		if (!BufferIsValid(buf) ||
+			BufferGetBlockNumber(buf) != first / VM_BLOCKS_PER_PAGE)
+			continue;
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		memcpy(state->vm + at, PageGetContents(BufferGetPage(buf)), n);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	}
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+}
+
+/* ---------- adding up ---------- */
+
+/* Add one integer value (bool as 0/1, oid unsigned) to a column's totals. */
+static inline void
+add_int(GiAggColumn *col, int64 x)
+{
+	col->nonnull++;
+	col->sum += x;
+	if (x < col->imin)
+		col->imin = x;
+	if (x > col->imax)
+		col->imax = x;
+}
+
+/* Add one float value to a column's totals (NaN above every number). */
+static inline void
+add_float(GiAggColumn *col, double x)
+{
+	col->nonnull++;
+	if (isnan(x))
+		col->nnan++;
+	else
+	{
+		if (x < col->fmin)
+			col->fmin = x;
+		if (x > col->fmax)
+			col->fmax = x;
+	}
+}
+
+/* Start every column's totals afresh. */
+static void
+reset_totals(GpuidxAggState *state)
+{
+	int			i;
+
+	state->rows = 0;
+	for (i = 0; i < state->ncols; i++)
+	{
+		GiAggColumn *col = &state->cols[i].t;
+
+		col->nonnull = col->nnan = 0;
+		col->sum = 0;
+		col->imin = PG_INT64_MAX;
+		col->imax = PG_INT64_MIN;
+		col->fmin = get_float8_infinity();
+		col->fmax = -get_float8_infinity();
+	}
+}
+
+/* Room in the fetch list for n more TIDs. */
+static void
+reserve_fetch(GpuidxAggState *state, int64 n)
+{
+	int64		cap;
+
+	if (state->nfetch + n <= state->fetch_cap)
+		return;
+	cap = Max(state->fetch_cap * 2, state->nfetch + n);
+	cap = Max(cap, 1024);
+	state->fetch = state->fetch ?
+		repalloc_huge(state->fetch, sizeof(uint64) * cap) :
+		MemoryContextAllocHuge(state->run_cxt, sizeof(uint64) * cap);
+	state->fetch_cap = cap;
+}
+
+/*
+ * n consecutive entries of one part (base or delta) of the image's arrays,
+ * added up by the engine's host loop (gi_host_aggregate) a chunk at a time:
+ * entries on all-visible pages into the totals, the others' TIDs onto the
+ * fetch list.
+ */
+static void
+agg_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
+		 const char *rows, int64 n)
+{
+	int			row_bytes = state->img->row_bytes;
+	int64		done;
+	int			c;
+
+	for (c = 0; c < state->ncols; c++)
+		state->totals[c] = state->cols[c].t;
+	for (done = 0; done < n; done += AGG_CHUNK)
+	{
+		int64		m = Min(n - done, AGG_CHUNK);
+		int64		counted = 0;
+		size_t		nfetch = 0;
+		GiError		err;
+
+		CHECK_FOR_INTERRUPTS();
+		reserve_fetch(state, m);
+		if (gi_host_aggregate((const int64_t *) keys + done, (const uint64_t *) tids + done,
+							  rows ? rows + (Size) done * row_bytes : NULL, row_bytes,
+							  (size_t) m, state->vm, state->vm_blocks,
+							  state->totals, state->ncols, (int64_t *) &counted,
+							  (uint64_t *) state->fetch + state->nfetch, &nfetch,
+							  &err) != GI_OK)
+			gpuidx_raise_engine_error(&err, "adding up index entries");
+		state->rows += counted;
+		state->stat_image += counted;
+		state->nfetch += nfetch;
+	}
+	for (c = 0; c < state->ncols; c++)
+		state->cols[c].t = state->totals[c];
+}
+
+/*
+ * The entries at positions [first, last): the base part's and the delta
+ * part's share of them are each contiguous in their arrays (the sum does
+ * not depend on the order).
+ */
+static void
+agg_positions(GpuidxAggState *state, int64 first, int64 last)
+{
+	GpuidxImageData *img = state->img;
+	int			rb = img->row_bytes;
+	int64		d0 = 0,
+				d1 = 0;
+
+	if (img->ndelta > 0)
+	{
+		d0 = gpuidx_delta_before(img, first);
+		d1 = gpuidx_delta_before(img, last);
+		agg_span(state, img->dkeys + d0, img->dtids + d0,
+				 rb ? img->drows + (Size) d0 * rb : NULL, d1 - d0);
+	}
+	agg_span(state, img->keys + (first - d0), img->tids + (first - d0),
+			 rb ? img->rows + (Size) (first - d0) * rb : NULL,
+			 (last - d1) - (first - d0));
+	state->stat_entries += last - first;
+}
+
+/* ---------- the heap ---------- */
+
+/* Add one heap value of a column (a Datum of its base type). */
+static void
+add_datum(AggColumn *col, Datum d)
+{
+	switch (col->type)
+	{
+		case BOOLOID:
+			add_int(&col->t, DatumGetBool(d) ? 1 : 0);
+			break;
+		case INT2OID:
+			add_int(&col->t, DatumGetInt16(d));
+			break;
+		case INT4OID:
+		case DATEOID:
+			add_int(&col->t, DatumGetInt32(d));
+			break;
+		case OIDOID:
+			add_int(&col->t, DatumGetObjectId(d));
+			break;
+		case FLOAT4OID:
+			add_float(&col->t, DatumGetFloat4(d));
+			break;
+		case FLOAT8OID:
+			add_float(&col->t, DatumGetFloat8(d));
+			break;
+		default:
+			add_int(&col->t, DatumGetInt64(d));
+			break;
+	}
+}
+
+/* Page visitor: a visible row (the HOT chain's member the snapshot sees). */
+static void
+visit_row(void *arg, int64 i, ItemPointer tid, HeapTuple tuple)
+{
+	GpuidxAggState *state = (GpuidxAggState *) arg;
+	TupleDesc	desc = RelationGetDescr(state->table);
+	int			c;
+
+	state->rows++;
+	for (c = 0; c < state->ncols; c++)
+	{
+		AggColumn  *col = &state->cols[c];
+		bool		isnull;
+		Datum		d = heap_getattr(tuple, col->attno, desc, &isnull);
+
+		if (!isnull)
+			add_datum(col, d);
+	}
+}
+
+/* Visit the fetch list's TIDs in heap order, a page at a time. */
+static void
+agg_heap(GpuidxAggState *state, Snapshot snapshot)
+{
+	int64		next = 0;
+
+	if (state->nfetch == 0)
+		return;
+	if (!IsMVCCSnapshot(snapshot))
+		elog(ERROR, "gpuidx: GpuIndexAgg needs an MVCC snapshot");
+	{
+		uint64	   *none = MemoryContextAllocHuge(state->run_cxt,
+												  sizeof(uint64) * state->nfetch);
+
+		memset(none, 0, sizeof(uint64) * state->nfetch);
+		gpuidx_sort_pairs((int64 *) state->fetch, none, state->nfetch);
+		pfree(none);
+	}
+	while (next < state->nfetch)
+	{
+		Buffer		buf = gpuidx_heap_visit_page(state->table, snapshot,
+												 state->fetch, state->nfetch,
+												 &next, visit_row, state);
+
+		ReleaseBuffer(buf);
+	}
+	state->stat_fetches += state->nfetch;
+}
+
+/* ---------- a run ---------- */
+
+/*
+ * Pin the image, find the position ranges of the intervals, copy the
+ * visibility map, and add up every entry (image or heap).
+ */
+static void
+agg_run(GpuidxAggState *state, GpuidxIntervals iv, Snapshot snapshot)
+{
+	uint64	   *first = palloc(sizeof(uint64) * Max(iv.n, 1));
+	uint64	   *last = palloc(sizeof(uint64) * Max(iv.n, 1));
+	instr_time	t;
+	int64		i;
+
+	INSTR_TIME_SET_CURRENT(t);
+	state->img = gpuidx_image_acquire(state->index);
+	state->engine = state->img->engine;
+	if (state->img->n > 0)
+	{
+		if (gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last))
+			state->stat_host_calls++;
+		else
+			state->stat_engine_calls++;
+		state->ms_search += gpuidx_lap_ms(&t);
+
+		/* After the pin: no all-visible bit may predate an entry we miss. */
+		if (gpuidx_can_skip_heap())
+			copy_vismap(state, RelationGetNumberOfBlocks(state->table));
+		for (i = 0; i < iv.n; i++)
+			agg_positions(state, (int64) first[i], (int64) last[i]);
+		state->ms_image += gpuidx_lap_ms(&t);
+		agg_heap(state, snapshot);
+		state->ms_heap += gpuidx_lap_ms(&t);
+	}
+	gpuidx_image_release(state->img);
+	state->img = NULL;
+}
+
+/* ---------- results ---------- */
+
+/* A 128-bit integer as a numeric (scale 0), as numeric_poly_sum makes it. */
+static Datum
+int128_to_numeric(int128 v)
+{
+	char		buf[64];
+	char	   *p = buf + sizeof(buf) - 1;
+	bool		neg = v < 0;
+	uint128		u = neg ? -(uint128) v : (uint128) v;
+
+	if (v >= PG_INT64_MIN && v <= PG_INT64_MAX)
+		return NumericGetDatum(int64_to_numeric((int64) v));
+	*p = '\0';
+	do
+	{
+		*--p = '0' + (int) (u % 10);
+		u /= 10;
+	} while (u > 0);
+	if (neg)
+		*--p = '-';
+	return DirectFunctionCall3(numeric_in, CStringGetDatum(p),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
+/* min or max of a column as a Datum of its type. */
+static Datum
+extreme_datum(AggColumn *col, bool is_min)
+{
+	int64		x = is_min ? col->t.imin : col->t.imax;
+
+	switch (col->type)
+	{
+		case FLOAT4OID:
+		case FLOAT8OID:
+			{
+				double		f = is_min ? col->t.fmin : col->t.fmax;
+
+				if (is_min ? col->t.nnan == col->t.nonnull : col->t.nnan > 0)
+					f = get_float8_nan();
+				return col->type == FLOAT4OID ? Float4GetDatum((float4) f) :
+					Float8GetDatum(f);
+			}
+		case INT2OID:
+			return Int16GetDatum((int16) x);
+		case INT4OID:
+		case DATEOID:
+			return Int32GetDatum((int32) x);
+		case OIDOID:
+			return ObjectIdGetDatum((Oid) x);
+		default:
+			return Int64GetDatum(x);
+	}
+}
+
+/* One aggregate's result, computed from the totals. */
+static Datum
+agg_result(GpuidxAggState *state, AggOut *out, bool *isnull)
+{
+	AggColumn  *col = out->col >= 0 ? &state->cols[out->col] : NULL;
+
+	*isnull = false;
+	if (out->func == GPUIDX_AGG_COUNT_STAR)
+		return Int64GetDatum(state->rows);
+	if (out->func == GPUIDX_AGG_COUNT)
+		return Int64GetDatum(col->t.nonnull);
+	*isnull = col->t.nonnull == 0;
+	if (*isnull)
+		return (Datum) 0;
+	switch (out->func)
+	{
+		case GPUIDX_AGG_SUM:
+			if (out->type == INT8OID)
+				return int128_to_numeric(col->t.sum);
+			if (col->t.sum < PG_INT64_MIN || col->t.sum > PG_INT64_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+						 errmsg("bigint out of range")));
+			return Int64GetDatum((int64) col->t.sum);
+		case GPUIDX_AGG_AVG:
+			return DirectFunctionCall2(numeric_div, int128_to_numeric(col->t.sum),
+									   NumericGetDatum(int64_to_numeric(col->t.nonnull)));
+		case GPUIDX_AGG_MIN:
+			return extreme_datum(col, true);
+		case GPUIDX_AGG_MAX:
+			return extreme_datum(col, false);
+		case GPUIDX_AGG_BOOL_AND:
+			return BoolGetDatum(col->t.imin != 0);
+		case GPUIDX_AGG_BOOL_OR:
+			return BoolGetDatum(col->t.imax != 0);
+		default:
+			elog(ERROR, "gpuidx: unexpected aggregate %d", (int) out->func);
+	}
+	return (Datum) 0;			/* keep compiler quiet */
+}
+
+/* Compute every aggregate into the scan tuple (the key column NULL). */
+static TupleTableSlot *
+compute_row(GpuidxAggState *state)
+{
+	TupleTableSlot *slot = state->css.ss.ss_ScanTupleSlot;
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	MemoryContext old;
+	GpuidxIntervals iv;
+	int			i;
+
+	MemoryContextReset(state->run_cxt);
+	old = MemoryContextSwitchTo(state->run_cxt);
+	state->fetch = NULL;
+	state->nfetch = state->fetch_cap = 0;
+	state->vm = NULL;
+	state->vm_blocks = 0;
+	reset_totals(state);
+	iv = gpuidx_eval_batch(state->terms, econtext);
+	state->stat_probes += iv.n;
+	if (iv.n > 0)
+		agg_run(state, iv, state->css.ss.ps.state->es_snapshot);
+	ExecClearTuple(slot);
+	for (i = 0; i < state->naggs; i++)
+		slot->tts_values[i] = agg_result(state, &state->outs[i], &slot->tts_isnull[i]);
+	for (; i < slot->tts_tupleDescriptor->natts; i++)
+		slot->tts_isnull[i] = true;
+	MemoryContextSwitchTo(old);
+	return ExecStoreVirtualTuple(slot);
+}
+
+/* ---------- executor callbacks ---------- */
+
+/* Return the one row (unless HAVING rejects it), projected. */
+static TupleTableSlot *
+exec_agg(CustomScanState *node)
+{
+	GpuidxAggState *state = (GpuidxAggState *) node;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	TupleTableSlot *slot;
+
+	if (state->done)
+		return NULL;
+	state->done = true;
+	ResetExprContext(econtext);
+	slot = compute_row(state);
+	econtext->ecxt_scantuple = slot;
+	if (node->ss.ps.qual && !ExecQual(node->ss.ps.qual, econtext))
+		return NULL;
+	if (node->ss.ps.ps_ProjInfo)
+		return ExecProject(node->ss.ps.ps_ProjInfo);
+	return slot;
+}
+
+/* Start over: the batch's values may have changed (parameters). */
+static void
+rescan_agg(CustomScanState *node)
+{
+	GpuidxAggState *state = (GpuidxAggState *) node;
+
+	state->done = false;
+}
+
+/* Release the image (if a run failed half way), index and table. */
+static void
+end_agg(CustomScanState *node)
+{
+	GpuidxAggState *state = (GpuidxAggState *) node;
+
+	if (state->img)
+		gpuidx_image_release(state->img);
+	state->img = NULL;
+	if (state->index)
+		index_close(state->index, AccessShareLock);
+	if (state->table)
+		table_close(state->table, AccessShareLock);
+}
+
+/* EXPLAIN: index, aggregates, batch; with ANALYZE the counts and times. */
+static void
+explain_agg(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	GpuidxAggState *state = (GpuidxAggState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *context;
+	StringInfoData buf;
+	ListCell   *lc;
+
+	ExplainPropertyText("Index", RelationGetRelationName(state->index), es);
+	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+	initStringInfo(&buf);
+	foreach(lc, cscan->custom_scan_tlist)
+	{
+		if (foreach_current_index(lc) >= state->naggs)
+			break;
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "",
+						 deparse_expression((Node *) lfirst_node(TargetEntry, lc)->expr,
+											context, false, false));
+	}
+	ExplainPropertyText("Aggregates", buf.data, es);
+	ExplainPropertyText("Batch",
+						deparse_expression((Node *) make_ands_explicit(cscan->custom_exprs),
+										   context, false, false), es);
+	if (es->analyze)
+	{
+		ExplainPropertyText("Engine", gpuidx_engine_label(state->engine,
+														  state->stat_engine_calls,
+														  state->stat_host_calls), es);
+		ExplainPropertyText("Aggregated On", "host", es);
+		ExplainPropertyInteger("Probes", NULL, state->stat_probes, es);
+		ExplainPropertyInteger("Entries", NULL, state->stat_entries, es);
+		ExplainPropertyInteger("From Image", NULL, state->stat_image, es);
+		ExplainPropertyInteger("Heap Fetches", NULL, state->stat_fetches, es);
+		if (es->timing)
+		{
+			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);
+			ExplainPropertyFloat("Image Time", "ms", state->ms_image, 3, es);
+			ExplainPropertyFloat("Heap Time", "ms", state->ms_heap, 3, es);
+		}
+	}
+}

@@ -1,0 +1,475 @@
+/*
+ * customagg_plan.c - GpuIndexAgg, planner side: aggregates over the rows a
+ * gpuidx batch selects, answered from the index image.
+ *
+ * create_upper_paths_hook (UPPERREL_GROUP_AGG) offers a GpuIndexAgg path
+ * for a query that aggregates one plain heap table with no GROUP BY, when
+ * every qual of the table is answered exactly by a batch on a gpuidx index
+ * (batchqual.c: comparisons, BETWEEN, = ANY, ORs of them) and every
+ * aggregate is count(*), or count, min, max, sum, avg, bool_and/bool_or of
+ * the index's key or one of its INCLUDE columns (customagg.h lists them).
+ * The path replaces the scan and the Agg node: the executor
+ * (customagg_exec.c) adds up the image's entries on all-visible pages and
+ * visits the heap for the others.
+ */
+#include "gpuidx.h"
+#include "customagg.h"
+#include "batchqual.h"
+
+#include "access/table.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planner.h"
+#include "parser/parsetree.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include <math.h>
+
+static create_upper_paths_hook_type prev_create_upper_paths_hook = NULL;
+
+/* One aggregate function GpuIndexAgg computes, by its pg_proc OID. */
+typedef struct AggKind
+{
+	Oid			fnoid;			/* F_* of utils/fmgroids.h: built-in OIDs */
+	GpuidxAggFunc func;
+	Oid			argtype;		/* InvalidOid: any (count) */
+} AggKind;
+
+/*
+ * The aggregates pushed down.  Built-in functions have fixed OIDs, so a
+ * user's function of the same name in another schema never matches.  Float
+ * sum and avg are not here: PostgreSQL's own float sums depend on the order
+ * of the rows (a parallel plan may give other low-order bits), so no order
+ * of ours would be "the" answer.
+ */
+static const AggKind agg_kinds[] = {
+	{F_COUNT_, GPUIDX_AGG_COUNT_STAR, InvalidOid},
+	{F_COUNT_ANY, GPUIDX_AGG_COUNT, InvalidOid},
+	{F_SUM_INT2, GPUIDX_AGG_SUM, INT2OID},
+	{F_SUM_INT4, GPUIDX_AGG_SUM, INT4OID},
+	{F_SUM_INT8, GPUIDX_AGG_SUM, INT8OID},
+	{F_AVG_INT2, GPUIDX_AGG_AVG, INT2OID},
+	{F_AVG_INT4, GPUIDX_AGG_AVG, INT4OID},
+	{F_AVG_INT8, GPUIDX_AGG_AVG, INT8OID},
+	{F_MIN_INT2, GPUIDX_AGG_MIN, INT2OID},
+	{F_MIN_INT4, GPUIDX_AGG_MIN, INT4OID},
+	{F_MIN_INT8, GPUIDX_AGG_MIN, INT8OID},
+	{F_MIN_OID, GPUIDX_AGG_MIN, OIDOID},
+	{F_MIN_FLOAT4, GPUIDX_AGG_MIN, FLOAT4OID},
+	{F_MIN_FLOAT8, GPUIDX_AGG_MIN, FLOAT8OID},
+	{F_MIN_DATE, GPUIDX_AGG_MIN, DATEOID},
+	{F_MIN_TIMESTAMP, GPUIDX_AGG_MIN, TIMESTAMPOID},
+	{F_MIN_TIMESTAMPTZ, GPUIDX_AGG_MIN, TIMESTAMPTZOID},
+	{F_MAX_INT2, GPUIDX_AGG_MAX, INT2OID},
+	{F_MAX_INT4, GPUIDX_AGG_MAX, INT4OID},
+	{F_MAX_INT8, GPUIDX_AGG_MAX, INT8OID},
+	{F_MAX_OID, GPUIDX_AGG_MAX, OIDOID},
+	{F_MAX_FLOAT4, GPUIDX_AGG_MAX, FLOAT4OID},
+	{F_MAX_FLOAT8, GPUIDX_AGG_MAX, FLOAT8OID},
+	{F_MAX_DATE, GPUIDX_AGG_MAX, DATEOID},
+	{F_MAX_TIMESTAMP, GPUIDX_AGG_MAX, TIMESTAMPOID},
+	{F_MAX_TIMESTAMPTZ, GPUIDX_AGG_MAX, TIMESTAMPTZOID},
+	{F_BOOL_AND, GPUIDX_AGG_BOOL_AND, BOOLOID},
+	{F_EVERY, GPUIDX_AGG_BOOL_AND, BOOLOID},
+	{F_BOOL_OR, GPUIDX_AGG_BOOL_OR, BOOLOID},
+};
+
+/* The entry of agg_kinds for a function, or NULL. */
+static const AggKind *
+find_agg_kind(Oid fnoid)
+{
+	int			i;
+
+	for (i = 0; i < lengthof(agg_kinds); i++)
+		if (agg_kinds[i].fnoid == fnoid)
+			return &agg_kinds[i];
+	return NULL;
+}
+
+/* ---------- what the query must look like ---------- */
+
+/*
+ * A plain aggregate query over one base relation: no GROUP BY, grouping
+ * sets, window functions, set-returning functions in the target list or
+ * row locks, and not one child of a partitionwise aggregate.
+ */
+static bool
+query_shape_ok(PlannerInfo *root, RelOptInfo *input_rel,
+			   GroupPathExtraData *extra)
+{
+	Query	   *parse = root->parse;
+
+	return parse->commandType == CMD_SELECT && parse->hasAggs &&
+		parse->groupClause == NIL && parse->groupingSets == NIL &&
+		!parse->hasWindowFuncs && !parse->hasTargetSRFs &&
+		root->rowMarks == NIL &&
+		extra->patype == PARTITIONWISE_AGGREGATE_NONE &&
+		input_rel->reloptkind == RELOPT_BASEREL &&
+		input_rel->rtekind == RTE_RELATION &&
+		bms_is_empty(input_rel->lateral_relids) &&
+		!IS_DUMMY_REL(input_rel) && input_rel->baserestrictinfo != NIL;
+}
+
+/*
+ * A plain heap table (or materialized view) with no row-level security:
+ * the node reads the heap itself and applies no policy, so tables with RLS
+ * enabled keep PostgreSQL's plans whoever runs the query.
+ */
+static bool
+table_ok(RangeTblEntry *rte)
+{
+	Relation	rel;
+	bool		ok;
+
+	if (rte->rtekind != RTE_RELATION || rte->inh || rte->tablesample ||
+		rte->securityQuals != NIL ||
+		(rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW))
+		return false;
+	rel = table_open(rte->relid, NoLock);
+	ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && !rel->rd_rel->relrowsecurity;
+	table_close(rel, NoLock);
+	return ok;
+}
+
+/* ---------- the aggregates ---------- */
+
+/* Collecting the query's aggregates (collect_aggs_walker). */
+typedef struct AggCollect
+{
+	List	   *aggs;			/* distinct Aggrefs, in order of appearance */
+	bool		ok;
+} AggCollect;
+
+/* Is an Aggref one whose shape we compute (no DISTINCT, ORDER BY, FILTER)? */
+static bool
+aggref_shape_ok(Aggref *agg)
+{
+	return agg->agglevelsup == 0 && agg->aggkind == AGGKIND_NORMAL &&
+		agg->aggsplit == AGGSPLIT_SIMPLE && agg->aggdistinct == NIL &&
+		agg->aggorder == NIL && agg->aggfilter == NULL && !agg->aggvariadic &&
+		find_agg_kind(agg->aggfnoid) != NULL &&
+		list_length(agg->args) == (agg->aggstar ? 0 : 1);
+}
+
+/*
+ * Walk the grouped target and HAVING: every Aggref must be one we compute,
+ * and nothing may read a table column outside an aggregate.
+ */
+static bool
+collect_aggs_walker(Node *node, AggCollect *cxt)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		if (!aggref_shape_ok((Aggref *) node))
+			cxt->ok = false;
+		else if (!list_member(cxt->aggs, node))
+			cxt->aggs = lappend(cxt->aggs, node);
+		return false;
+	}
+	if (IsA(node, Var) || IsA(node, PlaceHolderVar) ||
+		IsA(node, GroupingFunc) || IsA(node, WindowFunc))
+	{
+		cxt->ok = false;
+		return false;
+	}
+	return expression_tree_walker(node, collect_aggs_walker, cxt);
+}
+
+/* The Var an aggregate's argument is, under relabelings, or NULL. */
+static Var *
+agg_arg_var(Aggref *agg, Index relid)
+{
+	Node	   *arg;
+
+	if (agg->aggstar)
+		return NULL;
+	arg = (Node *) ((TargetEntry *) linitial(agg->args))->expr;
+	while (arg && IsA(arg, RelabelType))
+		arg = (Node *) ((RelabelType *) arg)->arg;
+	if (arg && IsA(arg, Var) && ((Var *) arg)->varno == relid &&
+		((Var *) arg)->varlevelsup == 0 && ((Var *) arg)->varattno > 0)
+		return (Var *) arg;
+	return NULL;
+}
+
+/*
+ * The spec (IntList: func, src, base type of the argument) of an aggregate
+ * over index, or NIL when its argument is neither the index's key nor one
+ * of its INCLUDE columns, or not of the type the function takes.
+ */
+static List *
+agg_spec(Aggref *agg, IndexOptInfo *index, Index relid)
+{
+	const AggKind *kind = find_agg_kind(agg->aggfnoid);
+	Var		   *var = agg_arg_var(agg, relid);
+	Oid			type;
+	int			src = GPUIDX_AGG_SRC_NONE;
+	int			i;
+
+	if (kind->func == GPUIDX_AGG_COUNT_STAR)
+		return list_make3_int(kind->func, src, InvalidOid);
+	if (var == NULL)
+		return NIL;
+	type = getBaseType(var->vartype);
+	for (i = 0; i < index->ncolumns && src == GPUIDX_AGG_SRC_NONE; i++)
+		if (index->indexkeys[i] == var->varattno)
+			src = i == 0 ? GPUIDX_AGG_SRC_KEY : i - index->nkeycolumns;
+	if (src == GPUIDX_AGG_SRC_NONE ||
+		(OidIsValid(kind->argtype) && kind->argtype != type))
+		return NIL;
+	return list_make3_int(kind->func, src, type);
+}
+
+/* The specs of every aggregate over index, or NIL if one is not ours. */
+static List *
+agg_specs(List *aggs, IndexOptInfo *index, Index relid)
+{
+	List	   *specs = NIL;
+	ListCell   *lc;
+
+	foreach(lc, aggs)
+	{
+		List	   *spec = agg_spec(lfirst(lc), index, relid);
+
+		if (spec == NIL)
+			return NIL;
+		specs = lappend(specs, spec);
+	}
+	return specs;
+}
+
+/* ---------- cost ---------- */
+
+/*
+ * Calibration (CPU engine, 2-core VM shared with other work, 5*10^6-row
+ * table of (int8 key, int4 v) with INCLUDE (v) and its btree twin, all
+ * pages all-visible, 2026-11-24): over 5*10^5 and 2.5*10^6 entries,
+ * count(*) took about 1.2 ns an entry (the pass that tests each entry's
+ * page in the visibility map copy), each column read 2..4 ns more (sum(v),
+ * then max(k): one more array streamed).  The twin's index-only scan with
+ * sum(v) took 88 ms for 5*10^5 rows at a cost of 18994, so one
+ * cpu_operator_cost (0.0025) was about 11.5 ns of that plan: an entry is
+ * about 0.1 and a column 0.25 of a cpu_operator_cost (rounded up below).
+ * An entry on another page is fetched from the heap in block order, as
+ * GpuIndexScan fetches its hits (same page terms), plus
+ * GPUAGG_FETCH_COST cpu_tuple_costs to find and read the row.
+ */
+#ifndef GPUAGG_ENTRY_COST
+#define GPUAGG_ENTRY_COST 0.1	/* cpu_operator_costs per entry */
+#endif
+#ifndef GPUAGG_COLUMN_COST
+#define GPUAGG_COLUMN_COST 0.3	/* cpu_operator_costs per entry and column */
+#endif
+#ifndef GPUAGG_FETCH_COST
+#define GPUAGG_FETCH_COST 1.0	/* cpu_tuple_costs per heap fetch */
+#endif
+
+/*
+ * Cost of a GpuIndexAgg path: one engine batch (as GpuIndexScan pays it),
+ * a search per interval, per entry a pass over the image's arrays, per
+ * entry not on an all-visible page (relallvisible/relpages) a heap fetch in
+ * block order, HAVING, and the one output row.  Everything is startup cost:
+ * the row comes out at the end.
+ */
+static void
+cost_agg_path(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
+			  List *batch, int ncolumns, List *having, Path *path)
+{
+	double		entries = Max(rel->rows, 1.0);
+	double		fetches = entries * (1.0 - rel->allvisfrac);
+	double		pages = Min(fetches, Max(rel->pages, 1));
+	double		nprobes = 0;
+	QualCost	having_cost;
+	ListCell   *lc;
+	Cost		cost;
+
+	foreach(lc, batch)
+		nprobes += gpuidx_clause_probes(lfirst(lc));
+	cost = random_page_cost + 400.0 * cpu_operator_cost +
+		(gpuidx_engine_setting != GPUIDX_ENGINE_CPU ? 2000.0 * cpu_operator_cost : 0.0) +
+		nprobes * cpu_operator_cost * (log2(Max(index->tuples, 1.0)) + 1.0) * 0.25;
+	cost += entries * cpu_operator_cost *
+		(GPUAGG_ENTRY_COST + GPUAGG_COLUMN_COST * ncolumns);
+	cost += pages * (pages >= rel->pages * 0.5 ? 0.6 * seq_page_cost : random_page_cost * 0.5) +
+		fetches * (GPUAGG_FETCH_COST * cpu_tuple_cost + cpu_operator_cost);
+	cost_qual_eval(&having_cost, having, root);
+	cost += having_cost.startup + having_cost.per_tuple;
+	path->rows = 1;
+	path->startup_cost = cost;
+	path->total_cost = cost + cpu_tuple_cost;
+}
+
+/* Distinct argument columns of the specs (key and INCLUDE columns). */
+static int
+count_columns(List *specs)
+{
+	Bitmapset  *cols = NULL;
+	ListCell   *lc;
+
+	foreach(lc, specs)
+		if (lsecond_int(lfirst(lc)) != GPUIDX_AGG_SRC_NONE)
+			cols = bms_add_member(cols, lsecond_int(lfirst(lc)) + 1);
+	return bms_num_members(cols);
+}
+
+/* ---------- path and plan ---------- */
+
+static Plan *plan_agg_path(PlannerInfo *root, RelOptInfo *rel,
+						   CustomPath *best_path, List *tlist,
+						   List *clauses, List *custom_plans);
+
+static const CustomPathMethods gpuidx_agg_path_methods = {
+	.CustomName = "GpuIndexAgg",
+	.PlanCustomPath = plan_agg_path,
+};
+
+/* Add a GpuIndexAgg path for one index to the grouped rel. */
+static void
+add_agg_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
+			 IndexOptInfo *index, List *batch, List *aggs, List *specs,
+			 List *having)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+	RangeTblEntry *rte = planner_rt_fetch(input_rel->relid, root);
+
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = output_rel;
+	cpath->path.pathtarget = output_rel->reltarget;
+	cpath->path.param_info = NULL;
+	/* One process reads the image and the heap: not parallel-safe. */
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = false;
+	cpath->path.parallel_workers = 0;
+	cpath->path.pathkeys = NIL;
+	cpath->flags = 0;
+	cpath->custom_paths = NIL;
+	cpath->custom_private = list_make5(makeInteger((int) index->indexoid),
+									   makeInteger((int) rte->relid),
+									   copyObject(rte), specs,
+									   list_make5(batch, aggs, having,
+												  makeInteger(index->indexkeys[0]),
+												  makeInteger(input_rel->relid)));
+	cpath->methods = &gpuidx_agg_path_methods;
+	cost_agg_path(root, input_rel, index, batch, count_columns(specs), having,
+				  &cpath->path);
+	add_path(output_rel, &cpath->path);
+}
+
+/*
+ * Turn the chosen path into a CustomScan with scanrelid 0 (customagg.h has
+ * the layout): setrefs.c points the target list's aggregates and the batch
+ * clauses' key at custom_scan_tlist.
+ */
+static Plan *
+plan_agg_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+			  List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *priv = best_path->custom_private;
+	List	   *extra = list_nth(priv, 4);
+	List	   *aggs = lsecond(extra);
+	Oid			tableoid = (Oid) intVal(list_nth(priv, 1));
+	AttrNumber	keyattno = (AttrNumber) intVal(lfourth(extra));
+	Index		relid = (Index) intVal(list_nth(extra, 4));
+	RangeTblEntry *rte = list_nth(priv, 2);
+	List	   *scan_tlist = NIL;
+	Oid			keytype,
+				keycoll;
+	int32		keytypmod;
+	ListCell   *lc;
+
+	foreach(lc, aggs)
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry(copyObject(lfirst(lc)),
+											 list_length(scan_tlist) + 1, NULL, false));
+	get_atttypetypmodcoll(tableoid, keyattno, &keytype, &keytypmod, &keycoll);
+	scan_tlist = lappend(scan_tlist,
+						 makeTargetEntry((Expr *) makeVar(relid, keyattno, keytype,
+														  keytypmod, keycoll, 0),
+										 list_length(scan_tlist) + 1, NULL, true));
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = (List *) copyObject(lthird(extra));
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = NIL;
+	cscan->custom_exprs = copyObject(linitial(extra));
+	cscan->custom_scan_tlist = scan_tlist;
+	/* In GpuidxAggPrivate order (customagg.h). */
+	cscan->custom_private = list_make4(linitial(priv), lsecond(priv), rte,
+									   list_nth(priv, 3));
+	cscan->methods = &gpuidx_agg_methods;
+	return &cscan->scan.plan;
+}
+
+/* Offer GpuIndexAgg for each gpuidx index that answers the whole query. */
+static void
+offer_agg_paths(PlannerInfo *root, RelOptInfo *input_rel,
+				RelOptInfo *output_rel, List *aggs, List *having)
+{
+	ListCell   *lc;
+
+	foreach(lc, input_rel->indexlist)
+	{
+		IndexOptInfo *index = lfirst_node(IndexOptInfo, lc);
+		List	   *batch,
+				   *exact,
+				   *specs;
+
+		if (!gpuidx_indexinfo_is_gpuidx(index) || index->indexkeys[0] <= 0 ||
+			(index->indpred != NIL && !index->predOK))
+			continue;
+		gpuidx_restriction_batch(root, input_rel, index, &batch, &exact);
+		if (batch == NIL ||
+			list_length(exact) != list_length(input_rel->baserestrictinfo))
+			continue;			/* a qual the batch does not answer exactly */
+		specs = agg_specs(aggs, index, input_rel->relid);
+		if (specs != NIL)
+			add_agg_path(root, input_rel, output_rel, index, batch, aggs,
+						 specs, having);
+	}
+}
+
+/* create_upper_paths_hook: offer GpuIndexAgg for plain aggregates. */
+static void
+gpuidx_create_upper_paths(PlannerInfo *root, UpperRelationKind stage,
+						  RelOptInfo *input_rel, RelOptInfo *output_rel,
+						  void *extra)
+{
+	AggCollect	cxt = {NIL, true};
+	List	   *having;
+
+	if (prev_create_upper_paths_hook)
+		prev_create_upper_paths_hook(root, stage, input_rel, output_rel, extra);
+	if (stage != UPPERREL_GROUP_AGG || !gpuidx_enable_customagg ||
+		!query_shape_ok(root, input_rel, (GroupPathExtraData *) extra) ||
+		!table_ok(planner_rt_fetch(input_rel->relid, root)))
+		return;
+	having = (List *) ((GroupPathExtraData *) extra)->havingQual;
+	collect_aggs_walker((Node *) output_rel->reltarget->exprs, &cxt);
+	collect_aggs_walker((Node *) having, &cxt);
+	if (!cxt.ok || cxt.aggs == NIL)
+		return;
+	offer_agg_paths(root, input_rel, output_rel, cxt.aggs, having);
+}
+
+/* Install the planner hook and register the plan node's methods. */
+void
+gpuidx_customagg_init(void)
+{
+	RegisterCustomScanMethods(&gpuidx_agg_methods);
+	prev_create_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = gpuidx_create_upper_paths;
+}
