@@ -535,6 +535,91 @@ delta_limit(int64 nbase)
 }
 
 /*
+ * The entries added to an index since prev, merged into a new delta: what
+ * update_in_place and a shared delta version (service mode) are made of.
+ */
+typedef struct DeltaUpdate
+{
+	GpuidxMetaPageData meta;
+	GpuidxPendingCounts pending;
+	int64	   *keys;			/* the new entries, sorted (caller's context) */
+	uint64	   *tids;
+	int64		n;
+	int64	   *dk;				/* the merged delta (target context) */
+	uint64	   *dt;
+	int64	   *dr;
+	char	   *drows;
+	int64		nd;
+	uint64	   *nt;				/* all NULL-key TIDs and rows (target) */
+	char	   *nrows;
+} DeltaUpdate;
+
+/*
+ * Read the entries added since prev (pending lanes past prev's counts, the
+ * NULL list) and merge them with prev's delta into new delta arrays
+ * allocated in target.  False when a delta does not apply: the index was
+ * rewritten, a lane shrank, or the delta would pass delta_limit (the caller
+ * then loads a new version).
+ */
+static bool
+read_delta(Relation index, GpuidxImageData *prev, MemoryContext target,
+		   DeltaUpdate *d)
+{
+	GpuidxPendingCounts from;
+	uint64	   *null_tids;
+	char	   *rows;
+	char	   *null_rows;
+	int			rb = prev->row_bytes;
+	int64		o;
+	int			lane;
+	MemoryContext old;
+
+	memcpy(from.lane, prev->lane_count, sizeof(from.lane));
+	from.total = prev->pending_count;
+	gpuidx_read_entries(index, &d->meta, &d->pending, &from, &d->keys, &d->tids,
+						&rows, &d->n, &null_tids, &null_rows);
+	d->nd = prev->ndelta + d->n;
+	if (d->meta.generation != prev->generation ||
+		d->meta.base_count != prev->base_count || d->nd > delta_limit(prev->nbase))
+		return false;
+	for (lane = 0; lane < GPUIDX_LANES; lane++)
+		if (d->pending.lane[lane] < prev->lane_count[lane])
+			return false;
+	gpuidx_sort_entries(d->keys, d->tids, rows, rb, d->n);
+
+	old = MemoryContextSwitchTo(target);
+	d->dk = palloc(sizeof(int64) * Max(d->nd, 1));
+	d->dt = palloc(sizeof(uint64) * Max(d->nd, 1));
+	d->dr = palloc(sizeof(int64) * Max(d->nd, 1));
+	d->nt = palloc(sizeof(uint64) * Max((int64) d->meta.null_count, 1));
+	d->drows = rb > 0 ? palloc((Size) rb * Max(d->nd, 1)) : NULL;
+	d->nrows = rb > 0 ? palloc((Size) rb * Max((int64) d->meta.null_count, 1)) : NULL;
+	MemoryContextSwitchTo(old);
+	merge_runs(prev->dkeys, prev->dtids, prev->drows, prev->ndelta,
+			   d->keys, d->tids, rows, d->n, d->dk, d->dt, d->drows, rb);
+	for (o = 0; o < d->nd; o++)
+		d->dr[o] = o + base_lower_bound(prev, d->dk[o], d->dt[o]);
+	memcpy(d->nt, null_tids, sizeof(uint64) * d->meta.null_count);
+	if (rb > 0)
+		memcpy(d->nrows, null_rows, (Size) rb * d->meta.null_count);
+	return true;
+}
+
+/* Free a DeltaUpdate's target arrays (the update was not used). */
+static void
+free_delta(DeltaUpdate *d)
+{
+	pfree(d->dk);
+	pfree(d->dt);
+	pfree(d->dr);
+	pfree(d->nt);
+	if (d->drows)
+		pfree(d->drows);
+	if (d->nrows)
+		pfree(d->nrows);
+}
+
+/*
  * Bring prev up to date in place when only pending entries were added and
  * its image can take them by batch insertion: the new entries join prev's
  * delta (the base arrays are not copied) and go into the engine image.
@@ -547,25 +632,7 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 {
 	MemoryContext tmp,
 				old;
-	GpuidxMetaPageData meta;
-	GpuidxPendingCounts pending,
-				from;
-	int64	   *keys;
-	uint64	   *tids;
-	uint64	   *null_tids;
-	char	   *rows;
-	char	   *null_rows;
-	int			rb = prev->row_bytes;
-	int64		n,
-				nd,
-				o;
-	int64	   *dk;
-	uint64	   *dt;
-	int64	   *dr;
-	uint64	   *nt;
-	char	   *drows = NULL;
-	char	   *nrows = NULL;
-	int			lane;
+	DeltaUpdate d;
 	bool		updated = false;
 	instr_time	t0,
 				t1;
@@ -576,50 +643,11 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 	tmp = AllocSetContextCreate(CurrentMemoryContext, "gpuidx refresh",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(tmp);
-	memcpy(from.lane, prev->lane_count, sizeof(from.lane));
-	from.total = prev->pending_count;
-	gpuidx_read_entries(index, &meta, &pending, &from, &keys, &tids, &rows, &n,
-						&null_tids, &null_rows);
-	nd = prev->ndelta + n;
-	if (meta.generation != prev->generation ||
-		meta.base_count != prev->base_count || nd > delta_limit(prev->nbase))
+	if (!read_delta(index, prev, prev->context, &d))
 		goto out;
-	for (lane = 0; lane < GPUIDX_LANES; lane++)
-		if (pending.lane[lane] < prev->lane_count[lane])
-			goto out;
-	gpuidx_sort_entries(keys, tids, rows, rb, n);
-
-	/* The new delta, in prev's context: old delta and new entries merged. */
-	MemoryContextSwitchTo(prev->context);
-	dk = palloc(sizeof(int64) * Max(nd, 1));
-	dt = palloc(sizeof(uint64) * Max(nd, 1));
-	dr = palloc(sizeof(int64) * Max(nd, 1));
-	nt = palloc(sizeof(uint64) * Max((int64) meta.null_count, 1));
-	if (rb > 0)
+	if (!insert_or_drop(&prev->image, d.keys, d.tids, d.n))
 	{
-		drows = palloc((Size) rb * Max(nd, 1));
-		nrows = palloc((Size) rb * Max((int64) meta.null_count, 1));
-	}
-	MemoryContextSwitchTo(tmp);
-	merge_runs(prev->dkeys, prev->dtids, prev->drows, prev->ndelta,
-			   keys, tids, rows, n, dk, dt, drows, rb);
-	for (o = 0; o < nd; o++)
-		dr[o] = o + base_lower_bound(prev, dk[o], dt[o]);
-	memcpy(nt, null_tids, sizeof(uint64) * meta.null_count);
-	if (rb > 0)
-		memcpy(nrows, null_rows, (Size) rb * meta.null_count);
-
-	if (!insert_or_drop(&prev->image, keys, tids, n))
-	{
-		pfree(dk);
-		pfree(dt);
-		pfree(dr);
-		pfree(nt);
-		if (rb > 0)
-		{
-			pfree(drows);
-			pfree(nrows);
-		}
+		free_delta(&d);
 		goto out;
 	}
 
@@ -636,17 +664,17 @@ update_in_place(Relation index, GpuidxImageData *prev, GiEngineKind engine)
 		pfree(prev->null_tids);
 	if (prev->null_rows)
 		pfree(prev->null_rows);
-	prev->drows = drows;
-	prev->null_rows = nrows;
-	prev->dkeys = dk;
-	prev->dtids = dt;
-	prev->drank = dr;
-	prev->ndelta = nd;
-	prev->n = prev->nbase + nd;
-	prev->null_tids = nt;
-	prev->nnull = meta.null_count;
-	prev->pending_count = pending.total;
-	memcpy(prev->lane_count, pending.lane, sizeof(prev->lane_count));
+	prev->drows = d.drows;
+	prev->null_rows = d.nrows;
+	prev->dkeys = d.dk;
+	prev->dtids = d.dt;
+	prev->drank = d.dr;
+	prev->ndelta = d.nd;
+	prev->n = prev->nbase + d.nd;
+	prev->null_tids = d.nt;
+	prev->nnull = d.meta.null_count;
+	prev->pending_count = d.pending.total;
+	memcpy(prev->lane_count, d.pending.lane, sizeof(prev->lane_count));
 	updated = true;
 
 out:
@@ -657,6 +685,75 @@ out:
 	if (updated)
 		prev->load_ms = INSTR_TIME_GET_MILLISEC(t1);
 	return updated;
+}
+
+/*
+ * Service mode: a new version of a shared image when only pending entries
+ * (or NULL keys) were added: prev's base, shared, and a new delta holding
+ * prev's delta and the new entries, published without copying the base
+ * (the service inserts the new entries into prev's engine image).  NULL
+ * when a delta does not apply or the store cannot take it.
+ */
+static GpuidxImageData *
+shared_delta_version(Relation index, GpuidxImageData *prev)
+{
+	MemoryContext ctx,
+				tmp,
+				old;
+	GpuidxImageData *img = NULL;
+	DeltaUpdate d;
+	bool		published = false;
+	instr_time	t0,
+				t1;
+
+	INSTR_TIME_SET_CURRENT(t0);
+	ctx = AllocSetContextCreate(CurrentMemoryContext, "gpuidx image",
+								ALLOCSET_SMALL_SIZES);
+	tmp = AllocSetContextCreate(CurrentMemoryContext, "gpuidx refresh",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmp);
+	if (read_delta(index, prev, ctx, &d))
+	{
+		elog(LOG, "DBG read_delta ok nd=%ld", (long) d.nd);
+		img = MemoryContextAllocZero(ctx, sizeof(GpuidxImageData));
+		img->context = ctx;
+		img->indexoid = prev->indexoid;
+		img->row_bytes = prev->row_bytes;
+		img->keys = prev->keys;	/* borrowed: the base is shared */
+		img->tids = prev->tids;
+		img->rows = prev->rows;
+		img->nbase = prev->nbase;
+		img->dkeys = d.dk;
+		img->dtids = d.dt;
+		img->drank = d.dr;
+		img->drows = d.drows;
+		img->ndelta = d.nd;
+		img->n = prev->nbase + d.nd;
+		img->null_tids = d.nt;
+		img->null_rows = d.nrows;
+		img->nnull = d.meta.null_count;
+		img->key_bytes = prev->key_bytes;
+		img->structure = prev->structure;
+		img->generation = d.meta.generation;
+		img->base_count = d.meta.base_count;
+		img->pending_count = d.pending.total;
+		memcpy(img->lane_count, d.pending.lane, sizeof(img->lane_count));
+		img->engine = prev->engine;
+		img->wanted_engine = prev->wanted_engine;
+		INSTR_TIME_SET_CURRENT(t1);
+		INSTR_TIME_SUBTRACT(t1, t0);
+		img->load_ms = INSTR_TIME_GET_MILLISEC(t1);
+		published = gpuidx_shared_publish_delta(index, img, prev);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
+	if (!published)
+	{
+		MemoryContextDelete(ctx);
+		return NULL;
+	}
+	MemoryContextSetParent(ctx, TopMemoryContext);
+	return img;
 }
 
 /*
@@ -1026,6 +1123,9 @@ acquire_current(Relation index, GiEngineKind engine)
 		/* Another backend may have published this version already. */
 		GpuidxImageData *view = gpuidx_shared_find(index, &meta, &pending);
 
+		/* Else only new entries since cur: publish a delta on cur's base. */
+		if (view == NULL && cur && cur->shared)
+			view = shared_delta_version(index, cur);
 		if (view)
 		{
 			if (cur)

@@ -361,7 +361,8 @@ typedef struct GpuidxImageData
 	bool		shared_pinned;	/* pinned in this transaction */
 	int			shared_slot;
 	uint64		shared_id;
-	struct dsm_segment *seg;
+	struct dsm_segment *base_seg;	/* keys, tids, rows */
+	struct dsm_segment *delta_seg;	/* the delta and the NULL-key entries */
 } GpuidxImageData;
 
 /* Delta entries before position pos (those whose position is lower). */

@@ -129,13 +129,26 @@ gpuidx_service_running(void)
 
 /* ---------- the service's own state ---------- */
 
-/* The service's engine images of one shared image. */
+/*
+ * The service's engine images of one shared image, and what it read of the
+ * store slot when it first met it.
+ */
 typedef struct ServiceImage
 {
 	uint64		id;				/* the store slot's id */
 	int			slotno;
-	dsm_segment *seg;
+	uint64		parent_id;
+	uint64		base_id;
+	int64		n;
+	int64		nbase;
+	int64		ndelta;
+	int			structure;
+	int			key_bytes;
+	dsm_segment *base_seg;
+	dsm_segment *delta_seg;
 	GiImage    *image[3];		/* by GiEngineKind */
+	int			given_away;		/* bit per engine: its image went to a
+								 * newer version by batch insertion */
 	uint64		last_used;
 	struct ServiceImage *next;
 } ServiceImage;
@@ -208,8 +221,10 @@ forget_image(ServiceImage *si)
 		}
 	drop_engine(si, GI_ENGINE_CPU);
 	drop_engine(si, GI_ENGINE_GPU);
-	if (si->seg)
-		dsm_detach(si->seg);
+	if (si->delta_seg)
+		gpuidx_unmap_segment(si->delta_seg);
+	if (si->base_seg)
+		gpuidx_unmap_segment(si->base_seg);
 	pfree(si);
 }
 
@@ -261,34 +276,56 @@ make_device_room(ServiceImage *keep, uint64 need)
 	}
 }
 
+/* The service's record of the image with id, if it has one. */
+static ServiceImage *
+known_image(uint64 id)
+{
+	ServiceImage *si;
+
+	for (si = service_images; si; si = si->next)
+		if (si->id == id)
+			return si;
+	return NULL;
+}
+
 /* The service's record of a store slot, mapped; NULL if the slot moved on. */
 static ServiceImage *
 find_image(uint64 id, int slotno)
 {
 	GpuidxServiceShared *s = gpuidx_service_shared;
 	GpuidxSharedImage *slot;
-	ServiceImage *si;
-	dsm_handle	handle;
+	ServiceImage *si = known_image(id);
+	dsm_handle	base_handle = DSM_HANDLE_INVALID,
+				delta_handle = DSM_HANDLE_INVALID;
 
-	for (si = service_images; si; si = si->next)
-		if (si->id == id)
-			return si;
+	if (si)
+		return si;
 	if (slotno < 0 || slotno >= s->max_images)
 		return NULL;
 	slot = &s->images[slotno];
-	LWLockAcquire(s->lock, LW_SHARED);
-	handle = slot->id == id ? slot->handle : DSM_HANDLE_INVALID;
-	LWLockRelease(s->lock);
-	if (handle == DSM_HANDLE_INVALID)
-		return NULL;
 	si = MemoryContextAllocZero(TopMemoryContext, sizeof(ServiceImage));
-	si->seg = dsm_attach(handle);
-	if (si->seg == NULL)
+	LWLockAcquire(s->lock, LW_SHARED);
+	if (slot->id == id)
+	{
+		base_handle = slot->base_handle;
+		delta_handle = slot->delta_handle;
+		si->parent_id = slot->parent_id;
+		si->base_id = slot->base_id;
+		si->n = slot->n;
+		si->nbase = slot->nbase;
+		si->ndelta = slot->ndelta;
+		si->structure = slot->structure;
+		si->key_bytes = slot->key_bytes;
+	}
+	LWLockRelease(s->lock);
+	if (base_handle == DSM_HANDLE_INVALID)
 	{
 		pfree(si);
 		return NULL;
 	}
-	dsm_pin_mapping(si->seg);
+	/* (the requester pins the slot, so its segments are there) */
+	si->base_seg = gpuidx_map_segment(base_handle);
+	si->delta_seg = gpuidx_map_segment(delta_handle);
 	si->id = id;
 	si->slotno = slotno;
 	si->next = service_images;
@@ -296,27 +333,166 @@ find_image(uint64 id, int slotno)
 	return si;
 }
 
-/* Build si's engine image for engine (the request's slot says what). */
+/* The delta's keys, TIDs and positions of a service image. */
+static void
+delta_arrays(ServiceImage *si, int64 **keys, uint64 **tids, int64 **rank)
+{
+	GpuidxSharedImage *slot = &gpuidx_service_shared->images[si->slotno];
+	GpuidxSegmentLayout d;
+	char	   *p = dsm_segment_address(si->delta_seg);
+
+	/* the row width and NULL count only move what follows the ranks */
+	gpuidx_delta_layout(si->ndelta, 0, slot->row_bytes, &d);
+	*keys = (int64 *) (p + d.keys);
+	*tids = (uint64 *) (p + d.tids);
+	*rank = (int64 *) (p + d.rank);
+}
+
+/*
+ * All n entries of a service image in order (base and delta merged by the
+ * delta's positions), palloc'd; NULL arrays when there is no delta (then
+ * the base arrays are the entries).
+ */
+static void
+merged_entries(ServiceImage *si, const int64 **keys, const uint64 **tids,
+			   int64 **mkeys, uint64 **mtids)
+{
+	GpuidxSegmentLayout b;
+	char	   *base = dsm_segment_address(si->base_seg);
+	const int64 *bk;
+	const uint64 *bt;
+	int64	   *dk,
+			   *dr;
+	uint64	   *dt;
+	int64		pos,
+				i = 0,
+				j = 0;
+
+	gpuidx_base_layout(si->nbase, 0, &b);
+	bk = (const int64 *) (base + b.keys);
+	bt = (const uint64 *) (base + b.tids);
+	*mkeys = NULL;
+	*mtids = NULL;
+	if (si->ndelta == 0)
+	{
+		*keys = bk;
+		*tids = bt;
+		return;
+	}
+	delta_arrays(si, &dk, &dt, &dr);
+	*mkeys = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * si->n);
+	*mtids = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * si->n);
+	for (pos = 0; pos < si->n; pos++)
+	{
+		bool		from_delta = j < si->ndelta && dr[j] == pos;
+
+		(*mkeys)[pos] = from_delta ? dk[j] : bk[i];
+		(*mtids)[pos] = from_delta ? dt[j] : bt[i];
+		if (from_delta)
+			j++;
+		else
+			i++;
+	}
+	*keys = *mkeys;
+	*tids = *mtids;
+}
+
+/*
+ * Batch insertion: take the parent version's engine image (same base, a
+ * delta this one extends) and insert the entries this delta adds, instead
+ * of building anew.  The parent's later requests are answered on the host.
+ */
+static bool
+adopt_parent_engine(ServiceImage *si, int engine)
+{
+	ServiceImage *parent = known_image(si->parent_id);
+	int64	   *dk,
+			   *dr,
+			   *pk,
+			   *pr;
+	uint64	   *dt,
+			   *pt;
+	int64	   *nk;
+	uint64	   *nt;
+	int64		i = 0,
+				j,
+				m = 0;
+	GiError		err;
+
+	if (parent == NULL || parent->image[engine] == NULL ||
+		parent->base_id != si->base_id || si->structure != GI_STRUCT_BTREE ||
+		!gpuidx_enable_batch_insert)
+		return false;
+	delta_arrays(si, &dk, &dt, &dr);
+	delta_arrays(parent, &pk, &pt, &pr);
+	nk = palloc(sizeof(int64) * Max(si->ndelta, 1));
+	nt = palloc(sizeof(uint64) * Max(si->ndelta, 1));
+	/* this delta is the parent's merged with the new entries: take those */
+	for (j = 0; j < si->ndelta; j++)
+	{
+		if (i < parent->ndelta && pk[i] == dk[j] && pt[i] == dt[j])
+			i++;
+		else
+		{
+			nk[m] = dk[j];
+			nt[m++] = dt[j];
+		}
+	}
+	if (i != parent->ndelta)
+	{
+		pfree(nk);
+		pfree(nt);
+		return false;			/* not an extension of the parent */
+	}
+	if (m > 0 && gi_image_insert(parent->image[engine], (const int64_t *) nk,
+								 (const uint64_t *) nt, (size_t) m, &err) != GI_OK)
+	{
+		elog(DEBUG1, "gpuidx service: batch insertion failed, building anew: %s",
+			 err.message);
+		drop_engine(parent, engine);
+		record_engines(parent);
+		pfree(nk);
+		pfree(nt);
+		return false;
+	}
+	pfree(nk);
+	pfree(nt);
+	si->image[engine] = parent->image[engine];
+	parent->image[engine] = NULL;
+	parent->given_away |= 1 << engine;
+	record_engines(parent);
+	record_engines(si);
+	return true;
+}
+
+/* Build si's engine image for engine (batch insertion when it can). */
 static GiStatus
 build_engine(ServiceImage *si, int engine, GiError *err)
 {
-	GpuidxSharedImage *slot = &gpuidx_service_shared->images[si->slotno];
-	GpuidxSegmentLayout layout;
 	GiBuildParams params;
-	char	   *base = dsm_segment_address(si->seg);
+	const int64 *keys;
+	const uint64 *tids;
+	int64	   *mkeys;
+	uint64	   *mtids;
 	GiStatus	st;
 
-	gpuidx_segment_layout(slot->n, slot->nnull, slot->row_bytes, &layout);
+	if (si->ndelta > 0 && adopt_parent_engine(si, engine))
+		return GI_OK;
 	memset(&params, 0, sizeof(params));
 	params.engine = engine;
-	params.structure = slot->structure;
-	params.key_bytes = slot->key_bytes;
+	params.structure = si->structure;
+	params.key_bytes = si->key_bytes;
 	if (engine == GI_ENGINE_GPU)
 		params.device_memory_limit =
-			make_device_room(si, (uint64) slot->n * (slot->key_bytes <= 4 ? 4 : 8) * 5 / 4);
-	st = gi_image_build(&params, (const int64_t *) (base + layout.keys),
-						(const uint64_t *) (base + layout.tids), (size_t) slot->n,
-						&si->image[engine], err);
+			make_device_room(si, (uint64) si->n * (si->key_bytes <= 4 ? 4 : 8) * 5 / 4);
+	merged_entries(si, &keys, &tids, &mkeys, &mtids);
+	st = gi_image_build(&params, (const int64_t *) keys, (const uint64_t *) tids,
+						(size_t) si->n, &si->image[engine], err);
+	if (mkeys)
+	{
+		pfree(mkeys);
+		pfree(mtids);
+	}
 	if (st == GI_OK)
 		record_engines(si);
 	return st;
@@ -373,6 +549,12 @@ answer(int i, GpuidxServiceRequest *req)
 	}
 	si->last_used = ++service_tick;
 	engine = req->engine == GI_ENGINE_GPU && s->gpu_usable ? GI_ENGINE_GPU : GI_ENGINE_CPU;
+	if (si->image[engine] == NULL && (si->given_away & (1 << engine)))
+	{
+		/* a newer version took this one's engine image: the host answers */
+		req->status = GPUIDX_REQ_ERR_NO_IMAGE;
+		return;
+	}
 	INSTR_TIME_SET_CURRENT(t0);
 	if (si->image[engine] == NULL)
 	{

@@ -30,7 +30,13 @@
 #include "storage/lwlock.h"
 #include "storage/relfilenode.h"
 
-/* One published version of an index's entries (a slot of the store). */
+/*
+ * One published version of an index's entries (a slot of the store): a
+ * base segment (sorted keys, TIDs, INCLUDE rows) that later versions may
+ * share, and its own delta segment (entries added since the base, sorted,
+ * with their positions; the NULL-key TIDs and rows), as GpuidxImageData
+ * splits them.
+ */
 typedef struct GpuidxSharedImage
 {
 	uint64		id;				/* unique, never reused; 0: free slot */
@@ -41,15 +47,22 @@ typedef struct GpuidxSharedImage
 	pg_atomic_uint32 pins;		/* transactions reading it */
 	uint64		last_used;		/* store tick of the last pin */
 	TimestampTz loaded_at;
-	dsm_handle	handle;
-	Size		bytes;			/* segment size */
+	uint64		parent_id;		/* the version whose base and delta this
+								 * one extends (0: loaded whole) */
+	uint64		base_id;		/* the version that published the base */
+	dsm_handle	base_handle;
+	Size		base_bytes;
+	dsm_handle	delta_handle;
+	Size		delta_bytes;
 
 	/* What it holds, as GpuidxImageData says it (identity checks). */
 	uint64		generation;
 	uint64		base_count;
 	uint64		pending_count;
 	uint64		lane_count[GPUIDX_LANES];
-	int64		n;
+	int64		n;				/* nbase + ndelta */
+	int64		nbase;
+	int64		ndelta;
 	int64		nnull;
 	int			key_bytes;
 	int			structure;
@@ -133,19 +146,22 @@ gpuidx_service_request(int i)
 							   sizeof(GpuidxSharedImage) * s->max_images)) + i;
 }
 
-/* Where each array starts in a shared image's segment. */
+/* Where each array starts in a base or a delta segment. */
 typedef struct GpuidxSegmentLayout
 {
-	Size		keys;
+	Size		keys;			/* base: keys, tids, rows */
 	Size		tids;
 	Size		rows;
-	Size		null_tids;
+	Size		rank;			/* delta: keys, tids, rank, rows, then */
+	Size		null_tids;		/* the NULL-key TIDs and rows */
 	Size		null_rows;
 	Size		total;
 } GpuidxSegmentLayout;
 
-extern void gpuidx_segment_layout(int64 n, int64 nnull, int row_bytes,
-								  GpuidxSegmentLayout *layout);
+extern void gpuidx_base_layout(int64 nbase, int row_bytes,
+							   GpuidxSegmentLayout *layout);
+extern void gpuidx_delta_layout(int64 ndelta, int64 nnull, int row_bytes,
+								GpuidxSegmentLayout *layout);
 
 /* ---------- GUCs (guc.c) ---------- */
 extern bool gpuidx_service_setting;
@@ -164,6 +180,8 @@ extern GpuidxImageData *gpuidx_shared_find(Relation index,
 										   const GpuidxMetaPageData *meta,
 										   const GpuidxPendingCounts *pending);
 extern void gpuidx_shared_publish(Relation index, GpuidxImageData *img);
+extern bool gpuidx_shared_publish_delta(Relation index, GpuidxImageData *img,
+										GpuidxImageData *prev);
 extern bool gpuidx_shared_pin(GpuidxImageData *img);
 extern void gpuidx_shared_unpin(GpuidxImageData *img);
 extern void gpuidx_shared_detach(GpuidxImageData *img);
@@ -171,6 +189,8 @@ extern bool gpuidx_shared_is_current(const GpuidxImageData *img);
 extern void gpuidx_shared_follow_fold(GpuidxImageData *img,
 									  const GpuidxMetaPageData *meta);
 extern void gpuidx_shared_sweep(void);
+extern dsm_segment *gpuidx_map_segment(dsm_handle handle);
+extern void gpuidx_unmap_segment(dsm_segment *seg);
 extern bool gpuidx_shared_engine_info(const GpuidxImageData *img,
 									  uint64 *device_bytes, uint64 *host_bytes,
 									  int *engines);

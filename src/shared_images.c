@@ -1,12 +1,16 @@
 /*
  * shared_images.c - the shared image store of service mode (service.h).
  *
- * A shared image is one version of an index's sorted entries in a dynamic
- * shared memory segment: keys, packed TIDs, INCLUDE rows, then the TIDs and
- * rows of NULL keys (gpuidx_segment_layout).  Segments never change once
+ * A shared image is one version of an index's sorted entries in dynamic
+ * shared memory, split as GpuidxImageData splits them: a base segment
+ * (keys, packed TIDs, INCLUDE rows) and a delta segment (entries added
+ * since, sorted, with their positions among all entries; then the TIDs and
+ * rows of NULL keys).  A version made by inserts shares its predecessor's
+ * base and publishes only a new delta, so a refresh after a few inserts
+ * copies a few entries, not the index.  Segments never change once
  * published; a backend maps them read-only and sees them through a *view*,
- * a GpuidxImageData whose arrays point into the mapping (shared = true), so
- * every reader of GpuidxImageData works unchanged.
+ * a GpuidxImageData whose arrays point into the mappings (shared = true),
+ * so every reader of GpuidxImageData works unchanged.
  *
  * The store is a fixed array of slots in the main shared memory under one
  * LWLock.  A slot names its index (database, OID, relfilenode) and what the
@@ -18,9 +22,10 @@
  * the pin at transaction end, so least-recently-used eviction under
  * gpuidx.service_memory_limit frees only images nobody is reading.
  *
- * A slot's segment is pinned (dsm_pin_segment) while the slot holds it, so
- * it outlives the backend that published it; freeing a slot unpins it, and
- * the memory goes back once every process that still maps it detaches.
+ * A segment is pinned (dsm_pin_segment) while a slot uses it, so it
+ * outlives the backend that published it: a delta by its slot, a base until
+ * the last slot sharing it is freed.  The memory goes back once every
+ * process that still maps it detaches.
  */
 #include "gpuidx.h"
 #include "service.h"
@@ -32,19 +37,38 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-/* Where each array of a shared image starts, and the segment's size. */
+/* Where the arrays of a base segment of nbase entries start. */
 void
-gpuidx_segment_layout(int64 n, int64 nnull, int row_bytes,
-					  GpuidxSegmentLayout *layout)
+gpuidx_base_layout(int64 nbase, int row_bytes, GpuidxSegmentLayout *layout)
 {
 	Size		off = 0;
 
+	memset(layout, 0, sizeof(*layout));
 	layout->keys = off;
-	off += MAXALIGN(sizeof(int64) * Max(n, 1));
+	off += MAXALIGN(sizeof(int64) * Max(nbase, 1));
 	layout->tids = off;
-	off += MAXALIGN(sizeof(uint64) * Max(n, 1));
+	off += MAXALIGN(sizeof(uint64) * Max(nbase, 1));
 	layout->rows = off;
-	off += MAXALIGN((Size) row_bytes * n);
+	off += MAXALIGN((Size) row_bytes * nbase);
+	layout->total = off;
+}
+
+/* Where the arrays of a delta segment start. */
+void
+gpuidx_delta_layout(int64 ndelta, int64 nnull, int row_bytes,
+					GpuidxSegmentLayout *layout)
+{
+	Size		off = 0;
+
+	memset(layout, 0, sizeof(*layout));
+	layout->keys = off;
+	off += MAXALIGN(sizeof(int64) * Max(ndelta, 1));
+	layout->tids = off;
+	off += MAXALIGN(sizeof(uint64) * Max(ndelta, 1));
+	layout->rank = off;
+	off += MAXALIGN(sizeof(int64) * Max(ndelta, 1));
+	layout->rows = off;
+	off += MAXALIGN((Size) row_bytes * ndelta);
 	layout->null_tids = off;
 	off += MAXALIGN(sizeof(uint64) * Max(nnull, 1));
 	layout->null_rows = off;
@@ -52,7 +76,7 @@ gpuidx_segment_layout(int64 n, int64 nnull, int row_bytes,
 	layout->total = off;
 }
 
-/* The service's store, or an error when this is not service mode. */
+/* The service's store (service mode only). */
 static GpuidxServiceShared *
 store(void)
 {
@@ -60,36 +84,70 @@ store(void)
 	return gpuidx_service_shared;
 }
 
-/* Bytes held by every published slot. */
+/* Does a used slot other than skip share base_id's base (lock held)? */
+static bool
+base_shared(uint64 base_id, const GpuidxSharedImage *skip)
+{
+	GpuidxServiceShared *s = store();
+	int			i;
+
+	for (i = 0; i < s->max_images; i++)
+		if (&s->images[i] != skip && s->images[i].id != 0 &&
+			s->images[i].base_id == base_id)
+			return true;
+	return false;
+}
+
+/* Bytes held by every published slot, each shared base counted once. */
 static Size
 store_bytes(void)
 {
 	GpuidxServiceShared *s = store();
 	Size		total = 0;
-	int			i;
+	int			i,
+				j;
 
 	for (i = 0; i < s->max_images; i++)
-		if (s->images[i].id != 0)
-			total += s->images[i].bytes;
+	{
+		GpuidxSharedImage *slot = &s->images[i];
+		bool		counted = false;
+
+		if (slot->id == 0)
+			continue;
+		total += slot->delta_bytes;
+		for (j = 0; j < i && !counted; j++)
+			counted = s->images[j].id != 0 && s->images[j].base_id == slot->base_id;
+		if (!counted)
+			total += slot->base_bytes;
+	}
 	return total;
 }
 
-/* Free a slot (the store's lock held exclusively) and unpin its segment. */
+/*
+ * Free a slot (the store's lock held exclusively): unpin its delta, and
+ * its base when no other slot shares it.
+ */
 static void
 free_slot(GpuidxSharedImage *slot)
 {
-	dsm_handle	h = slot->handle;
+	bool		last = !base_shared(slot->base_id, slot);
 
 	slot->id = 0;
 	slot->current = false;
-	slot->handle = DSM_HANDLE_INVALID;
-	if (h != DSM_HANDLE_INVALID)
-		dsm_unpin_segment(h);
+	if (slot->delta_handle != DSM_HANDLE_INVALID)
+		dsm_unpin_segment(slot->delta_handle);
+	if (last && slot->base_handle != DSM_HANDLE_INVALID)
+		dsm_unpin_segment(slot->base_handle);
+	slot->delta_handle = DSM_HANDLE_INVALID;
+	slot->base_handle = DSM_HANDLE_INVALID;
 }
 
-/* Free every retired slot nobody pins (the lock held exclusively). */
+/*
+ * Free every retired slot nobody pins, but none sharing keep_base (a base
+ * a new version is about to share; 0: none) (the lock held exclusively).
+ */
 static void
-sweep_locked(void)
+sweep_locked(uint64 keep_base)
 {
 	GpuidxServiceShared *s = store();
 	int			i;
@@ -99,7 +157,8 @@ sweep_locked(void)
 		GpuidxSharedImage *slot = &s->images[i];
 
 		if (slot->id != 0 && !slot->current &&
-			pg_atomic_read_u32(&slot->pins) == 0)
+			pg_atomic_read_u32(&slot->pins) == 0 &&
+			(keep_base == 0 || slot->base_id != keep_base))
 			free_slot(slot);
 	}
 }
@@ -111,16 +170,16 @@ gpuidx_shared_sweep(void)
 	if (gpuidx_service_shared == NULL)
 		return;
 	LWLockAcquire(store()->lock, LW_EXCLUSIVE);
-	sweep_locked();
+	sweep_locked(0);
 	LWLockRelease(store()->lock);
 }
 
 /*
- * Evict the least recently used slot that no transaction pins (the lock
- * held exclusively); false when there is none.
+ * Evict the least recently used slot that no transaction pins, never
+ * keep's base (the lock held exclusively); false when there is none.
  */
 static bool
-evict_lru_locked(void)
+evict_lru_locked(uint64 keep_base)
 {
 	GpuidxServiceShared *s = store();
 	GpuidxSharedImage *victim = NULL;
@@ -130,41 +189,42 @@ evict_lru_locked(void)
 	{
 		GpuidxSharedImage *slot = &s->images[i];
 
-		if (slot->id == 0 || pg_atomic_read_u32(&slot->pins) != 0)
+		if (slot->id == 0 || pg_atomic_read_u32(&slot->pins) != 0 ||
+			(keep_base != 0 && slot->base_id == keep_base))
 			continue;
 		if (victim == NULL || slot->last_used < victim->last_used)
 			victim = slot;
 	}
 	if (victim == NULL)
 		return false;
-	elog(DEBUG1, "gpuidx: evicting the shared image of index %u (%zu bytes)",
-		 victim->indexoid, victim->bytes);
+	elog(DEBUG1, "gpuidx: evicting the shared image of index %u", victim->indexoid);
 	free_slot(victim);
 	return true;
 }
 
 /*
- * A free slot for a new image of bytes, evicting what gpuidx.service_
- * memory_limit and the slot count ask for; NULL when the pinned images
- * leave no room (the lock held exclusively).
+ * A free slot for a new image of bytes more, evicting what gpuidx.service_
+ * memory_limit and the slot count ask for (never a slot sharing keep_base,
+ * the base the new image uses); NULL when the pinned images leave no room
+ * (the lock held exclusively).
  */
 static GpuidxSharedImage *
-claim_slot_locked(Size bytes)
+claim_slot_locked(Size bytes, uint64 keep_base)
 {
 	GpuidxServiceShared *s = store();
 	Size		limit = (Size) gpuidx_service_memory_limit_mb * 1024 * 1024;
 	int			i;
 
-	sweep_locked();
+	sweep_locked(keep_base);
 	while (gpuidx_service_memory_limit_mb > 0 && store_bytes() + bytes > limit)
-		if (!evict_lru_locked())
+		if (!evict_lru_locked(keep_base))
 			return NULL;
 	for (;;)
 	{
 		for (i = 0; i < s->max_images; i++)
 			if (s->images[i].id == 0)
 				return &s->images[i];
-		if (!evict_lru_locked())
+		if (!evict_lru_locked(keep_base))
 			return NULL;
 	}
 }
@@ -201,6 +261,18 @@ slot_matches(const GpuidxSharedImage *slot, Relation index,
 		slot->row_bytes == gpuidx_layout(index)->row_bytes;
 }
 
+/* Does slot hold the same entries as img (the same version)? */
+static bool
+slot_holds(const GpuidxSharedImage *slot, Relation index,
+		   const GpuidxImageData *img)
+{
+	return RelFileNodeEquals(slot->node, index->rd_node) &&
+		slot->generation == img->generation &&
+		slot->base_count == img->base_count &&
+		slot->pending_count == img->pending_count &&
+		slot->nnull == img->nnull;
+}
+
 /*
  * A fold moved exactly the entries slot holds into a new base run: the
  * slot follows it, as a per-backend image does (cache.c); lock held
@@ -229,26 +301,29 @@ pin_locked(GpuidxSharedImage *slot)
 	slot->last_used = pg_atomic_add_fetch_u64(&store()->tick, 1);
 }
 
-/* Point a view's arrays into its mapped segment. */
+/* Point a view's arrays into its mapped base and delta segments. */
 static void
-point_into(GpuidxImageData *img, dsm_segment *seg)
+point_into(GpuidxImageData *img, dsm_segment *base_seg, dsm_segment *delta_seg)
 {
-	GpuidxSegmentLayout layout;
-	char	   *base = dsm_segment_address(seg);
+	GpuidxSegmentLayout b,
+				d;
+	char	   *base = dsm_segment_address(base_seg);
+	char	   *delta = dsm_segment_address(delta_seg);
+	int			rb = img->row_bytes;
 
-	gpuidx_segment_layout(img->n, img->nnull, img->row_bytes, &layout);
-	img->keys = (int64 *) (base + layout.keys);
-	img->tids = (uint64 *) (base + layout.tids);
-	img->rows = img->row_bytes > 0 ? base + layout.rows : NULL;
-	img->null_tids = (uint64 *) (base + layout.null_tids);
-	img->null_rows = img->row_bytes > 0 ? base + layout.null_rows : NULL;
-	img->nbase = img->n;
-	img->ndelta = 0;
-	img->dkeys = NULL;
-	img->dtids = NULL;
-	img->drank = NULL;
-	img->drows = NULL;
-	img->seg = seg;
+	gpuidx_base_layout(img->nbase, rb, &b);
+	gpuidx_delta_layout(img->ndelta, img->nnull, rb, &d);
+	img->keys = (int64 *) (base + b.keys);
+	img->tids = (uint64 *) (base + b.tids);
+	img->rows = rb > 0 ? base + b.rows : NULL;
+	img->dkeys = (int64 *) (delta + d.keys);
+	img->dtids = (uint64 *) (delta + d.tids);
+	img->drank = (int64 *) (delta + d.rank);
+	img->drows = rb > 0 ? delta + d.rows : NULL;
+	img->null_tids = (uint64 *) (delta + d.null_tids);
+	img->null_rows = rb > 0 ? delta + d.null_rows : NULL;
+	img->base_seg = base_seg;
+	img->delta_seg = delta_seg;
 }
 
 /* Copy a slot's identity into a view (the lock held). */
@@ -257,6 +332,8 @@ view_from_slot(GpuidxImageData *img, const GpuidxSharedImage *slot, int slotno)
 {
 	img->indexoid = slot->indexoid;
 	img->n = slot->n;
+	img->nbase = slot->nbase;
+	img->ndelta = slot->ndelta;
 	img->nnull = slot->nnull;
 	img->row_bytes = slot->row_bytes;
 	img->key_bytes = slot->key_bytes;
@@ -265,7 +342,6 @@ view_from_slot(GpuidxImageData *img, const GpuidxSharedImage *slot, int slotno)
 	img->base_count = slot->base_count;
 	img->pending_count = slot->pending_count;
 	memcpy(img->lane_count, slot->lane_count, sizeof(img->lane_count));
-	img->load_ms = 0;
 	img->image = NULL;
 	img->image_deferred = false;
 	img->shared = true;
@@ -275,9 +351,9 @@ view_from_slot(GpuidxImageData *img, const GpuidxSharedImage *slot, int slotno)
 }
 
 /*
- * This process's mappings of shared images, counted: PostgreSQL maps a
- * segment once per process, and two views (an old pinned one and a new
- * one) may share a segment.
+ * This process's mappings of shared segments, counted: PostgreSQL maps a
+ * segment once per process, and several views share a base (and an old
+ * pinned view and a new one may share both).
  */
 typedef struct SegmentMapping
 {
@@ -288,9 +364,31 @@ typedef struct SegmentMapping
 
 static SegmentMapping *mappings = NULL;
 
-/* Map a pinned slot's segment (or count one more view of its mapping). */
-static dsm_segment *
-map_segment(dsm_handle handle)
+/* Count one more view of a mapping this process already has, or add it. */
+static void
+add_mapping(dsm_segment *seg)
+{
+	SegmentMapping *m;
+
+	for (m = mappings; m; m = m->next)
+		if (m->seg == seg)
+		{
+			m->views++;
+			return;
+		}
+	m = MemoryContextAlloc(TopMemoryContext, sizeof(SegmentMapping));
+	m->seg = seg;
+	m->views = 1;
+	m->next = mappings;
+	mappings = m;
+}
+
+/*
+ * Map a pinned slot's segment (or count one more view of its mapping); the
+ * service maps segments through this too.
+ */
+dsm_segment *
+gpuidx_map_segment(dsm_handle handle)
 {
 	SegmentMapping *m;
 	dsm_segment *seg;
@@ -301,38 +399,28 @@ map_segment(dsm_handle handle)
 			m->views++;
 			return m->seg;
 		}
-	m = MemoryContextAlloc(TopMemoryContext, sizeof(SegmentMapping));
 	seg = dsm_attach(handle);
 	if (seg == NULL)
-	{
-		pfree(m);
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not map a gpuidx shared image")));
-	}
 	dsm_pin_mapping(seg);
-	m->seg = seg;
-	m->views = 1;
-	m->next = mappings;
-	mappings = m;
+	PG_TRY();
+	{
+		add_mapping(seg);
+	}
+	PG_CATCH();
+	{
+		dsm_detach(seg);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	return seg;
 }
 
-/* Remember a mapping this process made itself (a published segment). */
-static void
-add_mapping(dsm_segment *seg)
-{
-	SegmentMapping *m = MemoryContextAlloc(TopMemoryContext, sizeof(SegmentMapping));
-
-	m->seg = seg;
-	m->views = 1;
-	m->next = mappings;
-	mappings = m;
-}
-
 /* One view fewer of seg; unmap it after the last. */
-static void
-unmap_segment(dsm_segment *seg)
+void
+gpuidx_unmap_segment(dsm_segment *seg)
 {
 	SegmentMapping **p;
 
@@ -352,6 +440,35 @@ unmap_segment(dsm_segment *seg)
 }
 
 /*
+ * Map a pinned slot's two segments into img (a view).  On an error the pin
+ * is dropped and img maps nothing (the caller frees it).
+ */
+static void
+map_view(GpuidxImageData *img, GpuidxSharedImage *slot,
+		 dsm_handle base_handle, dsm_handle delta_handle)
+{
+	dsm_segment *base_seg = NULL;
+	dsm_segment *delta_seg;
+
+	PG_TRY();
+	{
+		base_seg = gpuidx_map_segment(base_handle);
+		delta_seg = gpuidx_map_segment(delta_handle);
+	}
+	PG_CATCH();
+	{
+		if (base_seg)
+			gpuidx_unmap_segment(base_seg);
+		pg_atomic_fetch_sub_u32(&slot->pins, 1);
+		img->shared_pinned = false;
+		img->base_seg = img->delta_seg = NULL;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	point_into(img, base_seg, delta_seg);
+}
+
+/*
  * A view of the shared image that holds exactly what the metapage says
  * (meta, pending), pinned for this transaction; NULL when no such image is
  * published.  The view lives in its own context under TopMemoryContext;
@@ -365,8 +482,8 @@ gpuidx_shared_find(Relation index, const GpuidxMetaPageData *meta,
 	GpuidxSharedImage *slot;
 	MemoryContext ctx;
 	GpuidxImageData *img;
-	dsm_handle	handle;
-	dsm_segment *seg;
+	dsm_handle	base_handle,
+				delta_handle;
 
 	LWLockAcquire(s->lock, LW_EXCLUSIVE);
 	slot = current_slot_locked(RelationGetRelid(index));
@@ -383,140 +500,148 @@ gpuidx_shared_find(Relation index, const GpuidxMetaPageData *meta,
 	img = MemoryContextAllocZero(ctx, sizeof(GpuidxImageData));
 	img->context = ctx;
 	view_from_slot(img, slot, (int) (slot - s->images));
-	handle = slot->handle;
+	img->load_ms = 0;
+	base_handle = slot->base_handle;
+	delta_handle = slot->delta_handle;
 	LWLockRelease(s->lock);
 
 	PG_TRY();
 	{
-		seg = map_segment(handle);
+		map_view(img, slot, base_handle, delta_handle);
 	}
 	PG_CATCH();
 	{
-		pg_atomic_fetch_sub_u32(&slot->pins, 1);
 		MemoryContextDelete(ctx);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	point_into(img, seg);
 	return img;
 }
 
-/* Free a local image's arrays once they live in a segment. */
-static void
-free_local_arrays(GpuidxImageData *img)
+/* Create a segment of bytes (NULL when no segment slot is left). */
+static dsm_segment *
+new_segment(Size bytes)
 {
-	if (img->keys)
-		pfree(img->keys);
-	if (img->tids)
-		pfree(img->tids);
-	if (img->rows)
-		pfree(img->rows);
-	if (img->null_tids)
-		pfree(img->null_tids);
-	if (img->null_rows)
-		pfree(img->null_rows);
+	return dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
 }
 
-/* Copy a freshly loaded image's arrays into a new segment. */
+/* A new delta segment holding img's delta and NULL-key entries. */
 static dsm_segment *
-copy_to_segment(GpuidxImageData *img, Size *bytes)
+copy_delta(GpuidxImageData *img, Size *bytes)
 {
-	GpuidxSegmentLayout layout;
+	GpuidxSegmentLayout d;
 	dsm_segment *seg;
-	char	   *base;
+	char	   *p;
+	int			rb = img->row_bytes;
 
-	gpuidx_segment_layout(img->n, img->nnull, img->row_bytes, &layout);
-	seg = dsm_create(layout.total, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	gpuidx_delta_layout(img->ndelta, img->nnull, rb, &d);
+	seg = new_segment(d.total);
 	if (seg == NULL)
 		return NULL;
-	base = dsm_segment_address(seg);
-	memcpy(base + layout.keys, img->keys, sizeof(int64) * img->n);
-	memcpy(base + layout.tids, img->tids, sizeof(uint64) * img->n);
-	if (img->row_bytes > 0)
+	p = dsm_segment_address(seg);
+	memcpy(p + d.keys, img->dkeys, sizeof(int64) * img->ndelta);
+	memcpy(p + d.tids, img->dtids, sizeof(uint64) * img->ndelta);
+	memcpy(p + d.rank, img->drank, sizeof(int64) * img->ndelta);
+	memcpy(p + d.null_tids, img->null_tids, sizeof(uint64) * img->nnull);
+	if (rb > 0)
 	{
-		memcpy(base + layout.rows, img->rows, (Size) img->row_bytes * img->n);
-		memcpy(base + layout.null_rows, img->null_rows,
-			   (Size) img->row_bytes * img->nnull);
+		memcpy(p + d.rows, img->drows, (Size) rb * img->ndelta);
+		memcpy(p + d.null_rows, img->null_rows, (Size) rb * img->nnull);
 	}
-	memcpy(base + layout.null_tids, img->null_tids, sizeof(uint64) * img->nnull);
-	*bytes = layout.total;
+	*bytes = d.total;
 	return seg;
 }
 
+/* A new base segment holding img's base arrays. */
+static dsm_segment *
+copy_base(GpuidxImageData *img, Size *bytes)
+{
+	GpuidxSegmentLayout b;
+	dsm_segment *seg;
+	char	   *p;
+	int			rb = img->row_bytes;
+
+	gpuidx_base_layout(img->nbase, rb, &b);
+	seg = new_segment(b.total);
+	if (seg == NULL)
+		return NULL;
+	p = dsm_segment_address(seg);
+	memcpy(p + b.keys, img->keys, sizeof(int64) * img->nbase);
+	memcpy(p + b.tids, img->tids, sizeof(uint64) * img->nbase);
+	if (rb > 0)
+		memcpy(p + b.rows, img->rows, (Size) rb * img->nbase);
+	*bytes = b.total;
+	return seg;
+}
+
+/* Free what a private image owns once its arrays live in segments. */
+static void
+free_local_arrays(GpuidxImageData *img, bool base_too)
+{
+	void	   *arrays[] = {img->dkeys, img->dtids, img->drank, img->drows,
+	img->null_tids, img->null_rows};
+	int			i;
+
+	if (base_too)
+	{
+		if (img->keys)
+			pfree(img->keys);
+		if (img->tids)
+			pfree(img->tids);
+		if (img->rows)
+			pfree(img->rows);
+	}
+	for (i = 0; i < lengthof(arrays); i++)
+		if (arrays[i])
+			pfree(arrays[i]);
+}
+
 /*
- * Publish a freshly loaded image (base arrays only, no engine image) as the
- * index's current shared image and turn img into a view of it.  When
- * another backend published the same version first, img becomes a view of
- * theirs.  When the store has no room (every image pinned, or too few
- * segments), img stays a private image of this backend.
+ * Register a new version (the lock held exclusively, segments made and
+ * mapped): the index's current slot, retiring the older one.  NULL when the
+ * store has no room.
  */
-void
-gpuidx_shared_publish(Relation index, GpuidxImageData *img)
+static GpuidxSharedImage *
+register_locked(Relation index, GpuidxImageData *img, uint64 parent_id,
+				uint64 base_id, dsm_segment *base_seg, Size base_bytes,
+				dsm_segment *delta_seg, Size delta_bytes)
 {
 	GpuidxServiceShared *s = store();
-	GpuidxSharedImage *slot,
-			   *old;
-	dsm_segment *seg;
-	Size		bytes = 0;
+	GpuidxSharedImage *old = current_slot_locked(img->indexoid);
+	GpuidxSharedImage *slot;
+	uint64		id;
 
-	if (img->ndelta != 0 || img->image != NULL || img->shared)
-		return;
-	seg = copy_to_segment(img, &bytes);
-	if (seg == NULL)
-	{
-		elog(DEBUG1, "gpuidx: no dynamic shared memory segment left for index %u",
-			 img->indexoid);
-		return;
-	}
-	dsm_pin_mapping(seg);
-
-	LWLockAcquire(s->lock, LW_EXCLUSIVE);
-	old = current_slot_locked(img->indexoid);
-	if (old && RelFileNodeEquals(old->node, index->rd_node) &&
-		old->generation == img->generation && old->base_count == img->base_count &&
-		old->pending_count == img->pending_count && old->nnull == img->nnull)
-	{
-		/* Someone published this version meanwhile: use theirs. */
-		dsm_handle	theirs = old->handle;
-
-		pin_locked(old);
-		view_from_slot(img, old, (int) (old - s->images));
-		LWLockRelease(s->lock);
-		dsm_detach(seg);
-		free_local_arrays(img);
-		point_into(img, map_segment(theirs));
-		return;
-	}
 	if (old)
 	{
 		old->current = false;
-		if (pg_atomic_read_u32(&old->pins) == 0)
+		if (pg_atomic_read_u32(&old->pins) == 0 &&
+			(base_id == 0 || old->base_id != base_id))
 			free_slot(old);
 	}
-	slot = claim_slot_locked(bytes);
+	slot = claim_slot_locked(delta_bytes + (base_id == 0 ? base_bytes : 0), base_id);
 	if (slot == NULL)
-	{
-		LWLockRelease(s->lock);
-		elog(DEBUG1, "gpuidx: no room in the shared image store for index %u",
-			 img->indexoid);
-		dsm_detach(seg);
-		return;
-	}
-	dsm_pin_segment(seg);
-	slot->id = ++s->next_id;
+		return NULL;
+	id = ++s->next_id;
+	slot->id = id;
 	slot->dbid = MyDatabaseId;
 	slot->indexoid = img->indexoid;
 	slot->node = index->rd_node;
 	slot->current = true;
 	pg_atomic_write_u32(&slot->pins, 0);
 	slot->loaded_at = GetCurrentTimestamp();
-	slot->handle = dsm_segment_handle(seg);
-	slot->bytes = bytes;
+	slot->parent_id = parent_id;
+	slot->base_id = base_id != 0 ? base_id : id;
+	slot->base_handle = dsm_segment_handle(base_seg);
+	slot->base_bytes = base_bytes;
+	slot->delta_handle = dsm_segment_handle(delta_seg);
+	slot->delta_bytes = delta_bytes;
 	slot->generation = img->generation;
 	slot->base_count = img->base_count;
 	slot->pending_count = img->pending_count;
 	memcpy(slot->lane_count, img->lane_count, sizeof(slot->lane_count));
 	slot->n = img->n;
+	slot->nbase = img->nbase;
+	slot->ndelta = img->ndelta;
 	slot->nnull = img->nnull;
 	slot->key_bytes = img->key_bytes;
 	slot->structure = img->structure;
@@ -526,12 +651,148 @@ gpuidx_shared_publish(Relation index, GpuidxImageData *img)
 	slot->engine_host_bytes = 0;
 	slot->engines = 0;
 	pin_locked(slot);
-	view_from_slot(img, slot, (int) (slot - s->images));
-	img->load_ms = slot->load_ms;
+	return slot;
+}
+
+/*
+ * Another backend published img's version first (the lock held, released
+ * here): img becomes a view of theirs.  The caller frees its own segments.
+ */
+static void
+use_theirs(GpuidxImageData *img, GpuidxSharedImage *theirs, bool base_too)
+{
+	GpuidxServiceShared *s = store();
+	dsm_handle	base_handle = theirs->base_handle;
+	dsm_handle	delta_handle = theirs->delta_handle;
+	double		load_ms = img->load_ms;
+
+	pin_locked(theirs);
+	free_local_arrays(img, base_too);
+	view_from_slot(img, theirs, (int) (theirs - s->images));
 	LWLockRelease(s->lock);
-	free_local_arrays(img);
-	add_mapping(seg);
-	point_into(img, seg);
+	img->load_ms = load_ms;
+	map_view(img, theirs, base_handle, delta_handle);
+}
+
+/*
+ * Publish a freshly loaded image (no engine image; its own base arrays and
+ * delta) as the index's current shared image and turn img into a view of
+ * it.  When another backend published the same version first, img becomes
+ * a view of theirs.  When the store has no room (every image pinned, or no
+ * segment left), img stays a private image of this backend.
+ */
+void
+gpuidx_shared_publish(Relation index, GpuidxImageData *img)
+{
+	GpuidxServiceShared *s = store();
+	GpuidxSharedImage *slot,
+			   *old;
+	dsm_segment *base_seg,
+			   *delta_seg;
+	Size		base_bytes = 0,
+				delta_bytes = 0;
+
+	if (img->image != NULL || img->shared)
+		return;
+	base_seg = copy_base(img, &base_bytes);
+	delta_seg = base_seg ? copy_delta(img, &delta_bytes) : NULL;
+	if (delta_seg == NULL)
+	{
+		if (base_seg)
+			dsm_detach(base_seg);
+		elog(DEBUG1, "gpuidx: no dynamic shared memory segment left for index %u",
+			 img->indexoid);
+		return;
+	}
+
+	LWLockAcquire(s->lock, LW_EXCLUSIVE);
+	old = current_slot_locked(img->indexoid);
+	if (old && slot_holds(old, index, img))
+	{
+		dsm_detach(base_seg);
+		dsm_detach(delta_seg);
+		use_theirs(img, old, true);
+		return;
+	}
+	slot = register_locked(index, img, 0, 0, base_seg, base_bytes,
+						   delta_seg, delta_bytes);
+	if (slot == NULL)
+	{
+		LWLockRelease(s->lock);
+		elog(DEBUG1, "gpuidx: no room in the shared image store for index %u",
+			 img->indexoid);
+		dsm_detach(base_seg);
+		dsm_detach(delta_seg);
+		return;
+	}
+	dsm_pin_segment(base_seg);
+	dsm_pin_segment(delta_seg);
+	view_from_slot(img, slot, (int) (slot - s->images));
+	LWLockRelease(s->lock);
+	free_local_arrays(img, true);
+	dsm_pin_mapping(base_seg);
+	dsm_pin_mapping(delta_seg);
+	add_mapping(base_seg);
+	add_mapping(delta_seg);
+	point_into(img, base_seg, delta_seg);
+}
+
+/*
+ * Publish img, made of prev's base (a view's, borrowed) and a new delta of
+ * its own, as the index's current shared image sharing prev's base
+ * segment, and turn img into a view of it.  False, img untouched, when that
+ * cannot be done (prev's image is gone from the store, no room, no segment
+ * left): the caller loads a whole new version instead.
+ */
+bool
+gpuidx_shared_publish_delta(Relation index, GpuidxImageData *img,
+							GpuidxImageData *prev)
+{
+	GpuidxServiceShared *s = store();
+	GpuidxSharedImage *pslot = &s->images[prev->shared_slot];
+	GpuidxSharedImage *slot,
+			   *old;
+	dsm_segment *delta_seg;
+	Size		delta_bytes = 0;
+	uint64		base_id;
+
+	Assert(prev->shared && img->keys == prev->keys);
+	delta_seg = copy_delta(img, &delta_bytes);
+	if (delta_seg == NULL)
+		return false;
+	LWLockAcquire(s->lock, LW_EXCLUSIVE);
+	if (pslot->id != prev->shared_id)
+	{
+		/* prev was evicted: its base is no longer the store's to share */
+		LWLockRelease(s->lock);
+		dsm_detach(delta_seg);
+		return false;
+	}
+	base_id = pslot->base_id;
+	old = current_slot_locked(img->indexoid);
+	if (old && slot_holds(old, index, img))
+	{
+		dsm_detach(delta_seg);
+		use_theirs(img, old, false);
+		return true;
+	}
+	slot = register_locked(index, img, prev->shared_id, base_id,
+						   prev->base_seg, pslot->base_bytes, delta_seg, delta_bytes);
+	if (slot == NULL)
+	{
+		LWLockRelease(s->lock);
+		dsm_detach(delta_seg);
+		return false;
+	}
+	dsm_pin_segment(delta_seg);
+	view_from_slot(img, slot, (int) (slot - s->images));
+	LWLockRelease(s->lock);
+	free_local_arrays(img, false);
+	dsm_pin_mapping(delta_seg);
+	add_mapping(prev->base_seg);
+	add_mapping(delta_seg);
+	point_into(img, prev->base_seg, delta_seg);
+	return true;
 }
 
 /*
@@ -567,14 +828,17 @@ gpuidx_shared_unpin(GpuidxImageData *img)
 	img->shared_pinned = false;
 }
 
-/* Unmap a view's segment (the view is being freed). */
+/* Unmap a view's segments (the view is being freed). */
 void
 gpuidx_shared_detach(GpuidxImageData *img)
 {
 	gpuidx_shared_unpin(img);
-	if (img->seg)
-		unmap_segment(img->seg);
-	img->seg = NULL;
+	if (img->delta_seg)
+		gpuidx_unmap_segment(img->delta_seg);
+	if (img->base_seg)
+		gpuidx_unmap_segment(img->base_seg);
+	img->delta_seg = NULL;
+	img->base_seg = NULL;
 }
 
 /*
@@ -627,8 +891,9 @@ PG_FUNCTION_INFO_V1(gpuidx_service_images);
 
 /*
  * gpuidx_service_images(): one row per image the service store holds, in
- * every database: index, database, entries, host and device bytes, engines
- * built, pins, current, load and last-use order.
+ * every database: index, database, entries, shared bytes (a base shared
+ * with other versions counted in each), engine host and device bytes,
+ * engines built, pins, current, load time and last-use order.
  */
 Datum
 gpuidx_service_images(PG_FUNCTION_ARGS)
@@ -659,7 +924,7 @@ gpuidx_service_images(PG_FUNCTION_ARGS)
 		values[2] = Int64GetDatum(slot->id);
 		values[3] = BoolGetDatum(slot->current);
 		values[4] = Int64GetDatum(slot->n + slot->nnull);
-		values[5] = Int64GetDatum((int64) slot->bytes);
+		values[5] = Int64GetDatum((int64) (slot->base_bytes + slot->delta_bytes));
 		values[6] = Int64GetDatum((int64) slot->engine_host_bytes);
 		values[7] = Int64GetDatum((int64) slot->engine_device_bytes);
 		values[8] = CStringGetTextDatum(engines);

@@ -16,6 +16,9 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use GpuidxTest;
 
+# It starts its own nodes in both modes: run it once, in the service pass.
+plan skip_all => 'runs in the service-mode pass (GPUIDX_SERVICE=1)' if !service_mode();
+
 my $engine = $ENV{GPUIDX_ENGINE} // 'auto';
 my $parallel = q{
 autovacuum = off
