@@ -714,7 +714,6 @@ shared_delta_version(Relation index, GpuidxImageData *prev)
 	old = MemoryContextSwitchTo(tmp);
 	if (read_delta(index, prev, ctx, &d))
 	{
-		elog(LOG, "DBG read_delta ok nd=%ld", (long) d.nd);
 		img = MemoryContextAllocZero(ctx, sizeof(GpuidxImageData));
 		img->context = ctx;
 		img->indexoid = prev->indexoid;
