@@ -18,23 +18,32 @@ CREATE TABLE IF NOT EXISTS gijoin.results (
     plan text, ms float8, result text, note text,
     at timestamptz DEFAULT clock_timestamp());
 CREATE TABLE IF NOT EXISTS gijoin.info (what text, value text);
+-- plan_name had one argument before (a kept data directory's schema)
+DROP FUNCTION IF EXISTS gijoin.plan_name(jsonb);
 RESET client_min_messages;
 
 -- Rows lo..hi of the table tbl: key k = 8 * (hash(i) mod nrows/2), so about
 -- 2.3 rows per distinct key, 86 % of the key slots used, gaps of 8 between
 -- slots; rows in random key order.  v depends on k alone, so that every row
 -- of a tied key carries the same v and an as-of query that picks any one of
--- them sums the same (PostgreSQL breaks LIMIT ties as it likes).  The hash
--- makes the rows the same whichever session writes which slice.
+-- them sums the same (PostgreSQL breaks LIMIT ties as it likes); so does w,
+-- an int8 filled when the table has a column w (bench/sql/include's second
+-- included column).  The hash makes the rows the same whichever session
+-- writes which slice.
 CREATE OR REPLACE FUNCTION gijoin.load_slice(tbl regclass, nrows bigint, lo bigint, hi bigint, padlen int)
 RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    has_w bool := EXISTS (SELECT FROM pg_attribute
+                           WHERE attrelid = tbl AND attname = 'w' AND attnum > 0 AND NOT attisdropped);
 BEGIN
     EXECUTE format($q$
-        INSERT INTO %s (id, k, v, pad)
-        SELECT s.i, s.k, (hashint8extended(s.k, 7) & 65535)::int4, %L
+        INSERT INTO %s (id, k, v, pad%s)
+        SELECT s.i, s.k, (hashint8extended(s.k, 7) & 65535)::int4, %L%s
           FROM (SELECT i, 8 * ((hashint8extended(i, 25) & 9223372036854775807) %% %s) AS k
                   FROM generate_series(%s, %s) i) s$q$,
-        tbl, repeat('x', padlen), nrows / 2, lo, hi);
+        tbl, CASE WHEN has_w THEN ', w' ELSE '' END, repeat('x', padlen),
+        CASE WHEN has_w THEN ', hashint8extended(s.k, 11) & 1099511627775' ELSE '' END,
+        nrows / 2, lo, hi);
 END $$;
 
 -- Drop every probe table (they depend on the table size).
@@ -103,31 +112,37 @@ LANGUAGE sql AS $$
     END
 $$;
 
+
 -- Set a parameter for the rest of the transaction if this server has it (a
--- gpuidx parameter of a newer build, say); true when it was set.  The
--- library is loaded first: "gpuidx" is a reserved prefix only once it is.
+-- gpuidx parameter of a newer build, say); true when it was set.
 CREATE OR REPLACE FUNCTION gijoin.set_local(name text, value text) RETURNS bool LANGUAGE plpgsql AS $$
 BEGIN
-    IF name LIKE 'gpuidx.%' THEN
-        LOAD 'gpuidx';
-    END IF;
-    IF NOT EXISTS (SELECT FROM pg_settings s WHERE s.name = set_local.name) THEN
+    IF NOT gijoin.have_setting(name) THEN
         RETURN false;
     END IF;
     PERFORM set_config(name, value, true);
     RETURN true;
 END $$;
 
--- True when this build offers GpuIndexJoin (it has gpuidx.enable_customjoin).
-CREATE OR REPLACE FUNCTION gijoin.have_customjoin() RETURNS bool LANGUAGE plpgsql AS $$
+-- True when this server has the parameter (gpuidx.enable_customjoin: this
+-- build offers GpuIndexJoin).  The library is loaded first: "gpuidx" is a
+-- reserved prefix, and its parameters are defined, only once it is.
+CREATE OR REPLACE FUNCTION gijoin.have_setting(name text) RETURNS bool LANGUAGE plpgsql AS $$
 BEGIN
-    LOAD 'gpuidx';
-    RETURN EXISTS (SELECT FROM pg_settings WHERE name = 'gpuidx.enable_customjoin');
+    IF name LIKE 'gpuidx.%' THEN
+        LOAD 'gpuidx';
+    END IF;
+    RETURN EXISTS (SELECT FROM pg_settings s WHERE s.name = have_setting.name);
 END $$;
+
+CREATE OR REPLACE FUNCTION gijoin.have_customjoin() RETURNS bool LANGUAGE sql AS $$
+    SELECT gijoin.have_setting('gpuidx.enable_customjoin')
+$$;
 
 -- The name of one plan node as EXPLAIN's text format prints it
 -- ("Parallel Hash Semi Join", "Index Only Scan Backward",
--- "Custom Scan (GpuIndexJoin)").
+-- "Custom Scan (GpuIndexJoin)"), with " key-only" after a gpuidx node that
+-- says "Key Only: true" (rows from the image on all-visible pages).
 CREATE OR REPLACE FUNCTION gijoin.node_name(node jsonb) RETURNS text LANGUAGE sql AS $$
     SELECT CASE WHEN (node->>'Parallel Aware')::bool THEN 'Parallel ' ELSE '' END ||
            CASE
@@ -138,17 +153,20 @@ CREATE OR REPLACE FUNCTION gijoin.node_name(node jsonb) RETURNS text LANGUAGE sq
                THEN 'Nested Loop ' || (node->>'Join Type') || ' Join'
              ELSE node->>'Node Type'
            END ||
-           CASE WHEN node->>'Scan Direction' = 'Backward' THEN ' Backward' ELSE '' END
+           CASE WHEN node->>'Scan Direction' = 'Backward' THEN ' Backward' ELSE '' END ||
+           CASE WHEN (node->>'Key Only')::bool THEN ' key-only' ELSE '' END
 $$;
 
--- What a plan (EXPLAIN's JSON "Plan" object) joins with: its top join node,
--- "Gather/" before it when a Gather runs above it, and after a slash the
--- node that reads the big table (t or tb) below it unless the join node
--- reads it itself: "Hash Join/Seq Scan", "Nested Loop/Index Only Scan",
--- "Custom Scan (GpuIndexJoin)"; without a join, the node that reads the
--- big table.  The engines that EXPLAIN ANALYZE reports
--- (property "Engine") follow in brackets.
-CREATE OR REPLACE FUNCTION gijoin.plan_name(plan jsonb) RETURNS text LANGUAGE sql AS $$
+-- What a plan (EXPLAIN's JSON "Plan" object) reads the big table with: its
+-- top join node or custom scan, "Gather/" before it when a Gather runs above
+-- it, and after a slash the node that reads the big table (one of tables)
+-- below it unless the top node reads it itself: "Hash Join/Seq Scan",
+-- "Nested Loop/Index Only Scan", "Custom Scan (GpuIndexJoin) key-only";
+-- without a join or custom scan, the node that reads the big table, again
+-- with "Gather/" before it ("Gather/Parallel Index Only Scan").  The engines
+-- that EXPLAIN ANALYZE reports (property "Engine") follow in brackets.
+CREATE OR REPLACE FUNCTION gijoin.plan_name(plan jsonb, tables text[] DEFAULT ARRAY['t', 'tb'])
+RETURNS text LANGUAGE sql AS $$
     WITH RECURSIVE tree(node, depth, path) AS (
         SELECT plan, 0, ARRAY[]::int[]
       UNION ALL
@@ -157,14 +175,21 @@ CREATE OR REPLACE FUNCTION gijoin.plan_name(plan jsonb) RETURNS text LANGUAGE sq
     ),
     top AS (
         SELECT node, path FROM tree
-         WHERE node->>'Node Type' IN ('Nested Loop', 'Hash Join', 'Merge Join')
-            OR node->>'Custom Plan Provider' = 'GpuIndexJoin'
+         WHERE node->>'Node Type' IN ('Nested Loop', 'Hash Join', 'Merge Join', 'Custom Scan')
          ORDER BY depth, path LIMIT 1
     ),
+    pick AS (
+        SELECT node, path, true AS is_top FROM top
+      UNION ALL
+        SELECT * FROM (SELECT node, path, false FROM tree
+                        WHERE node->>'Relation Name' = ANY (tables)
+                          AND NOT EXISTS (SELECT FROM top)
+                        ORDER BY depth, path LIMIT 1) r
+    ),
     reader AS (
-        SELECT tree.node FROM tree, top
-         WHERE tree.path[1:cardinality(top.path)] = top.path AND tree.path <> top.path
-           AND tree.node->>'Relation Name' IN ('t', 'tb')
+        SELECT tree.node FROM tree, pick
+         WHERE pick.is_top AND tree.path[1:cardinality(pick.path)] = pick.path AND tree.path <> pick.path
+           AND tree.node->>'Relation Name' = ANY (tables)
          ORDER BY tree.depth, tree.path LIMIT 1
     ),
     engines AS (
@@ -172,38 +197,80 @@ CREATE OR REPLACE FUNCTION gijoin.plan_name(plan jsonb) RETURNS text LANGUAGE sq
     )
     SELECT coalesce(
              (SELECT CASE WHEN EXISTS (SELECT FROM tree WHERE node->>'Node Type' IN ('Gather', 'Gather Merge')
-                                          AND path = top.path[1:cardinality(path)] AND path <> top.path)
+                                          AND path = pick.path[1:cardinality(path)] AND path <> pick.path)
                           THEN 'Gather/' ELSE '' END
-                     || gijoin.node_name(top.node)
+                     || gijoin.node_name(pick.node)
                      || coalesce('/' || (SELECT gijoin.node_name(node) FROM reader), '')
-                FROM top),
-             (SELECT gijoin.node_name(node) FROM tree WHERE node->>'Relation Name' IN ('t', 'tb')
-               ORDER BY depth, path LIMIT 1),
+                FROM pick),
              gijoin.node_name(plan))
            || coalesce(' [' || (SELECT e FROM engines) || ']', '')
 $$;
+
+-- The heap fetches a plan reports (EXPLAIN ANALYZE's "Heap Fetches" of index-only
+-- scans and gpuidx nodes, workers included), summed; NULL when no node reports them.
+CREATE OR REPLACE FUNCTION gijoin.plan_fetches(plan jsonb) RETURNS bigint LANGUAGE sql AS $$
+    WITH RECURSIVE tree(node) AS (
+        SELECT plan
+      UNION ALL
+        SELECT c.value FROM tree, jsonb_array_elements(tree.node->'Plans') c(value)
+    )
+    SELECT sum((node->>'Heap Fetches')::bigint)::bigint FROM tree WHERE node ? 'Heap Fetches'
+$$;
+
+-- Time one query q ($1 in it is arr, planned with its value as a one-shot
+-- plan is).  EXPLAIN names the plan first; when need is given and the plan
+-- (as JSON text) is not LIKE it, the query is not run (note 'not offered').
+-- Else one run whose result is kept (it warms the caches and loads the
+-- image; all its columns, comma-separated), then reps runs of EXPLAIN
+-- (ANALYZE, TIMING OFF): ms is the median "Execution Time" (no planning, no
+-- client transfer), plan the last run's "Plan" (engines, heap fetches).  A
+-- timeout (statement_timeout) or error goes to note, plan staying EXPLAIN's.
+CREATE OR REPLACE FUNCTION gijoin.time_cell(q text, reps int, arr bigint[] DEFAULT NULL, need text DEFAULT NULL,
+                                            OUT plan jsonb, OUT ms float8, OUT result text, OUT note text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    p json;
+    times float8[] := '{}';
+BEGIN
+    BEGIN
+        EXECUTE 'EXPLAIN (COSTS OFF, FORMAT JSON) ' || q INTO p USING arr;
+        plan := p::jsonb->0->'Plan';
+        IF need IS NOT NULL AND plan::text NOT LIKE need THEN
+            note := 'not offered';
+            RETURN;
+        END IF;
+        EXECUTE format('SELECT nullif(trim(both ''()'' FROM r::text), '''') FROM (%s) r', q) INTO result USING arr;
+        FOR i IN 1 .. reps LOOP
+            EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ' || q INTO p USING arr;
+            times := times || (p::jsonb->0->>'Execution Time')::float8;
+        END LOOP;
+        plan := p::jsonb->0->'Plan';
+    EXCEPTION
+        WHEN query_canceled THEN
+            note := 'timeout (' || current_setting('statement_timeout') || ')';
+            times := '{}';
+        WHEN OTHERS THEN
+            note := 'error: ' || SQLERRM;
+            times := '{}';
+    END;
+    SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) INTO ms FROM unnest(times) x;
+END $$;
 
 -- Time one cell: the workload at n probes through method btree (table tb) or
 -- gpuidx (table t, engine engine), the planner's own plan, or with forced
 -- the other joins disabled so that only GpuIndexJoin is left; the rescan
 -- workload is always a nested loop of index rescans (hash and merge joins,
--- memoize and GpuIndexJoin off).  One run whose result is kept (and the
--- caches warmed), then reps runs of EXPLAIN (ANALYZE, TIMING OFF): the median
--- "Execution Time".  A forced cell is skipped where the planner's own plan
--- for the engine was GpuIndexJoin already, and recorded as not offered where
--- the forced plan has no GpuIndexJoin.  A timeout (statement_timeout) or an
--- error is recorded in the note.  Returns a line for the log.
+-- memoize and GpuIndexJoin off).  gijoin.time_cell times it.  A forced cell
+-- is skipped where the planner's own plan for the engine was GpuIndexJoin
+-- already, and recorded as not offered where the forced plan has no
+-- GpuIndexJoin.  Returns a line for the log.
 CREATE OR REPLACE FUNCTION gijoin.measure(workload text, n int, method text, engine text,
                                           forced bool, reps int, width int)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     q text := gijoin.query(workload, n, CASE method WHEN 'btree' THEN 'tb' ELSE 't' END, width);
-    plan json;
-    times float8[] := '{}';
-    res text;
+    c record;
     node text;
-    note text;
-    median float8;
 BEGIN
     IF q IS NULL THEN
         RAISE EXCEPTION 'unknown workload %', workload;
@@ -224,34 +291,35 @@ BEGIN
         PERFORM gijoin.set_local(g, 'off')
            FROM unnest(ARRAY['enable_hashjoin', 'enable_mergejoin', 'enable_nestloop']) g;
     END IF;
-    BEGIN
-        EXECUTE 'EXPLAIN (COSTS OFF, FORMAT JSON) ' || q INTO plan;
-        node := gijoin.plan_name(plan::jsonb->0->'Plan');
-        IF forced AND node NOT LIKE '%GpuIndexJoin%' THEN
-            note := 'not offered';
-        ELSE
-            EXECUTE q INTO res;
-            FOR i IN 1 .. reps LOOP
-                EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ' || q INTO plan;
-                times := times || (plan::jsonb->0->>'Execution Time')::float8;
-            END LOOP;
-            node := gijoin.plan_name(plan::jsonb->0->'Plan');
-        END IF;
-    EXCEPTION
-        WHEN query_canceled THEN
-            note := 'timeout (' || current_setting('statement_timeout') || ')';
-            times := '{}';
-        WHEN OTHERS THEN
-            note := 'error: ' || SQLERRM;
-            times := '{}';
-    END;
-    SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) INTO median FROM unnest(times) x;
+    SELECT * INTO c FROM gijoin.time_cell(q, reps, NULL,
+                                          CASE WHEN forced AND workload <> 'rescan' THEN '%GpuIndexJoin%' END);
+    node := gijoin.plan_name(c.plan);
     INSERT INTO gijoin.results (workload, probes, method, engine, forced, plan, ms, result, note)
-    VALUES (workload, n, method, engine, forced, node, median, res, note);
+    VALUES (workload, n, method, engine, forced, node, c.ms, c.result, c.note);
     RETURN format('%s %s %s %s%s: %s ms, %s, result %s%s', workload, n, method, engine,
-                  CASE WHEN forced THEN ' forced' ELSE '' END, coalesce(round(median::numeric, 2)::text, '-'),
-                  node, coalesce(res, '-'), coalesce(' (' || note || ')', ''));
+                  CASE WHEN forced THEN ' forced' ELSE '' END, gijoin.fmt_ms(c.ms),
+                  node, coalesce(c.result, '-'), coalesce(' (' || c.note || ')', ''));
 END $$;
+
+-- Table cells: ms with 2 decimals ('-' for none); the reference's ms over
+-- this cell's ('2.50x': above 1, faster than the reference); and the check
+-- of a cell's result against the reference's (or its note: timeout, error).
+CREATE OR REPLACE FUNCTION gijoin.fmt_ms(ms float8) RETURNS text LANGUAGE sql AS $$
+    SELECT coalesce(round(ms::numeric, 2)::text, '-')
+$$;
+
+CREATE OR REPLACE FUNCTION gijoin.ratio(ref_ms float8, ms float8) RETURNS text LANGUAGE sql AS $$
+    SELECT CASE WHEN ms > 0 AND ref_ms > 0 THEN round((ref_ms / ms)::numeric, 2) || 'x' ELSE '-' END
+$$;
+
+CREATE OR REPLACE FUNCTION gijoin.check_cell(is_ref bool, note text, result text, ref_result text)
+RETURNS text LANGUAGE sql AS $$
+    SELECT CASE WHEN note IS NOT NULL THEN note
+                WHEN is_ref THEN '(reference)'
+                WHEN ref_result IS NULL THEN 'no reference'
+                WHEN result IS NOT DISTINCT FROM ref_result THEN 'ok'
+                ELSE 'MISMATCH (btree ' || ref_result || ')' END
+$$;
 
 -- The results as markdown rows: one per cell, the btree twin's row first in
 -- each (workload, probes) group; x btree = btree ms / ms; check compares the
@@ -261,15 +329,8 @@ CREATE OR REPLACE FUNCTION gijoin.table_rows() RETURNS SETOF text LANGUAGE sql A
                   g.workload, g.probes,
                   CASE WHEN g.method = 'btree' THEN 'btree twin'
                        ELSE 'gpuidx ' || g.engine || CASE WHEN g.forced THEN ' forced' ELSE '' END END,
-                  g.plan,
-                  coalesce(round(g.ms::numeric, 2)::text, '-'),
-                  CASE WHEN g.ms > 0 AND b.ms > 0 THEN round((b.ms / g.ms)::numeric, 2) || 'x' ELSE '-' END,
-                  coalesce(g.result, '-'),
-                  CASE WHEN g.note IS NOT NULL THEN g.note
-                       WHEN g.method = 'btree' THEN '(reference)'
-                       WHEN b.result IS NULL THEN 'no reference'
-                       WHEN g.result IS NOT DISTINCT FROM b.result THEN 'ok'
-                       ELSE 'MISMATCH (btree ' || b.result || ')' END)
+                  g.plan, gijoin.fmt_ms(g.ms), gijoin.ratio(b.ms, g.ms), coalesce(g.result, '-'),
+                  gijoin.check_cell(g.method = 'btree', g.note, g.result, b.result))
       FROM gijoin.results g
       LEFT JOIN gijoin.results b ON b.method = 'btree' AND b.workload = g.workload AND b.probes = g.probes
      ORDER BY array_position(ARRAY['equi', 'equi_v', 'semi', 'range', 'asof', 'asof_v', 'asof_sorted',

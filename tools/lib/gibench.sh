@@ -45,7 +45,7 @@ gib_load_report() {
 # parallel workers), then VACUUM ANALYZE of both side by side; probe sets for
 # the batch sizes "${@:3}".
 gib_load_parallel() {
-    local rows="$1" jobs="$2" j lo hi t0 pids=()
+    local rows="$1" jobs="$2" j t0 pids=()
     shift 2
     pgc_psql -f "$GI_ROOT/tools/lib/gibench.sql" >/dev/null
     echo "loading $rows rows into t_bt (btree) and t_gi (gpuidx), $jobs sessions a table ..."
@@ -53,17 +53,8 @@ gib_load_parallel() {
         -c "CREATE TABLE t_bt (k int8 NOT NULL, v int4 NOT NULL)" \
         -c "CREATE TABLE t_gi (k int8 NOT NULL, v int4 NOT NULL)" >/dev/null
     t0="$(pgc_psql -At -c "SELECT clock_timestamp()")"
-    for ((j = 0; j < jobs; j++)); do
-        lo=$((rows * j / jobs + 1))
-        hi=$((rows * (j + 1) / jobs))
-        for t in t_bt t_gi; do
-            pgc_psql -c "SELECT gibench.load_slice('$t', $rows, $lo, $hi)" >/dev/null &
-            pids+=($!)
-        done
-    done
-    for j in "${pids[@]}"; do wait "$j"; done
+    gib_slices "$rows" "$jobs" "SELECT gibench.load_slice('%s', $rows, %s, %s)" t_bt t_gi
     pgc_psql -c "SELECT gibench.note_ms('load ms (parallel)', '$t0')" >/dev/null
-    pids=()
     pgc_psql -c "SET max_parallel_maintenance_workers = 8" \
         -c "SELECT set_config('gibench.t0', clock_timestamp()::text, false)" \
         -c "CREATE INDEX t_bt_k ON t_bt USING btree (k)" \
@@ -85,6 +76,24 @@ gib_load_parallel() {
         pgc_psql -c "SELECT gibench.make_probes($j, $rows)" >/dev/null
     done
     gib_load_report
+}
+
+# Fill tables "${@:4}" from "$2" sessions each, all at once: rows 1.."$1"
+# in "$2" slices, the statement "$3" a printf format of the table, the
+# slice's first and last row (say "SELECT x.load_slice('%s', 1000, %s, %s)").
+gib_slices() {
+    local rows="$1" jobs="$2" fmt="$3" j lo hi tbl pids=()
+    shift 3
+    for ((j = 0; j < jobs; j++)); do
+        lo=$((rows * j / jobs + 1))
+        hi=$((rows * (j + 1) / jobs))
+        for tbl in "$@"; do
+            # shellcheck disable=SC2059  # the format is the caller's
+            pgc_psql -c "$(printf "$fmt" "$tbl" "$lo" "$hi")" >/dev/null &
+            pids+=($!)
+        done
+    done
+    for j in "${pids[@]}"; do wait "$j"; done
 }
 
 # Print the engines to measure: $BENCH_ENGINES, else cpu plus gpu when it

@@ -3,6 +3,7 @@
 # Needs tools/lib/common.sh sourced first (gi_as_user, GI_PGUSER, PG_BINDIR).
 #
 #   pgc_init DIR [ENGINE]   initdb in DIR/data, socket in DIR, free port
+#   pgc_reattach DIR        start the cluster pgc_init made in DIR (kept) again
 #   pgc_conf 'line'         append a line to postgresql.conf (before start)
 #   pgc_start / pgc_stop    start / stop (fast, then immediate); stop is idempotent
 #   pgc_psql ARGS...        psql -X as the user against the cluster
@@ -29,9 +30,10 @@ pgc_free_port() {
     gi_die "no free port found"
 }
 
-# Create a cluster in "$1"/data (owned by the user); engine "$2" goes into gpuidx.engine.
-pgc_init() {
-    local dir="$1" engine="${2:-auto}"
+# Point this shell at the cluster in "$1" (data in "$1"/data, socket in
+# "$1", a free port): PGC_* and the clients' PG* variables.
+pgc_use() {
+    local dir="$1"
     PGC_DIR="$dir"
     PGC_DATA="$dir/data"
     PGC_LOG="$dir/server.log"
@@ -39,6 +41,19 @@ pgc_init() {
     PGPORT="$(pgc_free_port)"
     export PGUSER="$GI_PGUSER" PGDATABASE=postgres
     unset PGSERVICE PGPASSWORD PGHOSTADDR || true
+}
+
+# Start the cluster an earlier pgc_init made in "$1" (kept, stopped) on a free port.
+pgc_reattach() {
+    pgc_use "$1"
+    pgc_conf "port = $PGPORT"
+    pgc_start
+}
+
+# Create a cluster in "$1"/data (owned by the user); engine "$2" goes into gpuidx.engine.
+pgc_init() {
+    local dir="$1" engine="${2:-auto}"
+    pgc_use "$dir"
     gi_as_user "$PG_BINDIR/initdb" -D "$PGC_DATA" -U "$GI_PGUSER" --auth=trust \
         -E UTF8 --no-locale --no-sync >"$dir/initdb.log" 2>&1 \
         || { cat "$dir/initdb.log" >&2; gi_die "initdb failed"; }
