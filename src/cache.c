@@ -1120,9 +1120,21 @@ acquire_current(Relation index, GiEngineKind engine)
 		 cur->nnull < (int64) meta.null_count))
 	{
 		/* Another backend may have published this version already. */
-		GpuidxImageData *view = gpuidx_shared_find(index, &meta, &pending);
+		GpuidxImageData *view = gpuidx_shared_find(index, &meta, &pending, false);
 
-		/* Else only new entries since cur: publish a delta on cur's base. */
+		/*
+		 * Else, without an image of our own, start from the published one
+		 * that new entries complete, and publish a delta on its base.
+		 */
+		if (view == NULL && cur == NULL &&
+			(cur = gpuidx_shared_find(index, &meta, &pending, true)) != NULL)
+		{
+			cur->engine = cur->wanted_engine = engine;
+			cur->next_live = live_versions;
+			live_versions = cur;
+			entry->current = cur;
+			entry->node = index->rd_node;
+		}
 		if (view == NULL && cur && cur->shared)
 			view = shared_delta_version(index, cur);
 		if (view)

@@ -65,6 +65,15 @@
 #define AGG_CHUNK (1 << 22)
 
 /*
+ * Ranges shorter than this (an = ANY of many keys: one or two entries a
+ * key) are gathered into a staging buffer of STAGE_ENTRIES and added up a
+ * buffer at a time: one call of the host loop per range cost more than the
+ * range.
+ */
+#define SHORT_RANGE		1024
+#define STAGE_ENTRIES	(1 << 16)
+
+/*
  * The visibility map's on-disk layout (visibilitymap.c): after the page
  * header, BITS_PER_HEAPBLOCK bits per heap block, four blocks a byte, bit 0
  * of a block's pair all-visible.  The bytes of consecutive map pages laid
@@ -119,6 +128,10 @@ typedef struct GpuidxAggState
 	int64		fetch_cap;
 	int64		rows;			/* rows counted (count(*)) */
 	GiAggColumn *totals;		/* ncols: the columns' totals, contiguous */
+	int64	   *stage_keys;		/* entries of short ranges, STAGE_ENTRIES */
+	uint64	   *stage_tids;
+	char	   *stage_rows;
+	int64		nstage;
 
 	/* EXPLAIN ANALYZE */
 	GiEngineKind engine;
@@ -436,6 +449,51 @@ agg_positions(GpuidxAggState *state, int64 first, int64 last)
 	state->stat_entries += last - first;
 }
 
+/* Add up the staged entries of short ranges. */
+static void
+stage_flush(GpuidxAggState *state)
+{
+	if (state->nstage > 0)
+		agg_span(state, state->stage_keys, state->stage_tids, state->stage_rows,
+				 state->nstage);
+	state->nstage = 0;
+}
+
+/* Stage the entries at positions [first, last) of a short range. */
+static void
+stage_positions(GpuidxAggState *state, int64 first, int64 last)
+{
+	GpuidxImageData *img = state->img;
+	int			rb = img->row_bytes;
+	int64		pos;
+
+	if (state->stage_keys == NULL)
+	{
+		/* (for the node's life: run_cxt is reset between runs) */
+		MemoryContext cxt = GetMemoryChunkContext(state);
+
+		state->stage_keys = MemoryContextAlloc(cxt, sizeof(int64) * STAGE_ENTRIES);
+		state->stage_tids = MemoryContextAlloc(cxt, sizeof(uint64) * STAGE_ENTRIES);
+		state->stage_rows = rb > 0 ? MemoryContextAlloc(cxt, (Size) rb * STAGE_ENTRIES) : NULL;
+	}
+	for (pos = first; pos < last; pos++)
+	{
+		int64		i = state->nstage;
+
+		if (i == STAGE_ENTRIES)
+		{
+			stage_flush(state);
+			i = 0;
+		}
+		state->stage_keys[i] = gpuidx_key_at(img, pos);
+		state->stage_tids[i] = gpuidx_tid_at(img, pos);
+		if (rb > 0)
+			memcpy(state->stage_rows + (Size) i * rb, gpuidx_row_at(img, pos), rb);
+		state->nstage = i + 1;
+	}
+	state->stat_entries += last - first;
+}
+
 /* ---------- the heap ---------- */
 
 /* Add one heap value of a column (a Datum of its base type). */
@@ -547,7 +605,13 @@ agg_run(GpuidxAggState *state, GpuidxIntervals iv, Snapshot snapshot)
 		if (gpuidx_can_skip_heap())
 			copy_vismap(state, RelationGetNumberOfBlocks(state->table));
 		for (i = 0; i < iv.n; i++)
-			agg_positions(state, (int64) first[i], (int64) last[i]);
+		{
+			if (last[i] - first[i] >= SHORT_RANGE)
+				agg_positions(state, (int64) first[i], (int64) last[i]);
+			else if (last[i] > first[i])
+				stage_positions(state, (int64) first[i], (int64) last[i]);
+		}
+		stage_flush(state);
 		state->ms_image += gpuidx_lap_ms(&t);
 		agg_heap(state, snapshot);
 		state->ms_heap += gpuidx_lap_ms(&t);

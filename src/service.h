@@ -178,7 +178,8 @@ PGDLLEXPORT void gpuidx_service_main(Datum arg);
 /* ---------- shared_images.c ---------- */
 extern GpuidxImageData *gpuidx_shared_find(Relation index,
 										   const GpuidxMetaPageData *meta,
-										   const GpuidxPendingCounts *pending);
+										   const GpuidxPendingCounts *pending,
+										   bool prefix);
 extern void gpuidx_shared_publish(Relation index, GpuidxImageData *img);
 extern bool gpuidx_shared_publish_delta(Relation index, GpuidxImageData *img,
 										GpuidxImageData *prev);

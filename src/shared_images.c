@@ -469,14 +469,34 @@ map_view(GpuidxImageData *img, GpuidxSharedImage *slot,
 }
 
 /*
+ * Could slot be brought up to what the metapage says by reading only new
+ * entries (same relfilenode, generation and base run, fewer pending and
+ * NULL entries)?
+ */
+static bool
+slot_is_prefix(const GpuidxSharedImage *slot, Relation index,
+			   const GpuidxMetaPageData *meta, const GpuidxPendingCounts *pending)
+{
+	return RelFileNodeEquals(slot->node, index->rd_node) &&
+		slot->generation == meta->generation &&
+		slot->base_count == meta->base_count &&
+		slot->pending_count <= pending->total &&
+		slot->nnull <= (int64) meta->null_count &&
+		slot->key_bytes == meta->key_bytes &&
+		slot->row_bytes == gpuidx_layout(index)->row_bytes;
+}
+
+/*
  * A view of the shared image that holds exactly what the metapage says
- * (meta, pending), pinned for this transaction; NULL when no such image is
- * published.  The view lives in its own context under TopMemoryContext;
- * the caller links it into the cache.
+ * (meta, pending), pinned for this transaction; or, with prefix, of one
+ * that holds a part of it that new entries complete (a backend without an
+ * image of its own extends it rather than reading the index whole); NULL
+ * when no such image is published.  The view lives in its own context
+ * under TopMemoryContext; the caller links it into the cache.
  */
 GpuidxImageData *
 gpuidx_shared_find(Relation index, const GpuidxMetaPageData *meta,
-				   const GpuidxPendingCounts *pending)
+				   const GpuidxPendingCounts *pending, bool prefix)
 {
 	GpuidxServiceShared *s = store();
 	GpuidxSharedImage *slot;
@@ -489,7 +509,9 @@ gpuidx_shared_find(Relation index, const GpuidxMetaPageData *meta,
 	slot = current_slot_locked(RelationGetRelid(index));
 	if (slot)
 		follow_fold_locked(slot, meta);
-	if (slot == NULL || !slot_matches(slot, index, meta, pending))
+	if (slot == NULL ||
+		!(prefix ? slot_is_prefix(slot, index, meta, pending) :
+		  slot_matches(slot, index, meta, pending)))
 	{
 		LWLockRelease(s->lock);
 		return NULL;
