@@ -31,7 +31,7 @@ CREATE TABLE db AS TABLE d;
 CREATE INDEX d_gi ON d USING gpuidx (k) INCLUDE (v);
 CREATE INDEX db_k ON db (k);
 -- the same change on both tables
-CREATE FUNCTION both(q text) RETURNS void LANGUAGE plpgsql AS $f$
+CREATE FUNCTION on_both(q text) RETURNS void LANGUAGE plpgsql AS $f$
 BEGIN
   EXECUTE replace(q, '@T@', 'd');
   EXECUTE replace(q, '@T@', 'db');
@@ -67,7 +67,7 @@ sub insert_both
 {
 	my ($n, $salt) = @_;
 	$node->safe_psql('postgres',
-		qq{SELECT both('INSERT INTO \@T\@ SELECT $next_id + g, hashint4(g + $salt) % 52000, $salt FROM generate_series(1, $n) g')});
+		qq{SELECT on_both('INSERT INTO \@T\@ SELECT $next_id + g, hashint4(g + $salt) % 52000, $salt FROM generate_series(1, $n) g')});
 	$next_id += $n;
 	return;
 }
@@ -143,8 +143,8 @@ for my $round (1 .. 4)
 {
 	insert_both(200, 10 + $round);
 	$node->safe_psql('postgres', qq{
-SELECT both('UPDATE \@T\@ SET k = k + 1 WHERE id % 31 = $round');
-SELECT both('DELETE FROM \@T\@ WHERE id % 37 = $round');
+SELECT on_both('UPDATE \@T\@ SET k = k + 1 WHERE id % 31 = $round');
+SELECT on_both('DELETE FROM \@T\@ WHERE id % 37 = $round');
 });
 	check("round $round: inserts, updates, deletes");
 	if ($round == 2)
@@ -155,7 +155,7 @@ SELECT both('DELETE FROM \@T\@ WHERE id % 37 = $round');
 	if ($round == 3)
 	{
 		$node->safe_psql('postgres', qq{SET gpuidx.pending_limit = 10;
-SELECT both('INSERT INTO \@T\@ SELECT $next_id + g, g, 9 FROM generate_series(1, 20) g')});
+SELECT on_both('INSERT INTO \@T\@ SELECT $next_id + g, g, 9 FROM generate_series(1, 20) g')});
 		$next_id += 20;
 		check("round $round: a fold");
 	}
