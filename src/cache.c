@@ -1157,7 +1157,7 @@ acquire_current(Relation index, GiEngineKind engine)
 				cur->nnull < (int64) meta.null_count) &&
 		update_in_place(index, cur, engine))
 		entry->node = index->rd_node;
-	else if (cur && cur->image == NULL && !cur->image_deferred)
+	else if (cur && cur->image == NULL && !cur->image_deferred && !cur->shared)
 	{
 		/* An engine failure above freed the image: load from scratch. */
 		cur->stale = true;
