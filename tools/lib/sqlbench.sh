@@ -50,6 +50,11 @@ sqb_machine() {
     printf 'machine: %s, %s cores, %s RAM; GPU: %s\n' "${cpu:-unknown CPU}" "$(nproc)" "$mem" "$gpu"
     # shellcheck disable=SC1091  # the system's file
     printf 'os: %s; %s\n' "$(. /etc/os-release && echo "$PRETTY_NAME")" "$("$PG_CONFIG" --version)"
+    if [[ "${BENCH_SERVICE:-0}" == 1 ]]; then
+        echo "image mode: gpuidx service (shared_preload_libraries = 'gpuidx')"
+    else
+        echo "image mode: per backend"
+    fi
 }
 
 # Find PostgreSQL, set up the user, build and install (unless BENCH_NO_BUILD=1).
@@ -79,6 +84,17 @@ sqb_conf() {
     pgc_conf "max_wal_size = 8GB"
 }
 
+# The image mode (BENCH_SERVICE=1: the gpuidx service, images shared by all
+# backends and parallel workers; else per backend), written last so that it
+# wins over earlier runs' lines in a kept data directory.
+sqb_mode_conf() {
+    if [[ "${BENCH_SERVICE:-0}" == 1 ]]; then
+        pgc_conf "shared_preload_libraries = 'gpuidx'"
+    else
+        pgc_conf "shared_preload_libraries = ''"
+    fi
+}
+
 # Start the cluster: the one kept in "$1" (created there when missing), or
 # a new one in a temp dir when "$1" is empty; then run the SQL files
 # "${@:3}".  SQB_REUSE=1 when its data set (gijoin.info 'data') is "$2".
@@ -89,19 +105,24 @@ sqb_open() {
         SQB_WORK="$dir"
         SQB_KEEP=1
         if [[ -f "$dir/data/PG_VERSION" ]]; then
-            pgc_reattach "$dir"
+            pgc_use "$dir"
+            pgc_conf "port = $PGPORT"
+            sqb_mode_conf
+            pgc_start
         else
             mkdir -p "$dir"
             chmod 700 "$dir"
             if gi_is_root; then chown "$GI_PGUSER" "$dir"; fi
             pgc_init "$dir" auto
             sqb_conf
+            sqb_mode_conf
             pgc_start
         fi
     else
         SQB_WORK="$(gi_mktemp)"
         pgc_init "$SQB_WORK" auto
         sqb_conf
+        sqb_mode_conf
         pgc_start
     fi
     for f in "$@"; do
