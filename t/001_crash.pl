@@ -87,7 +87,11 @@ for my $round (['pending', 1000000], ['folding', 700])
 	if ($name eq 'pending')
 	{
 		# kill -9 a backend: the postmaster resets every backend and recovers
+		# (wait for the reset to begin: until then a new connection may be
+		# made and then thrown out by it)
+		my $log_offset = -s $node->logfile;
 		kill 'KILL', $pid;
+		$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
 	}
 	else
 	{
