@@ -119,6 +119,22 @@ sub start_psql
 	return ($h, \$out, \$err);
 }
 
+# Wait until a backend running $batch_sql waits on the service (wait
+# event Extension); true when it does within 10 s.
+sub batch_in_flight
+{
+	my $t0 = time();
+	while (time() - $t0 < 10)
+	{
+		return 1 if $node->safe_psql('postgres', q{
+SELECT count(*) > 0 FROM pg_stat_activity
+ WHERE backend_type = 'client backend' AND wait_event_type = 'Extension'
+   AND query LIKE '%gpuidx_lookup(''s_gi'', sprobes(5))%'}) eq 't';
+		usleep(50_000);
+	}
+	return 0;
+}
+
 # --- (a) the service, gpuidx_info and the image list -------------------------
 $node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'gpuidx service'")
@@ -140,7 +156,7 @@ is($node->safe_psql('postgres', $batch_sql), $batch_ref, '(b) the batch equals t
 	set_delay(3000);
 	my $old = service_pid();
 	my ($h, $out, $err) = start_psql($node, $batch_sql);
-	usleep(1_200_000);    # the batch waits in the service
+	ok(batch_in_flight(), '(b) the batch waits on the service');
 	ok(kill('KILL', $old), '(b) kill -9 of the service');
 	$h->finish;
 	my $rc = $? >> 8;
@@ -176,7 +192,7 @@ is($node->safe_psql('postgres', $batch_sql), $batch_ref, '(b) the batch equals t
 	set_delay(3000);
 	my $old = service_pid();
 	my ($h, $out, $err) = start_psql($node, $batch_sql);
-	usleep(1_200_000);
+	ok(batch_in_flight(), '(b) the batch waits on the service');
 	ok(kill('TERM', $old), '(b) kill -TERM of the service');
 	# while it is away (restart after 1 s): answered on the host, right
 	is($node->safe_psql('postgres', $batch_sql), $batch_ref, '(b) kill -TERM: a batch while the service is away is right');
