@@ -33,6 +33,7 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_class.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -932,7 +933,8 @@ gpuidx_shared_engine_info(const GpuidxImageData *img, uint64 *device_bytes,
  * relation is looked up: gone, or its relfilenode now.  At commit, the
  * store's slots of those indexes in this database whose relfilenode is not
  * that one are retired, the unpinned ones freed at once, and the service
- * woken to drop its engine images of them.
+ * woken to drop its engine images of them.  DROP DATABASE (noted by the
+ * object access hook) retires every slot of that database at commit.
  */
 
 #define CLEANUP_MAX_NOTED	64
@@ -951,6 +953,9 @@ typedef struct CleanupTarget
 
 static CleanupTarget *cleanup_targets = NULL;	/* in TopTransactionContext */
 static int	cleanup_ntargets = 0;
+
+/* A database this transaction drops (DROP DATABASE is one per transaction). */
+static Oid	cleanup_dropped_db = InvalidOid;
 
 static object_access_hook_type prev_object_access_hook = NULL;
 
@@ -988,6 +993,9 @@ cleanup_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0)
 		cleanup_note(objectId);
+	if (access == OAT_DROP && classId == DatabaseRelationId &&
+		gpuidx_service_shared != NULL)
+		cleanup_dropped_db = objectId;
 }
 
 /*
@@ -1059,7 +1067,15 @@ cleanup_retire(void)
 	{
 		GpuidxSharedImage *slot = &s->images[i];
 
-		if (slot->id == 0 || slot->dbid != MyDatabaseId)
+		if (slot->id == 0)
+			continue;
+		if (OidIsValid(cleanup_dropped_db) && slot->dbid == cleanup_dropped_db)
+		{
+			slot->current = false;
+			retired++;
+			continue;
+		}
+		if (slot->dbid != MyDatabaseId)
 			continue;
 		for (j = 0; j < cleanup_ntargets; j++)
 		{
@@ -1096,6 +1112,7 @@ cleanup_reset(void)
 	cleanup_overflow = false;
 	cleanup_targets = NULL;
 	cleanup_ntargets = 0;
+	cleanup_dropped_db = InvalidOid;
 }
 
 /* Transaction callback: resolve before commit, retire at commit. */
@@ -1111,7 +1128,7 @@ cleanup_xact_callback(XactEvent event, void *arg)
 				cleanup_resolve();
 			break;
 		case XACT_EVENT_COMMIT:
-			if (cleanup_ntargets > 0)
+			if (cleanup_ntargets > 0 || OidIsValid(cleanup_dropped_db))
 				cleanup_retire();
 			cleanup_reset();
 			break;

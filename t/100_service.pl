@@ -430,6 +430,23 @@ $node->safe_psql('postgres', 'BEGIN; SAVEPOINT a; DROP TABLE g_rollback; RELEASE
 ok(defined within("SELECT count(*) = 0 FROM gpuidx_service_images() WHERE index_oid = $oid{g_rollback}", 5),
 	'(g) a DROP TABLE committed through a savepoint frees the images');
 
+# DROP DATABASE frees the images of its indexes
+$node->safe_psql('postgres', 'CREATE DATABASE gdb');
+$node->safe_psql('gdb', q{
+CREATE EXTENSION gpuidx;
+CREATE TABLE x (k int8);
+INSERT INTO x SELECT g % 3000 FROM generate_series(1, 20000) g;
+CREATE INDEX x_gi ON x USING gpuidx (k);
+});
+is($node->safe_psql('gdb', "SELECT count(*) FROM gpuidx_lookup('x_gi', ARRAY(SELECT g::int8 FROM generate_series(1, 1000) g))"),
+	'7000', '(g) an index in another database answers');
+my $gdb_ids = $node->safe_psql('postgres', q{
+SELECT string_agg(image_id::text, ',') FROM gpuidx_service_images() s JOIN pg_database d ON d.oid = s.database_oid
+ WHERE d.datname = 'gdb'});
+like($gdb_ids, qr/^\d+(,\d+)*$/, '(g) its image is in the store, under its database');
+$node->safe_psql('postgres', 'DROP DATABASE gdb');
+ok(defined within(gone_sql($gdb_ids), 5), '(g) DROP DATABASE: its images leave the store within 5 s');
+
 like($node->safe_psql('postgres', 'SELECT scheck(9)'), $right, '(g) the other index still answers right');
 
 $node->stop;
