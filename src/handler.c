@@ -56,6 +56,8 @@ _PG_init(void)
 	gpuidx_define_gucs();
 	MarkGUCPrefixReserved("gpuidx");
 	gpuidx_service_register();
+	if (process_shared_preload_libraries_in_progress && gpuidx_service_setting)
+		gpuidx_shared_register_cleanup();
 	gpuidx_customscan_init();
 	gpuidx_customjoin_init();
 	gpuidx_customagg_init();

@@ -190,6 +190,7 @@ extern bool gpuidx_shared_is_current(const GpuidxImageData *img);
 extern void gpuidx_shared_follow_fold(GpuidxImageData *img,
 									  const GpuidxMetaPageData *meta);
 extern void gpuidx_shared_sweep(void);
+extern void gpuidx_shared_register_cleanup(void);
 extern dsm_segment *gpuidx_map_segment(dsm_handle handle);
 extern void gpuidx_unmap_segment(dsm_segment *seg);
 extern bool gpuidx_shared_engine_info(const GpuidxImageData *img,

@@ -30,11 +30,18 @@
 #include "gpuidx.h"
 #include "service.h"
 
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_class.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 /* Where the arrays of a base segment of nbase entries start. */
@@ -907,6 +914,246 @@ gpuidx_shared_engine_info(const GpuidxImageData *img, uint64 *device_bytes,
 	}
 	LWLockRelease(s->lock);
 	return ok;
+}
+
+/* ---------- dropped and replaced indexes ---------- */
+
+/*
+ * A transaction that drops an index (DROP INDEX, DROP TABLE, DROP SCHEMA
+ * ... CASCADE) or gives it a new relfilenode (REINDEX, TRUNCATE, ALTER
+ * INDEX SET TABLESPACE) retires the index's shared images when it commits,
+ * so that they are freed once no transaction pins them rather than staying
+ * until LRU eviction.  Nothing happens on abort.
+ *
+ * While the transaction runs, the relations it touches are noted: every
+ * such change updates or deletes the relation's pg_class row, which makes a
+ * relcache invalidation this backend processes at the next command counter
+ * increment (the relcache callback), and a drop also passes the object
+ * access hook.  Before commit (catalog access still allowed) each noted
+ * relation is looked up: gone, or its relfilenode now.  At commit, the
+ * store's slots of those indexes in this database whose relfilenode is not
+ * that one are retired, the unpinned ones freed at once, and the service
+ * woken to drop its engine images of them.  DROP DATABASE (noted by the
+ * object access hook) retires every slot of that database at commit.
+ */
+
+#define CLEANUP_MAX_NOTED	64
+
+static Oid	cleanup_noted[CLEANUP_MAX_NOTED];
+static int	cleanup_nnoted = 0;
+static bool cleanup_overflow = false;	/* more than CLEANUP_MAX_NOTED: check
+										 * every index of this database */
+
+/* A noted relation as it stands at pre-commit. */
+typedef struct CleanupTarget
+{
+	Oid			indexoid;
+	Oid			relfilenode;	/* InvalidOid: the relation is gone */
+} CleanupTarget;
+
+static CleanupTarget *cleanup_targets = NULL;	/* in TopTransactionContext */
+static int	cleanup_ntargets = 0;
+
+/* A database this transaction drops (DROP DATABASE is one per transaction). */
+static Oid	cleanup_dropped_db = InvalidOid;
+
+static object_access_hook_type prev_object_access_hook = NULL;
+
+/* Note a relation this transaction changed (no allocation, no error). */
+static void
+cleanup_note(Oid relid)
+{
+	int			i;
+
+	if (gpuidx_service_shared == NULL || !OidIsValid(relid) ||
+		!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return;
+	for (i = 0; i < cleanup_nnoted; i++)
+		if (cleanup_noted[i] == relid)
+			return;
+	if (cleanup_nnoted < CLEANUP_MAX_NOTED)
+		cleanup_noted[cleanup_nnoted++] = relid;
+	else
+		cleanup_overflow = true;
+}
+
+/* Relcache callback: a relation's pg_class row changed (or any other inval). */
+static void
+cleanup_relcache_callback(Datum arg, Oid relid)
+{
+	cleanup_note(relid);
+}
+
+/* Object access hook: a relation (maybe a gpuidx index) is being dropped. */
+static void
+cleanup_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+					  int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access == OAT_DROP && classId == RelationRelationId && subId == 0)
+		cleanup_note(objectId);
+	if (access == OAT_DROP && classId == DatabaseRelationId &&
+		gpuidx_service_shared != NULL)
+		cleanup_dropped_db = objectId;
+}
+
+/*
+ * Pre-commit: the noted relations that have slots in this database, each
+ * with its relfilenode now (InvalidOid: dropped), into cleanup_targets.
+ */
+static void
+cleanup_resolve(void)
+{
+	GpuidxServiceShared *s = store();
+	Oid		   *candidates;
+	int			ncandidates = 0;
+	int			i,
+				j;
+
+	candidates = MemoryContextAlloc(TopTransactionContext,
+									sizeof(Oid) * s->max_images);
+	LWLockAcquire(s->lock, LW_SHARED);
+	for (i = 0; i < s->max_images; i++)
+	{
+		GpuidxSharedImage *slot = &s->images[i];
+		bool		noted = cleanup_overflow;
+
+		if (slot->id == 0 || slot->dbid != MyDatabaseId)
+			continue;
+		for (j = 0; j < cleanup_nnoted && !noted; j++)
+			noted = cleanup_noted[j] == slot->indexoid;
+		for (j = 0; j < ncandidates && noted; j++)
+			if (candidates[j] == slot->indexoid)
+				noted = false;	/* already listed */
+		if (noted)
+			candidates[ncandidates++] = slot->indexoid;
+	}
+	LWLockRelease(s->lock);
+
+	cleanup_targets = MemoryContextAlloc(TopTransactionContext,
+										 sizeof(CleanupTarget) * Max(ncandidates, 1));
+	cleanup_ntargets = 0;
+	for (i = 0; i < ncandidates; i++)
+	{
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(candidates[i]));
+		CleanupTarget *t = &cleanup_targets[cleanup_ntargets++];
+
+		t->indexoid = candidates[i];
+		t->relfilenode = InvalidOid;
+		if (HeapTupleIsValid(tup))
+		{
+			t->relfilenode = ((Form_pg_class) GETSTRUCT(tup))->relfilenode;
+			ReleaseSysCache(tup);
+		}
+	}
+}
+
+/*
+ * Commit: retire the slots of the resolved indexes that hold a relfilenode
+ * the index no longer has, free the unpinned ones and wake the service
+ * (must not fail: the transaction has committed).
+ */
+static void
+cleanup_retire(void)
+{
+	GpuidxServiceShared *s = store();
+	int			retired = 0;
+	int			i,
+				j;
+
+	LWLockAcquire(s->lock, LW_EXCLUSIVE);
+	for (i = 0; i < s->max_images; i++)
+	{
+		GpuidxSharedImage *slot = &s->images[i];
+
+		if (slot->id == 0)
+			continue;
+		if (OidIsValid(cleanup_dropped_db) && slot->dbid == cleanup_dropped_db)
+		{
+			slot->current = false;
+			retired++;
+			continue;
+		}
+		if (slot->dbid != MyDatabaseId)
+			continue;
+		for (j = 0; j < cleanup_ntargets; j++)
+		{
+			CleanupTarget *t = &cleanup_targets[j];
+
+			if (t->indexoid == slot->indexoid &&
+				(t->relfilenode == InvalidOid || t->relfilenode != slot->node.relNode))
+			{
+				slot->current = false;
+				retired++;
+				break;
+			}
+		}
+	}
+	if (retired > 0)
+		sweep_locked(0);
+	LWLockRelease(s->lock);
+	if (retired > 0)
+	{
+		Latch	   *latch = s->service_latch;
+
+		if (latch)
+			SetLatch(latch);
+		elog(DEBUG1, "gpuidx: retired %d shared images of dropped or replaced indexes",
+			 retired);
+	}
+}
+
+/* Forget what this transaction noted. */
+static void
+cleanup_reset(void)
+{
+	cleanup_nnoted = 0;
+	cleanup_overflow = false;
+	cleanup_targets = NULL;
+	cleanup_ntargets = 0;
+	cleanup_dropped_db = InvalidOid;
+}
+
+/* Transaction callback: resolve before commit, retire at commit. */
+static void
+cleanup_xact_callback(XactEvent event, void *arg)
+{
+	if (gpuidx_service_shared == NULL)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (cleanup_nnoted > 0 || cleanup_overflow)
+				cleanup_resolve();
+			break;
+		case XACT_EVENT_COMMIT:
+			if (cleanup_ntargets > 0 || OidIsValid(cleanup_dropped_db))
+				cleanup_retire();
+			cleanup_reset();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_ABORT:
+			/* a prepared drop leaves its images to LRU eviction */
+			cleanup_reset();
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * From _PG_init in shared_preload_libraries (service mode): the hooks that
+ * retire the shared images of dropped and replaced indexes at commit.
+ */
+void
+gpuidx_shared_register_cleanup(void)
+{
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = cleanup_object_access;
+	CacheRegisterRelcacheCallback(cleanup_relcache_callback, (Datum) 0);
+	RegisterXactCallback(cleanup_xact_callback, NULL);
 }
 
 PG_FUNCTION_INFO_V1(gpuidx_service_images);
