@@ -99,6 +99,32 @@ BEGIN
     RETURN custom || CASE WHEN generic <> custom THEN ' (generic: ' || generic || ')' ELSE '' END;
 END $$;
 
+-- EXPLAIN (ANALYZE) of a workload's prepared statement over tbl with the
+-- parameters p1 (and p2 for asof), its custom plan, run twice in this
+-- session and the second shown: where the time of a warm batch goes (for
+-- the log).
+CREATE OR REPLACE FUNCTION gisvc.explain(workload text, tbl text, asof_rows int, p1 int, p2 int)
+RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+    q text := gisvc.query(workload, tbl, asof_rows);
+    args text := CASE workload WHEN 'batch' THEN format('(%s)', p1) ELSE format('(%s, %s)', p1, p2) END;
+    line text;
+BEGIN
+    IF EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'gisvc_q') THEN
+        EXECUTE 'DEALLOCATE gisvc_q';
+    END IF;
+    EXECUTE format('PREPARE gisvc_q(%s) AS %s', CASE workload WHEN 'batch' THEN 'int' ELSE 'int, int' END, q);
+    PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE) EXECUTE gisvc_q' || args LOOP
+        NULL;
+    END LOOP;
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE) EXECUTE gisvc_q' || args LOOP
+        RETURN NEXT line;
+    END LOOP;
+    PERFORM set_config('plan_cache_mode', 'auto', true);
+    EXECUTE 'DEALLOCATE gisvc_q';
+END $$;
+
 -- The check of a workload over tbl: the results of fixed parameter sets,
 -- added up (batch: every array; asof: 8 slices of amax probes spread over
 -- p_asof_N), as text.  The same queries warm the setup up (in service mode,
