@@ -59,12 +59,17 @@ END $$;
 
 -- The query of a workload over table tbl (t or tb), with the parameters
 -- pgbench binds: batch ($1 the array's id): count the rows whose key is one
--- of the array's; asof ($1 the first probe number, $2 the last): the as-of
--- join of that slice of p_asof_N (N = asof_rows).
+-- of the array's; lookup ($1 the same): gpuidx_lookup of the array over t's
+-- index (a row per probe and match), over tb the join of the array's
+-- elements with tb that counts the same; asof ($1 the first probe number,
+-- $2 the last): the as-of join of that slice of p_asof_N (N = asof_rows).
 CREATE OR REPLACE FUNCTION gisvc.query(workload text, tbl text, asof_rows int) RETURNS text
 LANGUAGE sql AS $$
     SELECT CASE workload
       WHEN 'batch' THEN format('SELECT count(*) FROM %s WHERE k = ANY((SELECT a FROM svc_arrays WHERE id = $1)::int8[])', tbl)
+      WHEN 'lookup' THEN CASE WHEN tbl = 'tb'
+          THEN 'SELECT count(*) FROM unnest((SELECT a FROM svc_arrays WHERE id = $1)) p(x) JOIN tb ON tb.k = p.x'
+          ELSE format('SELECT count(*) FROM gpuidx_lookup(%L, (SELECT a FROM svc_arrays WHERE id = $1))', tbl || '_k') END
       WHEN 'asof' THEN format('SELECT count(s.k) FROM p_asof_%s p CROSS JOIN LATERAL '
                               '(SELECT t.k FROM %s t WHERE t.k <= p.x ORDER BY t.k DESC LIMIT 1) s '
                               'WHERE p.i BETWEEN $1 AND $2', asof_rows, tbl)
@@ -79,7 +84,7 @@ CREATE OR REPLACE FUNCTION gisvc.plan(workload text, tbl text, asof_rows int, p1
 LANGUAGE plpgsql AS $$
 DECLARE
     q text := gisvc.query(workload, tbl, asof_rows);
-    args text := CASE workload WHEN 'batch' THEN format('(%s)', p1) ELSE format('(%s, %s)', p1, p2) END;
+    args text := CASE workload WHEN 'asof' THEN format('(%s, %s)', p1, p2) ELSE format('(%s)', p1) END;
     p json;
     custom text;
     generic text;
@@ -87,13 +92,19 @@ BEGIN
     IF EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'gisvc_q') THEN
         EXECUTE 'DEALLOCATE gisvc_q';
     END IF;
-    EXECUTE format('PREPARE gisvc_q(%s) AS %s', CASE workload WHEN 'batch' THEN 'int' ELSE 'int, int' END, q);
+    EXECUTE format('PREPARE gisvc_q(%s) AS %s', CASE workload WHEN 'asof' THEN 'int, int' ELSE 'int' END, q);
     PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
     EXECUTE 'EXPLAIN (COSTS OFF, FORMAT JSON) EXECUTE gisvc_q' || args INTO p;
     custom := gijoin.plan_name(p::jsonb->0->'Plan');
+    IF p::text LIKE '%"Function Name": "gpuidx_lookup"%' THEN
+        custom := custom || '/Function Scan (gpuidx_lookup)';
+    END IF;
     PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
     EXECUTE 'EXPLAIN (COSTS OFF, FORMAT JSON) EXECUTE gisvc_q' || args INTO p;
     generic := gijoin.plan_name(p::jsonb->0->'Plan');
+    IF p::text LIKE '%"Function Name": "gpuidx_lookup"%' THEN
+        generic := generic || '/Function Scan (gpuidx_lookup)';
+    END IF;
     PERFORM set_config('plan_cache_mode', 'auto', true);
     EXECUTE 'DEALLOCATE gisvc_q';
     RETURN custom || CASE WHEN generic <> custom THEN ' (generic: ' || generic || ')' ELSE '' END;
@@ -107,13 +118,13 @@ CREATE OR REPLACE FUNCTION gisvc.explain(workload text, tbl text, asof_rows int,
 RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
     q text := gisvc.query(workload, tbl, asof_rows);
-    args text := CASE workload WHEN 'batch' THEN format('(%s)', p1) ELSE format('(%s, %s)', p1, p2) END;
+    args text := CASE workload WHEN 'asof' THEN format('(%s, %s)', p1, p2) ELSE format('(%s)', p1) END;
     line text;
 BEGIN
     IF EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'gisvc_q') THEN
         EXECUTE 'DEALLOCATE gisvc_q';
     END IF;
-    EXECUTE format('PREPARE gisvc_q(%s) AS %s', CASE workload WHEN 'batch' THEN 'int' ELSE 'int, int' END, q);
+    EXECUTE format('PREPARE gisvc_q(%s) AS %s', CASE workload WHEN 'asof' THEN 'int, int' ELSE 'int' END, q);
     PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
     FOR line IN EXECUTE 'EXPLAIN (ANALYZE) EXECUTE gisvc_q' || args LOOP
         NULL;
@@ -126,7 +137,7 @@ BEGIN
 END $$;
 
 -- The check of a workload over tbl: the results of fixed parameter sets,
--- added up (batch: every array; asof: 8 slices of amax probes spread over
+-- added up (batch, lookup: every array; asof: 8 slices of amax probes spread over
 -- p_asof_N), as text.  The same queries warm the setup up (in service mode,
 -- the service then holds the image).
 CREATE OR REPLACE FUNCTION gisvc.check(workload text, tbl text, narr int, asof_rows int, amax int) RETURNS text
@@ -137,7 +148,7 @@ DECLARE
     n bigint;
     lo int;
 BEGIN
-    IF workload = 'batch' THEN
+    IF workload IN ('batch', 'lookup') THEN
         FOR i IN 1 .. narr LOOP
             EXECUTE q INTO n USING i;
             total := total + n;
@@ -224,7 +235,7 @@ CREATE OR REPLACE FUNCTION gisvc.table_rows() RETURNS SETOF text LANGUAGE sql AS
                   gisvc.check_text(r.setup, r.engine, r.workload),
                   coalesce(r.note, ''))
       FROM gisvc.results r
-     ORDER BY array_position(ARRAY['batch', 'asof'], r.workload), r.clients, gisvc.setup_rank(r.setup), r.engine
+     ORDER BY array_position(ARRAY['batch', 'lookup', 'asof'], r.workload), r.clients, gisvc.setup_rank(r.setup), r.engine
 $$;
 
 -- Per workload, clients and engine: tps of the three setups and their ratios.
@@ -241,7 +252,7 @@ CREATE OR REPLACE FUNCTION gisvc.ratio_rows() RETURNS SETOF text LANGUAGE sql AS
                                 AND p.workload = k.workload AND p.clients = k.clients
       LEFT JOIN gisvc.results s ON s.setup = 'service' AND s.engine = k.engine
                                 AND s.workload = k.workload AND s.clients = k.clients
-     ORDER BY array_position(ARRAY['batch', 'asof'], k.workload), k.clients, k.engine
+     ORDER BY array_position(ARRAY['batch', 'lookup', 'asof'], k.workload), k.clients, k.engine
 $$;
 
 -- A fresh connection's batches per setup: medians and range of the first
@@ -315,5 +326,5 @@ CREATE OR REPLACE FUNCTION gisvc.target_rows(max_clients int) RETURNS SETOF text
                        AND sm.clients = max_clients
       LEFT JOIN cell p1 ON p1.setup = 'backend' AND p1.engine = k.engine AND p1.workload = k.workload AND p1.clients = 1
       LEFT JOIN cell s1 ON s1.setup = 'service' AND s1.engine = k.engine AND s1.workload = k.workload AND s1.clients = 1
-     ORDER BY array_position(ARRAY['batch', 'asof'], k.workload), k.engine
+     ORDER BY array_position(ARRAY['batch', 'lookup', 'asof'], k.workload), k.engine
 $$;
