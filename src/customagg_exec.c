@@ -123,6 +123,7 @@ typedef struct GpuidxAggState
 	uint8	   *vm;				/* visibility map bytes, VM_BLOCKS_PER_BYTE
 								 * heap blocks a byte */
 	BlockNumber vm_blocks;		/* heap blocks the copy covers */
+	bool		vm_full;		/* every one of them all-visible */
 	uint64	   *fetch;			/* packed TIDs to visit in the heap */
 	int64		nfetch;
 	int64		fetch_cap;
@@ -141,6 +142,7 @@ typedef struct GpuidxAggState
 	int64		stat_entries;
 	int64		stat_image;
 	int64		stat_fetches;
+	double		ms_load;
 	double		ms_search;
 	double		ms_image;
 	double		ms_heap;
@@ -285,6 +287,29 @@ begin_agg(CustomScanState *node, EState *estate, int eflags)
 /* ---------- the visibility map ---------- */
 
 /*
+ * Is the all-visible bit of every one of the first nblocks blocks set in a
+ * copy of the map?  (Then the host loop tests an entry's block against the
+ * table's length instead of reading the bitmap.)
+ */
+static bool
+vismap_all_set(const uint8 *vm, BlockNumber nblocks)
+{
+	/* bit 0 of each block's pair: the even bits of a byte */
+	const uint8 all = 0x55;
+	Size		full = nblocks / VM_BLOCKS_PER_BYTE;
+	Size		i;
+	int			b;
+
+	for (i = 0; i < full; i++)
+		if ((vm[i] & all) != all)
+			return false;
+	for (b = 0; b < (int) (nblocks % VM_BLOCKS_PER_BYTE); b++)
+		if (((vm[full] >> (b * BITS_PER_HEAPBLOCK)) & 1) == 0)
+			return false;
+	return true;
+}
+
+/*
  * Copy the visibility map of the table's first nblocks blocks (one read of
  * each map page, under a share lock); a map page that does not exist yet
  * reads as zeros (nothing all-visible).
@@ -315,6 +340,7 @@ copy_vismap(GpuidxAggState *state, BlockNumber nblocks)
 	}
 	if (BufferIsValid(buf))
 		ReleaseBuffer(buf);
+	state->vm_full = vismap_all_set(state->vm, nblocks);
 }
 
 /* ---------- adding up ---------- */
@@ -411,7 +437,7 @@ agg_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
 		if (gi_host_aggregate((const int64_t *) keys + done, (const uint64_t *) tids + done,
 							  rows ? rows + (Size) done * row_bytes : NULL, row_bytes,
 							  (size_t) m, state->vm, state->vm_blocks,
-							  state->totals, state->ncols, (int64_t *) &counted,
+							  state->vm_full, state->totals, state->ncols, (int64_t *) &counted,
 							  (uint64_t *) state->fetch + state->nfetch, &nfetch,
 							  &err) != GI_OK)
 			gpuidx_raise_engine_error(&err, "adding up index entries");
@@ -459,13 +485,48 @@ stage_flush(GpuidxAggState *state)
 	state->nstage = 0;
 }
 
-/* Stage the entries at positions [first, last) of a short range. */
+/*
+ * Copy n consecutive entries of one part (base or delta) of the image's
+ * arrays into the staging buffer, flushing it whenever it fills.
+ */
+static void
+stage_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
+		   const char *rows, int64 n)
+{
+	int			rb = state->img->row_bytes;
+
+	while (n > 0)
+	{
+		int64		m;
+
+		if (state->nstage == STAGE_ENTRIES)
+			stage_flush(state);
+		m = Min(n, STAGE_ENTRIES - state->nstage);
+		memcpy(state->stage_keys + state->nstage, keys, sizeof(int64) * m);
+		memcpy(state->stage_tids + state->nstage, tids, sizeof(uint64) * m);
+		if (rb > 0)
+			memcpy(state->stage_rows + (Size) state->nstage * rb, rows, (Size) m * rb);
+		state->nstage += m;
+		keys += m;
+		tids += m;
+		if (rb > 0)
+			rows += (Size) m * rb;
+		n -= m;
+	}
+}
+
+/*
+ * Stage the entries at positions [first, last) of a short range: its base
+ * and delta shares, each contiguous in its arrays, copied whole (as
+ * agg_positions splits a long range).
+ */
 static void
 stage_positions(GpuidxAggState *state, int64 first, int64 last)
 {
 	GpuidxImageData *img = state->img;
 	int			rb = img->row_bytes;
-	int64		pos;
+	int64		d0 = 0,
+				d1 = 0;
 
 	if (state->stage_keys == NULL)
 	{
@@ -476,21 +537,16 @@ stage_positions(GpuidxAggState *state, int64 first, int64 last)
 		state->stage_tids = MemoryContextAlloc(cxt, sizeof(uint64) * STAGE_ENTRIES);
 		state->stage_rows = rb > 0 ? MemoryContextAlloc(cxt, (Size) rb * STAGE_ENTRIES) : NULL;
 	}
-	for (pos = first; pos < last; pos++)
+	if (img->ndelta > 0)
 	{
-		int64		i = state->nstage;
-
-		if (i == STAGE_ENTRIES)
-		{
-			stage_flush(state);
-			i = 0;
-		}
-		state->stage_keys[i] = gpuidx_key_at(img, pos);
-		state->stage_tids[i] = gpuidx_tid_at(img, pos);
-		if (rb > 0)
-			memcpy(state->stage_rows + (Size) i * rb, gpuidx_row_at(img, pos), rb);
-		state->nstage = i + 1;
+		d0 = gpuidx_delta_before(img, first);
+		d1 = gpuidx_delta_before(img, last);
+		stage_span(state, img->dkeys + d0, img->dtids + d0,
+				   rb ? img->drows + (Size) d0 * rb : NULL, d1 - d0);
 	}
+	stage_span(state, img->keys + (first - d0), img->tids + (first - d0),
+			   rb ? img->rows + (Size) (first - d0) * rb : NULL,
+			   (last - d1) - (first - d0));
 	state->stat_entries += last - first;
 }
 
@@ -557,13 +613,19 @@ agg_heap(GpuidxAggState *state, Snapshot snapshot)
 		return;
 	if (!IsMVCCSnapshot(snapshot))
 		elog(ERROR, "gpuidx: GpuIndexAgg needs an MVCC snapshot");
+	if (state->nfetch > 1)
 	{
-		uint64	   *none = MemoryContextAllocHuge(state->run_cxt,
-												  sizeof(uint64) * state->nfetch);
+		/* (packed TIDs are below 2^48: their signed order is heap order) */
+		uint64	   *sorted = MemoryContextAllocHuge(state->run_cxt,
+													sizeof(uint64) * state->nfetch);
+		GiError		err;
 
-		memset(none, 0, sizeof(uint64) * state->nfetch);
-		gpuidx_sort_pairs((int64 *) state->fetch, none, state->nfetch);
-		pfree(none);
+		if (gi_sort_pairs((const int64_t *) state->fetch, NULL, (size_t) state->nfetch,
+						  (int64_t *) sorted, NULL, &err) != GI_OK)
+			gpuidx_raise_engine_error(&err, "sorting heap fetches");
+		pfree(state->fetch);
+		state->fetch = sorted;
+		state->fetch_cap = state->nfetch;
 	}
 	while (next < state->nfetch)
 	{
@@ -593,6 +655,8 @@ agg_run(GpuidxAggState *state, GpuidxIntervals iv, Snapshot snapshot)
 	INSTR_TIME_SET_CURRENT(t);
 	state->img = gpuidx_image_acquire(state->index);
 	state->engine = state->img->engine;
+	/* (a load or refresh of the image, when this backend's was not current) */
+	state->ms_load += gpuidx_lap_ms(&t);
 	if (state->img->n > 0)
 	{
 		if (gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last))
@@ -732,6 +796,7 @@ compute_row(GpuidxAggState *state)
 	state->nfetch = state->fetch_cap = 0;
 	state->vm = NULL;
 	state->vm_blocks = 0;
+	state->vm_full = false;
 	reset_totals(state);
 	iv = gpuidx_eval_batch(state->terms, econtext);
 	state->stat_probes += iv.n;
@@ -830,6 +895,7 @@ explain_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Heap Fetches", NULL, state->stat_fetches, es);
 		if (es->timing)
 		{
+			ExplainPropertyFloat("Load Time", "ms", state->ms_load, 3, es);
 			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);
 			ExplainPropertyFloat("Image Time", "ms", state->ms_image, 3, es);
 			ExplainPropertyFloat("Heap Time", "ms", state->ms_heap, 3, es);
