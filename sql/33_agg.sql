@@ -316,6 +316,10 @@ SELECT * FROM acheck('m wide range', $$SELECT count(*), count(v), sum(v), avg(v)
     max(s), min(f), max(f), min(d), max(d), sum(k), min(k), max(k) FROM @T@ WHERE k BETWEEN -44000 AND 43000$$, 'm')
 UNION ALL SELECT * FROM acheck('m = ANY of 70000 keys', format($$SELECT count(*), sum(v), avg(s), min(f), max(d), sum(k)
     FROM @T@ WHERE k = ANY (%L::int4[])$$, (SELECT array_agg(g * 13 % 91009 - 45500) FROM generate_series(1, 70000) g)), 'm')
+UNION ALL SELECT * FROM acheck('m = ANY, count only', format($$SELECT count(*) FROM @T@ WHERE k = ANY (%L::int4[])$$,
+    (SELECT array_agg(g * 17 % 91009 - 45500) FROM generate_series(1, 30000) g)), 'm')
+UNION ALL SELECT * FROM acheck('m = ANY, key only', format($$SELECT count(*), sum(k), min(k), max(k) FROM @T@ WHERE k = ANY (%L::int4[])$$,
+    (SELECT array_agg(g * 17 % 91009 - 45500) FROM generate_series(1, 30000) g)), 'm')
 UNION ALL SELECT * FROM acheck('m empty', $$SELECT count(*), sum(v), min(s) FROM @T@ WHERE k > 50000$$, 'm')
 $f$;
 SELECT * FROM fetches($$SELECT count(*), sum(v) FROM m WHERE k BETWEEN -44000 AND 43000$$);

@@ -74,6 +74,13 @@
 #define STAGE_ENTRIES	(1 << 16)
 
 /*
+ * Short ranges lie at random places in the image's arrays, so staging one
+ * waits for memory (a cache miss in each array read); the arrays of the
+ * range this many ahead are prefetched, so that the misses overlap.
+ */
+#define STAGE_PREFETCH	16
+
+/*
  * The visibility map's on-disk layout (visibilitymap.c): after the page
  * header, BITS_PER_HEAPBLOCK bits per heap block, four blocks a byte, bit 0
  * of a block's pair all-visible.  The bytes of consecutive map pages laid
@@ -115,6 +122,8 @@ typedef struct GpuidxAggState
 	AggOut	   *outs;
 	int			ncols;
 	AggColumn  *cols;
+	bool		need_keys;		/* a column is the key */
+	bool		need_rows;		/* a column is an INCLUDE column */
 	bool		done;			/* the row was returned */
 	MemoryContext run_cxt;		/* one run's arrays and results */
 	GpuidxImageData *img;		/* pinned during a run */
@@ -255,6 +264,10 @@ setup_aggregates(GpuidxAggState *state, List *specs)
 		if (lsecond_int(spec) == GPUIDX_AGG_SRC_NONE)
 			continue;
 		out->col = find_column(state, lsecond_int(spec), out->type);
+		if (lsecond_int(spec) == GPUIDX_AGG_SRC_KEY)
+			state->need_keys = true;
+		else
+			state->need_rows = true;
 	}
 }
 
@@ -480,8 +493,8 @@ static void
 stage_flush(GpuidxAggState *state)
 {
 	if (state->nstage > 0)
-		agg_span(state, state->stage_keys, state->stage_tids, state->stage_rows,
-				 state->nstage);
+		agg_span(state, state->need_keys ? state->stage_keys : NULL, state->stage_tids,
+				 state->need_rows ? state->stage_rows : NULL, state->nstage);
 	state->nstage = 0;
 }
 
@@ -502,9 +515,11 @@ stage_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
 		if (state->nstage == STAGE_ENTRIES)
 			stage_flush(state);
 		m = Min(n, STAGE_ENTRIES - state->nstage);
-		memcpy(state->stage_keys + state->nstage, keys, sizeof(int64) * m);
+		/* (only the arrays some aggregate reads: each is a cache miss) */
+		if (state->need_keys)
+			memcpy(state->stage_keys + state->nstage, keys, sizeof(int64) * m);
 		memcpy(state->stage_tids + state->nstage, tids, sizeof(uint64) * m);
-		if (rb > 0)
+		if (rb > 0 && state->need_rows)
 			memcpy(state->stage_rows + (Size) state->nstage * rb, rows, (Size) m * rb);
 		state->nstage += m;
 		keys += m;
@@ -513,6 +528,25 @@ stage_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
 			rows += (Size) m * rb;
 		n -= m;
 	}
+}
+
+/*
+ * Prefetch what staging the entry at position pos will read.  Only a hint:
+ * the base arrays at index pos (the entry is there or up to ndelta before).
+ */
+static inline void
+stage_prefetch(GpuidxAggState *state, int64 pos)
+{
+	GpuidxImageData *img = state->img;
+	int64		b = Min(pos, img->nbase - 1);
+
+	if (b < 0)
+		return;
+	__builtin_prefetch(img->tids + b);
+	if (state->need_keys)
+		__builtin_prefetch(img->keys + b);
+	if (state->need_rows && img->row_bytes > 0)
+		__builtin_prefetch(img->rows + (Size) b * img->row_bytes);
 }
 
 /*
@@ -670,6 +704,8 @@ agg_run(GpuidxAggState *state, GpuidxIntervals iv, Snapshot snapshot)
 			copy_vismap(state, RelationGetNumberOfBlocks(state->table));
 		for (i = 0; i < iv.n; i++)
 		{
+			if (i + STAGE_PREFETCH < iv.n)
+				stage_prefetch(state, (int64) first[i + STAGE_PREFETCH]);
 			if (last[i] - first[i] >= SHORT_RANGE)
 				agg_positions(state, (int64) first[i], (int64) last[i]);
 			else if (last[i] > first[i])
