@@ -447,7 +447,8 @@ agg_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
 
 		CHECK_FOR_INTERRUPTS();
 		reserve_fetch(state, m);
-		if (gi_host_aggregate((const int64_t *) keys + done, (const uint64_t *) tids + done,
+		if (gi_host_aggregate(keys ? (const int64_t *) keys + done : NULL,
+							  (const uint64_t *) tids + done,
 							  rows ? rows + (Size) done * row_bytes : NULL, row_bytes,
 							  (size_t) m, state->vm, state->vm_blocks,
 							  state->vm_full, state->totals, state->ncols, (int64_t *) &counted,
