@@ -5,9 +5,12 @@
  * The entries are cut into one slice per thread (cpu_pool.h).  A slice is
  * walked in blocks of AGG_BLOCK entries: one pass picks the entries whose
  * heap block is set in the visibility bitmap and writes the others' TIDs
- * out, then one tight loop per column adds the picked entries' values into
- * the slice's own totals.  The slices' totals are merged and their TIDs
- * made contiguous at the end.  No PostgreSQL headers here.
+ * out (no branch per entry; with vm_full a compare against the table's
+ * length instead of a bitmap read), then one loop per column, specialized
+ * by the column's kind, adds the picked entries' values into totals kept in
+ * registers (NULLs without a branch either).  A block whose entries are all
+ * picked is walked as one contiguous run.  The slices' totals are merged
+ * and their TIDs made contiguous at the end.  No PostgreSQL headers here.
  */
 #include "engine.h"
 #include "engine_util.h"
@@ -32,6 +35,7 @@ typedef struct AggJob
 	size_t		n;
 	const uint8_t *vm;
 	uint64_t	vm_blocks;
+	bool		vm_full;		/* every block below vm_blocks is set */
 	const GiAggColumn *cols;	/* kinds and offsets */
 	int			ncols;
 	int			nslices;
@@ -45,93 +49,215 @@ typedef struct AggJob
 static inline bool
 block_set(const AggJob *job, uint64_t blk)
 {
-	return blk < job->vm_blocks && ((job->vm[blk >> 2] >> ((blk & 3) << 1)) & 1) != 0;
-}
-
-/* Add one integer value to a column's totals. */
-static inline void
-add_int(GiAggColumn *col, int64_t x)
-{
-	col->nonnull++;
-	col->sum += x;
-	if (x < col->imin)
-		col->imin = x;
-	if (x > col->imax)
-		col->imax = x;
-}
-
-/* Add one float value to a column's totals (NaNs counted apart). */
-static inline void
-add_float(GiAggColumn *col, double x)
-{
-	col->nonnull++;
-	if (isnan(x))
-		col->nnan++;
-	else
-	{
-		if (x < col->fmin)
-			col->fmin = x;
-		if (x > col->fmax)
-			col->fmax = x;
-	}
+	if (blk >= job->vm_blocks)
+		return false;
+	if (job->vm_full)
+		return true;
+	return ((job->vm[blk >> 2] >> ((blk & 3) << 1)) & 1) != 0;
 }
 
 /* Read a value of type T at byte offset off of a row. */
 #define ROW_VALUE(T, row, off) \
 	({ T v_; memcpy(&v_, (row) + (off), sizeof(T)); v_; })
 
-/* Add up a row column over the picked entries (sel, relative to rows). */
-static void
-add_row_column(GiAggColumn *col, const char *rows, int row_bytes,
-			   const int32_t *sel, int nsel)
+/* The row of the j-th picked entry: sel[j], or j itself when dense. */
+#define PICKED(dense, sel, j) ((dense) ? (size_t) (j) : (size_t) (sel)[j])
+
+/*
+ * Add up an integer row column of kind kind over n picked entries (dense:
+ * all of the first n, sel unused).  Always inlined with constant kind and
+ * dense, so that each combination is its own loop with the totals in
+ * registers: a NULL value counts 0 towards the sum and the non-NULL count
+ * and the neutral value towards min/max.  Values of up to 32 bits are
+ * summed in 64 bits; 64-bit values as their high (signed) and low
+ * (unsigned) 32-bit halves in two 64-bit sums, joined into 128 bits at the
+ * end: neither can overflow over AGG_BLOCK entries, and no 128-bit add is
+ * carried through the loop.
+ */
+static inline __attribute__((always_inline)) void
+int_rows_run(GiAggColumn *col, GiAggKind kind, bool dense, const char *rows,
+			 int row_bytes, const int32_t *sel, int n)
 {
+	const int	off = col->offset;
+	const uint16_t bit = col->nullbit;
+	int64_t		nonnull = 0,
+				sum = 0,		/* small kinds; high halves of int64 */
+				mn = col->imin,
+				mx = col->imax;
+	uint64_t	sum_lo = 0;		/* low halves of int64 */
 	int			j;
 
-	for (j = 0; j < nsel; j++)
+	for (j = 0; j < n; j++)
 	{
-		const char *row = rows + (size_t) sel[j] * row_bytes;
-		uint16_t	nulls;
+		const char *row = rows + PICKED(dense, sel, j) * (size_t) row_bytes;
+		bool		isnull = (ROW_VALUE(uint16_t, row, 0) & bit) != 0;
+		int64_t		x;
 
-		memcpy(&nulls, row, sizeof(nulls));
-		if (nulls & col->nullbit)
-			continue;
-		switch (col->kind)
+		switch (kind)
 		{
 			case GI_AGG_BOOL:
-				add_int(col, row[col->offset] ? 1 : 0);
+				x = row[off] ? 1 : 0;
 				break;
 			case GI_AGG_INT16:
-				add_int(col, ROW_VALUE(int16_t, row, col->offset));
+				x = ROW_VALUE(int16_t, row, off);
 				break;
 			case GI_AGG_INT32:
-				add_int(col, ROW_VALUE(int32_t, row, col->offset));
+				x = ROW_VALUE(int32_t, row, off);
 				break;
 			case GI_AGG_UINT32:
-				add_int(col, ROW_VALUE(uint32_t, row, col->offset));
+				x = ROW_VALUE(uint32_t, row, off);
 				break;
-			case GI_AGG_INT64:
-				add_int(col, ROW_VALUE(int64_t, row, col->offset));
-				break;
-			case GI_AGG_FLOAT4:
-				add_float(col, ROW_VALUE(float, row, col->offset));
-				break;
-			case GI_AGG_FLOAT8:
-				add_float(col, ROW_VALUE(double, row, col->offset));
-				break;
-			case GI_AGG_KEY:
+			default:
+				x = ROW_VALUE(int64_t, row, off);
 				break;
 		}
+		nonnull += !isnull;
+		mn = (isnull || x >= mn) ? mn : x;
+		mx = (isnull || x <= mx) ? mx : x;
+		x = isnull ? 0 : x;
+		if (kind == GI_AGG_INT64)
+		{
+			sum += x >> 32;
+			sum_lo += (uint64_t) x & 0xffffffffu;
+		}
+		else
+			sum += x;
+	}
+	col->nonnull += nonnull;
+	if (kind == GI_AGG_INT64)
+		col->sum += (__int128) sum * ((__int128) 1 << 32) + (__int128) sum_lo;
+	else
+		col->sum += sum;
+	col->imin = mn;
+	col->imax = mx;
+}
+
+/* int_rows_run for the picked entries sel, or the first n when sel is NULL. */
+static inline __attribute__((always_inline)) void
+add_int_rows(GiAggColumn *col, GiAggKind kind, const char *rows, int row_bytes,
+			 const int32_t *sel, int n)
+{
+	if (sel == NULL)
+		int_rows_run(col, kind, true, rows, row_bytes, NULL, n);
+	else
+		int_rows_run(col, kind, false, rows, row_bytes, sel, n);
+}
+
+/*
+ * Add up a float row column (float4 when is4, else float8) over n picked
+ * entries (dense as int_rows_run): non-NULL values counted, NaNs counted
+ * apart, min/max of the others.
+ */
+static inline __attribute__((always_inline)) void
+float_rows_run(GiAggColumn *col, bool is4, bool dense, const char *rows,
+			   int row_bytes, const int32_t *sel, int n)
+{
+	const int	off = col->offset;
+	const uint16_t bit = col->nullbit;
+	int64_t		nonnull = 0,
+				nnan = 0;
+	double		mn = col->fmin,
+				mx = col->fmax;
+	int			j;
+
+	for (j = 0; j < n; j++)
+	{
+		const char *row = rows + PICKED(dense, sel, j) * (size_t) row_bytes;
+		bool		isnull = (ROW_VALUE(uint16_t, row, 0) & bit) != 0;
+		double		x = is4 ? (double) ROW_VALUE(float, row, off) : ROW_VALUE(double, row, off);
+
+		nonnull += !isnull;
+		nnan += !isnull && isnan(x);
+		/* (a NaN compares false: it never replaces mn or mx) */
+		mn = (!isnull && x < mn) ? x : mn;
+		mx = (!isnull && x > mx) ? x : mx;
+	}
+	col->nonnull += nonnull;
+	col->nnan += nnan;
+	col->fmin = mn;
+	col->fmax = mx;
+}
+
+/* float_rows_run for the picked entries sel, or the first n when sel is NULL. */
+static inline __attribute__((always_inline)) void
+add_float_rows(GiAggColumn *col, bool is4, const char *rows, int row_bytes,
+			   const int32_t *sel, int n)
+{
+	if (sel == NULL)
+		float_rows_run(col, is4, true, rows, row_bytes, NULL, n);
+	else
+		float_rows_run(col, is4, false, rows, row_bytes, sel, n);
+}
+
+/* Add up a row column over the picked entries (sel, or all n when NULL). */
+static void
+add_row_column(GiAggColumn *col, const char *rows, int row_bytes,
+			   const int32_t *sel, int n)
+{
+	switch (col->kind)
+	{
+		case GI_AGG_BOOL:
+			add_int_rows(col, GI_AGG_BOOL, rows, row_bytes, sel, n);
+			break;
+		case GI_AGG_INT16:
+			add_int_rows(col, GI_AGG_INT16, rows, row_bytes, sel, n);
+			break;
+		case GI_AGG_INT32:
+			add_int_rows(col, GI_AGG_INT32, rows, row_bytes, sel, n);
+			break;
+		case GI_AGG_UINT32:
+			add_int_rows(col, GI_AGG_UINT32, rows, row_bytes, sel, n);
+			break;
+		case GI_AGG_INT64:
+			add_int_rows(col, GI_AGG_INT64, rows, row_bytes, sel, n);
+			break;
+		case GI_AGG_FLOAT4:
+			add_float_rows(col, true, rows, row_bytes, sel, n);
+			break;
+		case GI_AGG_FLOAT8:
+			add_float_rows(col, false, rows, row_bytes, sel, n);
+			break;
+		case GI_AGG_KEY:
+			break;
 	}
 }
 
-/* Add up the key over the picked entries. */
-static void
-add_key_column(GiAggColumn *col, const int64_t *keys, const int32_t *sel, int nsel)
+/*
+ * Add up the key over n picked entries (dense as int_rows_run), the sum in
+ * halves as there.
+ */
+static inline __attribute__((always_inline)) void
+key_run(GiAggColumn *col, bool dense, const int64_t *keys, const int32_t *sel, int n)
 {
+	int64_t		mn = col->imin,
+				mx = col->imax,
+				sum_hi = 0;
+	uint64_t	sum_lo = 0;
 	int			j;
 
-	for (j = 0; j < nsel; j++)
-		add_int(col, keys[sel[j]]);
+	for (j = 0; j < n; j++)
+	{
+		int64_t		x = keys[PICKED(dense, sel, j)];
+
+		sum_hi += x >> 32;
+		sum_lo += (uint64_t) x & 0xffffffffu;
+		mn = x < mn ? x : mn;
+		mx = x > mx ? x : mx;
+	}
+	col->nonnull += n;
+	col->sum += (__int128) sum_hi * ((__int128) 1 << 32) + (__int128) sum_lo;
+	col->imin = mn;
+	col->imax = mx;
+}
+
+/* Add up the key over the picked entries (sel, or the first n when NULL). */
+static void
+add_key_column(GiAggColumn *col, const int64_t *keys, const int32_t *sel, int n)
+{
+	if (sel == NULL)
+		key_run(col, true, keys, NULL, n);
+	else
+		key_run(col, false, keys, sel, n);
 }
 
 /* Totals that add nothing (the caller's starting values). */
@@ -165,7 +291,55 @@ merge_column(GiAggColumn *a, const GiAggColumn *b)
 		a->fmax = b->fmax;
 }
 
-/* One slice [begin, end): pick, write out, add up, block by block. */
+/*
+ * Pick the entries of one block whose page is set in the bitmap: their
+ * indexes into sel, the others' TIDs onto out (both without a branch per
+ * entry).  Returns how many were picked; *nout counts the others.
+ */
+static int
+pick_block(const AggJob *job, const uint64_t *tids, size_t m, int32_t *sel,
+		   uint64_t *out, size_t *nout)
+{
+	size_t		nf = 0;
+	int			nsel = 0;
+	size_t		i;
+
+	if (job->vm_full)
+	{
+		/* every page below vm_blocks is all-visible: one compare an entry */
+		const uint64_t lim = job->vm_blocks;
+
+		for (i = 0; i < m; i++)
+		{
+			bool		vis = (tids[i] >> 16) < lim;
+
+			sel[nsel] = (int32_t) i;
+			out[nf] = tids[i];
+			nsel += vis;
+			nf += !vis;
+		}
+	}
+	else
+	{
+		for (i = 0; i < m; i++)
+		{
+			bool		vis = block_set(job, tids[i] >> 16);
+
+			sel[nsel] = (int32_t) i;
+			out[nf] = tids[i];
+			nsel += vis;
+			nf += !vis;
+		}
+	}
+	*nout = nf;
+	return nsel;
+}
+
+/*
+ * One slice [begin, end): pick, write out, add up, block by block.  A block
+ * whose entries are all picked (the common case on a VACUUMed table) is
+ * added up as one contiguous run, without the index list.
+ */
 static void
 agg_slice(void *arg, int slice)
 {
@@ -185,25 +359,22 @@ agg_slice(void *arg, int slice)
 	for (at = begin; at < end; at += AGG_BLOCK)
 	{
 		size_t		m = end - at < AGG_BLOCK ? end - at : AGG_BLOCK;
-		const uint64_t *tids = job->tids + at;
-		int			nsel = 0;
-		size_t		i;
+		size_t		nout = 0;
+		int			nsel;
+		const int32_t *picked;
 
-		for (i = 0; i < m; i++)
-		{
-			if (block_set(job, tids[i] >> 16))
-				sel[nsel++] = (int32_t) i;
-			else
-				job->fetch[begin + nfetch++] = tids[i];
-		}
+		/* (fetch has room for the slice: at most at - begin written so far) */
+		nsel = pick_block(job, job->tids + at, m, sel, job->fetch + begin + nfetch, &nout);
+		nfetch += nout;
 		counted += nsel;
+		picked = (size_t) nsel == m ? NULL : sel;
 		for (c = 0; c < job->ncols; c++)
 		{
 			if (cols[c].kind == GI_AGG_KEY)
-				add_key_column(&cols[c], job->keys + at, sel, nsel);
+				add_key_column(&cols[c], job->keys + at, picked, nsel);
 			else
 				add_row_column(&cols[c], job->rows + at * job->row_bytes,
-							   job->row_bytes, sel, nsel);
+							   job->row_bytes, picked, nsel);
 		}
 	}
 	job->slice_counted[slice] = counted;
@@ -214,7 +385,7 @@ agg_slice(void *arg, int slice)
 GiStatus
 gi_host_aggregate(const int64_t *keys, const uint64_t *tids, const char *rows,
 				  int row_bytes, size_t n, const uint8_t *vm, uint64_t vm_blocks,
-				  GiAggColumn *cols, int ncols, int64_t *counted,
+				  bool vm_full, GiAggColumn *cols, int ncols, int64_t *counted,
 				  uint64_t *fetch, size_t *nfetch, GiError *err)
 {
 	AggJob		job;
@@ -228,7 +399,7 @@ gi_host_aggregate(const int64_t *keys, const uint64_t *tids, const char *rows,
 		return GI_OK;
 	if (ncols > 16 || ncols < 0)
 		return gi_set_error(err, GI_ERR_INVALID, "at most 16 aggregated columns");
-	if (tids == NULL || fetch == NULL || (vm == NULL && vm_blocks > 0))
+	if (tids == NULL || fetch == NULL || (vm == NULL && vm_blocks > 0 && !vm_full))
 		return gi_set_error(err, GI_ERR_INVALID, "missing aggregation arrays");
 	for (c = 0; c < ncols; c++)
 		if ((cols[c].kind == GI_AGG_KEY && keys == NULL) ||
@@ -242,6 +413,7 @@ gi_host_aggregate(const int64_t *keys, const uint64_t *tids, const char *rows,
 	job.n = n;
 	job.vm = vm;
 	job.vm_blocks = vm_blocks;
+	job.vm_full = vm_full;
 	job.cols = cols;
 	job.ncols = ncols;
 	job.fetch = fetch;

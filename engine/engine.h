@@ -285,7 +285,10 @@ typedef struct GiAggColumn
  * Add up n entries (keys, packed TIDs block << 16 | offset, rows) whose
  * heap block is set in vm: 2 bits a block, block b's bit 0 at bit
  * 2 * (b % 4) of byte b / 4, blocks vm_blocks and past unset (the layout of
- * PostgreSQL's visibility map).  Those entries are counted into *counted
+ * PostgreSQL's visibility map).  vm_full says that every block below
+ * vm_blocks is set (the caller found it so when it copied the map): the
+ * bitmap is then not read (vm may be NULL) and an entry is taken when its
+ * block is below vm_blocks.  Those entries are counted into *counted
  * and their values added to cols; the TIDs of the others are written to
  * fetch (room for n; order unspecified) and counted into *nfetch.  On the
  * host, on the CPU engine's threads for large n, for either engine.
@@ -293,7 +296,7 @@ typedef struct GiAggColumn
 GiStatus	gi_host_aggregate(const int64_t *keys, const uint64_t *tids,
 							  const char *rows, int row_bytes, size_t n,
 							  const uint8_t *vm, uint64_t vm_blocks,
-							  GiAggColumn *cols, int ncols, int64_t *counted,
+							  bool vm_full, GiAggColumn *cols, int ncols, int64_t *counted,
 							  uint64_t *fetch, size_t *nfetch, GiError *err);
 
 /*

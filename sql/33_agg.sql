@@ -289,7 +289,52 @@ VACUUM t, tb, u, ub;
 SELECT * FROM fetches($$SELECT count(*), sum(c_i4) FROM t WHERE k BETWEEN 100 AND 400$$);
 SELECT * FROM all_checks();
 
--- 8. security: no SELECT privilege is an error; with row-level security
+-- 8. a larger table: ranges of whole blocks of entries on all-visible pages
+-- (the host loop's contiguous path), = ANY of more keys than the staging
+-- buffer holds (65536), then a part of the pages changed and rows inserted
+-- after the image was loaded (its delta), then VACUUM again
+CREATE TABLE m (id int, k int4, v int8, s int2, f float8, d date)
+  WITH (autovacuum_enabled = off);
+INSERT INTO m
+SELECT g, g % 90000 - 45000,
+       CASE WHEN g % 9 = 0 THEN NULL WHEN g % 2 = 0 THEN 9223372036854775807 - g
+            ELSE -9223372036854775807 + g * 3 END,
+       CASE WHEN g % 4 = 0 THEN NULL ELSE (g % 65536 - 32768)::int2 END,
+       CASE WHEN g % 6 = 0 THEN NULL ELSE g / 3.0 END,
+       CASE WHEN g % 8 = 0 THEN NULL ELSE date '1990-01-01' + g % 20000 END
+  FROM generate_series(1, 100000) g;
+CREATE TABLE mb (LIKE m) WITH (autovacuum_enabled = off);
+INSERT INTO mb SELECT * FROM m;
+CREATE INDEX m_gi ON m USING gpuidx (k) INCLUDE (v, s, f, d);
+CREATE INDEX mb_bt ON mb USING btree (k) INCLUDE (v, s, f, d);
+VACUUM ANALYZE m, mb;
+CREATE FUNCTION m_checks()
+RETURNS TABLE(what text, node boolean, result text, same_btree boolean,
+              same_off boolean, same_seqscan boolean)
+LANGUAGE sql AS $f$
+SELECT * FROM acheck('m wide range', $$SELECT count(*), count(v), sum(v), avg(v), min(v), max(v), sum(s), min(s),
+    max(s), min(f), max(f), min(d), max(d), sum(k), min(k), max(k) FROM @T@ WHERE k BETWEEN -44000 AND 43000$$, 'm')
+UNION ALL SELECT * FROM acheck('m = ANY of 70000 keys', format($$SELECT count(*), sum(v), avg(s), min(f), max(d), sum(k)
+    FROM @T@ WHERE k = ANY (%L::int4[])$$, (SELECT array_agg(g * 13 % 91009 - 45500) FROM generate_series(1, 70000) g)), 'm')
+UNION ALL SELECT * FROM acheck('m = ANY, count only', format($$SELECT count(*) FROM @T@ WHERE k = ANY (%L::int4[])$$,
+    (SELECT array_agg(g * 17 % 91009 - 45500) FROM generate_series(1, 30000) g)), 'm')
+UNION ALL SELECT * FROM acheck('m = ANY, key only', format($$SELECT count(*), sum(k), min(k), max(k) FROM @T@ WHERE k = ANY (%L::int4[])$$,
+    (SELECT array_agg(g * 17 % 91009 - 45500) FROM generate_series(1, 30000) g)), 'm')
+UNION ALL SELECT * FROM acheck('m empty', $$SELECT count(*), sum(v), min(s) FROM @T@ WHERE k > 50000$$, 'm')
+$f$;
+SELECT * FROM fetches($$SELECT count(*), sum(v) FROM m WHERE k BETWEEN -44000 AND 43000$$);
+SELECT * FROM m_checks();
+UPDATE m SET v = -v WHERE id % 50 = 7 AND id < 20000;
+UPDATE mb SET v = -v WHERE id % 50 = 7 AND id < 20000;
+INSERT INTO m SELECT -g, g * 7 % 90000 - 45000, g, NULL, -g, NULL FROM generate_series(1, 3000) g;
+INSERT INTO mb SELECT -g, g * 7 % 90000 - 45000, g, NULL, -g, NULL FROM generate_series(1, 3000) g;
+SELECT * FROM fetches($$SELECT count(*), sum(v) FROM m WHERE k BETWEEN -44000 AND 43000$$);
+SELECT * FROM m_checks();
+VACUUM m, mb;
+SELECT * FROM fetches($$SELECT count(*), sum(v) FROM m WHERE k BETWEEN -44000 AND 43000$$);
+SELECT * FROM m_checks();
+
+-- 9. security: no SELECT privilege is an error; with row-level security
 -- enabled the path is not offered and the policy applies
 SET client_min_messages = warning;
 DROP ROLE IF EXISTS regress_gpuidx_agg_reader;

@@ -74,6 +74,13 @@
 #define STAGE_ENTRIES	(1 << 16)
 
 /*
+ * Short ranges lie at random places in the image's arrays, so staging one
+ * waits for memory (a cache miss in each array read); the arrays of the
+ * range this many ahead are prefetched, so that the misses overlap.
+ */
+#define STAGE_PREFETCH	16
+
+/*
  * The visibility map's on-disk layout (visibilitymap.c): after the page
  * header, BITS_PER_HEAPBLOCK bits per heap block, four blocks a byte, bit 0
  * of a block's pair all-visible.  The bytes of consecutive map pages laid
@@ -115,6 +122,8 @@ typedef struct GpuidxAggState
 	AggOut	   *outs;
 	int			ncols;
 	AggColumn  *cols;
+	bool		need_keys;		/* a column is the key */
+	bool		need_rows;		/* a column is an INCLUDE column */
 	bool		done;			/* the row was returned */
 	MemoryContext run_cxt;		/* one run's arrays and results */
 	GpuidxImageData *img;		/* pinned during a run */
@@ -123,6 +132,7 @@ typedef struct GpuidxAggState
 	uint8	   *vm;				/* visibility map bytes, VM_BLOCKS_PER_BYTE
 								 * heap blocks a byte */
 	BlockNumber vm_blocks;		/* heap blocks the copy covers */
+	bool		vm_full;		/* every one of them all-visible */
 	uint64	   *fetch;			/* packed TIDs to visit in the heap */
 	int64		nfetch;
 	int64		fetch_cap;
@@ -141,6 +151,7 @@ typedef struct GpuidxAggState
 	int64		stat_entries;
 	int64		stat_image;
 	int64		stat_fetches;
+	double		ms_load;
 	double		ms_search;
 	double		ms_image;
 	double		ms_heap;
@@ -253,6 +264,10 @@ setup_aggregates(GpuidxAggState *state, List *specs)
 		if (lsecond_int(spec) == GPUIDX_AGG_SRC_NONE)
 			continue;
 		out->col = find_column(state, lsecond_int(spec), out->type);
+		if (lsecond_int(spec) == GPUIDX_AGG_SRC_KEY)
+			state->need_keys = true;
+		else
+			state->need_rows = true;
 	}
 }
 
@@ -285,6 +300,29 @@ begin_agg(CustomScanState *node, EState *estate, int eflags)
 /* ---------- the visibility map ---------- */
 
 /*
+ * Is the all-visible bit of every one of the first nblocks blocks set in a
+ * copy of the map?  (Then the host loop tests an entry's block against the
+ * table's length instead of reading the bitmap.)
+ */
+static bool
+vismap_all_set(const uint8 *vm, BlockNumber nblocks)
+{
+	/* bit 0 of each block's pair: the even bits of a byte */
+	const uint8 all = 0x55;
+	Size		full = nblocks / VM_BLOCKS_PER_BYTE;
+	Size		i;
+	int			b;
+
+	for (i = 0; i < full; i++)
+		if ((vm[i] & all) != all)
+			return false;
+	for (b = 0; b < (int) (nblocks % VM_BLOCKS_PER_BYTE); b++)
+		if (((vm[full] >> (b * BITS_PER_HEAPBLOCK)) & 1) == 0)
+			return false;
+	return true;
+}
+
+/*
  * Copy the visibility map of the table's first nblocks blocks (one read of
  * each map page, under a share lock); a map page that does not exist yet
  * reads as zeros (nothing all-visible).
@@ -315,6 +353,7 @@ copy_vismap(GpuidxAggState *state, BlockNumber nblocks)
 	}
 	if (BufferIsValid(buf))
 		ReleaseBuffer(buf);
+	state->vm_full = vismap_all_set(state->vm, nblocks);
 }
 
 /* ---------- adding up ---------- */
@@ -408,10 +447,11 @@ agg_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
 
 		CHECK_FOR_INTERRUPTS();
 		reserve_fetch(state, m);
-		if (gi_host_aggregate((const int64_t *) keys + done, (const uint64_t *) tids + done,
+		if (gi_host_aggregate(keys ? (const int64_t *) keys + done : NULL,
+							  (const uint64_t *) tids + done,
 							  rows ? rows + (Size) done * row_bytes : NULL, row_bytes,
 							  (size_t) m, state->vm, state->vm_blocks,
-							  state->totals, state->ncols, (int64_t *) &counted,
+							  state->vm_full, state->totals, state->ncols, (int64_t *) &counted,
 							  (uint64_t *) state->fetch + state->nfetch, &nfetch,
 							  &err) != GI_OK)
 			gpuidx_raise_engine_error(&err, "adding up index entries");
@@ -454,18 +494,74 @@ static void
 stage_flush(GpuidxAggState *state)
 {
 	if (state->nstage > 0)
-		agg_span(state, state->stage_keys, state->stage_tids, state->stage_rows,
-				 state->nstage);
+		agg_span(state, state->need_keys ? state->stage_keys : NULL, state->stage_tids,
+				 state->need_rows ? state->stage_rows : NULL, state->nstage);
 	state->nstage = 0;
 }
 
-/* Stage the entries at positions [first, last) of a short range. */
+/*
+ * Copy n consecutive entries of one part (base or delta) of the image's
+ * arrays into the staging buffer, flushing it whenever it fills.
+ */
+static void
+stage_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
+		   const char *rows, int64 n)
+{
+	int			rb = state->img->row_bytes;
+
+	while (n > 0)
+	{
+		int64		m;
+
+		if (state->nstage == STAGE_ENTRIES)
+			stage_flush(state);
+		m = Min(n, STAGE_ENTRIES - state->nstage);
+		/* (only the arrays some aggregate reads: each is a cache miss) */
+		if (state->need_keys)
+			memcpy(state->stage_keys + state->nstage, keys, sizeof(int64) * m);
+		memcpy(state->stage_tids + state->nstage, tids, sizeof(uint64) * m);
+		if (rb > 0 && state->need_rows)
+			memcpy(state->stage_rows + (Size) state->nstage * rb, rows, (Size) m * rb);
+		state->nstage += m;
+		keys += m;
+		tids += m;
+		if (rb > 0)
+			rows += (Size) m * rb;
+		n -= m;
+	}
+}
+
+/*
+ * Prefetch what staging the entry at position pos will read.  Only a hint:
+ * the base arrays at index pos (the entry is there or up to ndelta before).
+ */
+static inline void
+stage_prefetch(GpuidxAggState *state, int64 pos)
+{
+	GpuidxImageData *img = state->img;
+	int64		b = Min(pos, img->nbase - 1);
+
+	if (b < 0)
+		return;
+	__builtin_prefetch(img->tids + b);
+	if (state->need_keys)
+		__builtin_prefetch(img->keys + b);
+	if (state->need_rows && img->row_bytes > 0)
+		__builtin_prefetch(img->rows + (Size) b * img->row_bytes);
+}
+
+/*
+ * Stage the entries at positions [first, last) of a short range: its base
+ * and delta shares, each contiguous in its arrays, copied whole (as
+ * agg_positions splits a long range).
+ */
 static void
 stage_positions(GpuidxAggState *state, int64 first, int64 last)
 {
 	GpuidxImageData *img = state->img;
 	int			rb = img->row_bytes;
-	int64		pos;
+	int64		d0 = 0,
+				d1 = 0;
 
 	if (state->stage_keys == NULL)
 	{
@@ -476,21 +572,16 @@ stage_positions(GpuidxAggState *state, int64 first, int64 last)
 		state->stage_tids = MemoryContextAlloc(cxt, sizeof(uint64) * STAGE_ENTRIES);
 		state->stage_rows = rb > 0 ? MemoryContextAlloc(cxt, (Size) rb * STAGE_ENTRIES) : NULL;
 	}
-	for (pos = first; pos < last; pos++)
+	if (img->ndelta > 0)
 	{
-		int64		i = state->nstage;
-
-		if (i == STAGE_ENTRIES)
-		{
-			stage_flush(state);
-			i = 0;
-		}
-		state->stage_keys[i] = gpuidx_key_at(img, pos);
-		state->stage_tids[i] = gpuidx_tid_at(img, pos);
-		if (rb > 0)
-			memcpy(state->stage_rows + (Size) i * rb, gpuidx_row_at(img, pos), rb);
-		state->nstage = i + 1;
+		d0 = gpuidx_delta_before(img, first);
+		d1 = gpuidx_delta_before(img, last);
+		stage_span(state, img->dkeys + d0, img->dtids + d0,
+				   rb ? img->drows + (Size) d0 * rb : NULL, d1 - d0);
 	}
+	stage_span(state, img->keys + (first - d0), img->tids + (first - d0),
+			   rb ? img->rows + (Size) (first - d0) * rb : NULL,
+			   (last - d1) - (first - d0));
 	state->stat_entries += last - first;
 }
 
@@ -557,13 +648,19 @@ agg_heap(GpuidxAggState *state, Snapshot snapshot)
 		return;
 	if (!IsMVCCSnapshot(snapshot))
 		elog(ERROR, "gpuidx: GpuIndexAgg needs an MVCC snapshot");
+	if (state->nfetch > 1)
 	{
-		uint64	   *none = MemoryContextAllocHuge(state->run_cxt,
-												  sizeof(uint64) * state->nfetch);
+		/* (packed TIDs are below 2^48: their signed order is heap order) */
+		uint64	   *sorted = MemoryContextAllocHuge(state->run_cxt,
+													sizeof(uint64) * state->nfetch);
+		GiError		err;
 
-		memset(none, 0, sizeof(uint64) * state->nfetch);
-		gpuidx_sort_pairs((int64 *) state->fetch, none, state->nfetch);
-		pfree(none);
+		if (gi_sort_pairs((const int64_t *) state->fetch, NULL, (size_t) state->nfetch,
+						  (int64_t *) sorted, NULL, &err) != GI_OK)
+			gpuidx_raise_engine_error(&err, "sorting heap fetches");
+		pfree(state->fetch);
+		state->fetch = sorted;
+		state->fetch_cap = state->nfetch;
 	}
 	while (next < state->nfetch)
 	{
@@ -593,6 +690,8 @@ agg_run(GpuidxAggState *state, GpuidxIntervals iv, Snapshot snapshot)
 	INSTR_TIME_SET_CURRENT(t);
 	state->img = gpuidx_image_acquire(state->index);
 	state->engine = state->img->engine;
+	/* (a load or refresh of the image, when this backend's was not current) */
+	state->ms_load += gpuidx_lap_ms(&t);
 	if (state->img->n > 0)
 	{
 		if (gpuidx_query_image(state->img, GI_OP_RANGE, iv.lo, iv.hi, iv.n, first, last))
@@ -606,6 +705,8 @@ agg_run(GpuidxAggState *state, GpuidxIntervals iv, Snapshot snapshot)
 			copy_vismap(state, RelationGetNumberOfBlocks(state->table));
 		for (i = 0; i < iv.n; i++)
 		{
+			if (i + STAGE_PREFETCH < iv.n)
+				stage_prefetch(state, (int64) first[i + STAGE_PREFETCH]);
 			if (last[i] - first[i] >= SHORT_RANGE)
 				agg_positions(state, (int64) first[i], (int64) last[i]);
 			else if (last[i] > first[i])
@@ -732,6 +833,7 @@ compute_row(GpuidxAggState *state)
 	state->nfetch = state->fetch_cap = 0;
 	state->vm = NULL;
 	state->vm_blocks = 0;
+	state->vm_full = false;
 	reset_totals(state);
 	iv = gpuidx_eval_batch(state->terms, econtext);
 	state->stat_probes += iv.n;
@@ -830,6 +932,7 @@ explain_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Heap Fetches", NULL, state->stat_fetches, es);
 		if (es->timing)
 		{
+			ExplainPropertyFloat("Load Time", "ms", state->ms_load, 3, es);
 			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);
 			ExplainPropertyFloat("Image Time", "ms", state->ms_image, 3, es);
 			ExplainPropertyFloat("Heap Time", "ms", state->ms_heap, 3, es);

@@ -205,9 +205,15 @@ same_totals(const GiAggColumn *a, const GiAggColumn *b)
 		memcmp(&a->fmax, &b->fmax, sizeof(double)) == 0;
 }
 
-/* One case: n entries, vm over vm_blocks, TIDs up to max_block. */
+/*
+ * One case: n entries, vm over vm_blocks, TIDs up to max_block.  full: every
+ * block of the bitmap set, and gi_host_aggregate told so (vm_full, the
+ * bitmap then not passed); nulls: how often a row value is NULL (0: never,
+ * 1: a quarter of the time, 2: always).
+ */
 static void
-agg_case(size_t n, uint64_t vm_blocks, uint64_t max_block, int threads)
+agg_case(size_t n, uint64_t vm_blocks, uint64_t max_block, int threads,
+		 bool full, int nulls)
 {
 	int64_t    *keys = test_xmalloc(sizeof(int64_t) * (n + 1));
 	uint64_t   *tids = test_xmalloc(sizeof(uint64_t) * (n + 1));
@@ -232,17 +238,21 @@ agg_case(size_t n, uint64_t vm_blocks, uint64_t max_block, int threads)
 
 	make_columns(ref);
 	for (i = 0; i < vm_blocks / 4 + 1; i++)
-		vm[i] = (uint8_t) test_rnd(&tr);
+		vm[i] = full ? 0xff : (uint8_t) test_rnd(&tr);
 	for (i = 0; i < n; i++)
 	{
+		uint16_t	mask;
+
 		keys[i] = (int64_t) test_rnd(&tr) >> (test_rnd(&tr) & 63);
 		tids[i] = (test_below(&tr, max_block + 1) << 16) | test_below(&tr, 300);
 		fill_row(rows + i * ROW_BYTES);
+		mask = nulls == 0 ? 0 : nulls == 2 ? 0x7f : (uint16_t) (test_rnd(&tr) & test_rnd(&tr) & 0x7f);
+		memcpy(rows + i * ROW_BYTES, &mask, 2);
 	}
 	snprintf(nthreads, sizeof(nthreads), "%d", threads);
 	setenv("GI_CPU_THREADS", nthreads, 1);
-	st = gi_host_aggregate(keys, tids, rows, ROW_BYTES, n, vm, vm_blocks, cols,
-						   ncols, &counted, fetch, &nfetch, &err);
+	st = gi_host_aggregate(keys, tids, rows, ROW_BYTES, n, full ? NULL : vm, vm_blocks,
+						   full, cols, ncols, &counted, fetch, &nfetch, &err);
 	unsetenv("GI_CPU_THREADS");
 	reference(keys, tids, rows, n, vm, vm_blocks, ref, ncols, &ref_counted,
 			  ref_fetch, &ref_nfetch);
@@ -252,7 +262,8 @@ agg_case(size_t n, uint64_t vm_blocks, uint64_t max_block, int threads)
 	for (c = 0; c < ncols && ok; c++)
 		ok = same_totals(&cols[c], &ref[c]);
 	snprintf(what, sizeof(what), "aggregate n=%zu vm_blocks=%" PRIu64 " max_block=%" PRIu64
-			 " threads=%d", n, vm_blocks, max_block, threads);
+			 " threads=%d full=%d nulls=%d", n, vm_blocks, max_block, threads,
+			 (int) full, nulls);
 	test_record(&tr, ok, what);
 	free(keys);
 	free(tids);
@@ -275,8 +286,14 @@ gi_test_agg_main(void)
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		for (t = 0; t < 3; t++)
 		{
-			agg_case(sizes[i], 1000, 1010, threads[t]);
-			agg_case(sizes[i], 0, 5, threads[t]);	/* nothing all-visible */
+			agg_case(sizes[i], 1000, 1010, threads[t], false, 1);
+			agg_case(sizes[i], 0, 5, threads[t], false, 1); /* nothing all-visible */
+			/* all-visible, some entries past the table's end */
+			agg_case(sizes[i], 1000, 1010, threads[t], true, 1);
+			/* all-visible and every entry in it: the dense path throughout */
+			agg_case(sizes[i], 1000, 999, threads[t], true, 0);
+			agg_case(sizes[i], 1000, 999, threads[t], true, 2);
+			agg_case(sizes[i], 0, 0, threads[t], true, 1);	/* an empty table */
 		}
 	printf("test_agg: %ld passed, %ld failed\n", tr.passed, tr.failed);
 	return (int) (tr.failed > 0);
