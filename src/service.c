@@ -334,6 +334,41 @@ make_device_room(ServiceImage *keep, uint64 need)
 	}
 }
 
+/* Device bytes a GPU image of si is expected to take (make_device_room). */
+static uint64
+gpu_build_need(ServiceImage *si)
+{
+	return (uint64) si->n * (si->key_bytes <= 4 ? 4 : 8) * 5 / 4;
+}
+
+/*
+ * Would building a GPU image of need bytes for keep fit under the limit
+ * only once some GPU image that a query is using now can be evicted?  Then
+ * the request waits for that query rather than build with too little room.
+ */
+static bool
+gpu_room_waits(ServiceImage *keep, uint64 need)
+{
+	uint64		limit = (uint64) gpuidx_device_memory_limit_mb * 1024 * 1024;
+	uint64		used = device_bytes_in_use();
+	uint64		idle = 0,
+				busy = 0;
+	ServiceImage *si;
+
+	if (gpuidx_device_memory_limit_mb <= 0 || used + need <= limit)
+		return false;
+	for (si = service_images; si; si = si->next)
+	{
+		if (si == keep || si->image[GI_ENGINE_GPU] == NULL)
+			continue;
+		if (engine_inflight(si, GI_ENGINE_GPU) > 0 || si->held[GI_ENGINE_GPU])
+			busy += si->device_bytes[GI_ENGINE_GPU];
+		else
+			idle += si->device_bytes[GI_ENGINE_GPU];
+	}
+	return used - idle + need > limit && used - idle - busy + need <= limit;
+}
+
 /* The service's record of the image with id, if it has one. */
 static ServiceImage *
 known_image(uint64 id)
@@ -565,7 +600,7 @@ build_engine(ServiceImage *si, int engine, GiError *err)
 	params.key_bytes = si->key_bytes;
 	if (engine == GI_ENGINE_GPU)
 		params.device_memory_limit =
-			make_device_room(si, (uint64) si->n * (si->key_bytes <= 4 ? 4 : 8) * 5 / 4);
+			make_device_room(si, gpu_build_need(si));
 	merged_entries(si, &keys, &tids, &mkeys, &mtids);
 	st = gi_image_build(&params, (const int64_t *) keys, (const uint64_t *) tids,
 						(size_t) si->n, &si->image[engine], err);
@@ -622,7 +657,8 @@ ms_since(instr_time t0)
  * broken or held, until it is idle; a GPU image takes one query at a time
  * (its one stream), and is described (INFO) only while no query runs on it.
  * A version that will take its parent's image by batch insertion waits for
- * the parent's queries, and holds the parent meanwhile.
+ * the parent's queries, and holds the parent meanwhile.  A GPU image to be
+ * built waits if only evicting images in use would make room for it.
  */
 static bool
 must_wait(ServiceImage *si, int engine)
@@ -631,13 +667,15 @@ must_wait(ServiceImage *si, int engine)
 
 	if ((si->broken[engine] || si->held[engine]) && si->image[engine] != NULL)
 		return true;
-	if (si->image[engine] == NULL &&
-		(parent = adoptable_parent(si, engine)) != NULL &&
-		engine_inflight(parent, engine) > 0)
+	parent = si->image[engine] == NULL ? adoptable_parent(si, engine) : NULL;
+	if (parent && engine_inflight(parent, engine) > 0)
 	{
 		parent->held[engine] = true;
 		return true;
 	}
+	if (engine == GI_ENGINE_GPU && si->image[engine] == NULL && parent == NULL &&
+		gpu_room_waits(si, gpu_build_need(si)))
+		return true;
 	if (engine == GI_ENGINE_GPU && si->image[engine] != NULL &&
 		engine_inflight(si, engine) > 0)
 		return true;
