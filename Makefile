@@ -59,7 +59,7 @@ $(SRC_OBJS) $(ENGINE_OBJS): $(wildcard src/*.h) $(wildcard engine/*.h)
 UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Iengine -Itest/common
 UNIT_SRCS = $(wildcard test/unit/*.c) $(wildcard test/common/*.c)
 test/unit/test_engine: $(UNIT_SRCS) $(wildcard test/common/*.h) $(patsubst %.o,%.c,$(ENGINE_OBJS)) $(GPU_OBJS) $(wildcard engine/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ $(UNIT_SRCS) $(patsubst %.o,%.c,$(ENGINE_OBJS)) $(GPU_OBJS) $(GPU_LIBS) -lm
+	$(CC) $(UNIT_CFLAGS) -o $@ $(UNIT_SRCS) $(patsubst %.o,%.c,$(ENGINE_OBJS)) $(GPU_OBJS) $(GPU_LIBS) -lm -pthread
 
 unittest: test/unit/test_engine
 	test/unit/test_engine

@@ -35,6 +35,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -488,7 +489,8 @@ template <class K, int G, bool SORTED, bool DYN>
 static int
 search_grid(void)
 {
-	static int	blocks = 0;
+	static std::atomic<int> cached(0);	/* the service's workers share it */
+	int			blocks = cached.load(std::memory_order_relaxed);
 
 	if (!blocks)
 	{
@@ -501,6 +503,7 @@ search_grid(void)
 			per_sm = 4;
 		}
 		blocks = per_sm * gi_gpu_sm_count();
+		cached.store(blocks, std::memory_order_relaxed);
 	}
 	return blocks;
 }

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
+#include <vector>
 #include <cstdlib>
 #include <cstring>
 
@@ -68,13 +70,19 @@ typedef struct DevState
 
 static DevState g_dev;
 
-/* Initialize CUDA lazily and remember what the device offers. */
+static std::mutex g_dev_lock;
+
+/*
+ * Initialize CUDA lazily and remember what the device offers.  Threads that
+ * race to the first probe take turns; later calls read the settled state.
+ */
 static bool
 dev_probe(void)
 {
 	int			count = 0;
 	cudaError_t e;
 	cudaDeviceProp prop;
+	std::lock_guard<std::mutex> guard(g_dev_lock);
 
 	if (g_dev.probed)
 		return g_dev.ok;
@@ -202,52 +210,119 @@ gi_gpu_grid_resident(uint64_t n, unsigned block)
 
 typedef struct Staging
 {
-	bool		ready;
 	void	   *buf[2];
 	cudaEvent_t ev[2];
 } Staging;
 
-static Staging g_stage;
+/*
+ * The pinned slot pairs: a copy takes a free pair for its duration, so
+ * threads copying at once (the service's workers, engine.h) each have their
+ * own; a pair's events make its next user wait for copies still in flight.
+ * Pairs are made on demand (as many as copies ever ran at once) and freed
+ * at process exit.
+ */
+static std::mutex g_stage_lock;
+static std::vector<Staging *> g_stage_free;
+static std::vector<Staging *> g_stage_all;
 
-/* Free the pinned staging slots (at process exit). */
+/* Free one pair's pinned slots and events. */
+static void
+staging_destroy(Staging *st)
+{
+	for (int s = 0; s < 2; s++)
+	{
+		if (st->buf[s])
+			cudaFreeHost(st->buf[s]);
+		if (st->ev[s])
+			cudaEventDestroy(st->ev[s]);
+	}
+	delete st;
+}
+
+/* Free every pair (at process exit). */
 static void
 staging_release(void)
 {
-	for (int s = 0; s < 2; s++)
-	{
-		if (g_stage.buf[s])
-			cudaFreeHost(g_stage.buf[s]);
-		if (g_stage.ev[s])
-			cudaEventDestroy(g_stage.ev[s]);
-		g_stage.buf[s] = NULL;
-		g_stage.ev[s] = NULL;
-	}
-	g_stage.ready = false;
+	std::lock_guard<std::mutex> guard(g_stage_lock);
+
+	for (Staging *st : g_stage_all)
+		staging_destroy(st);
+	g_stage_all.clear();
+	g_stage_free.clear();
 }
 
-/* Allocate the two pinned staging slots once per process. */
+/* Take a free pair, making one if none is free. */
 static GiStatus
-staging_init(GiError *err)
+staging_take(Staging **out, GiError *err)
 {
 	static bool registered = false;
+	Staging    *st;
 
-	if (g_stage.ready)
-		return GI_OK;
-	if (!registered)
 	{
-		atexit(staging_release);	/* runs before the CUDA runtime's own teardown */
-		registered = true;
+		std::lock_guard<std::mutex> guard(g_stage_lock);
+
+		if (!registered)
+		{
+			atexit(staging_release);	/* runs before the CUDA runtime's own teardown */
+			registered = true;
+		}
+		if (!g_stage_free.empty())
+		{
+			*out = g_stage_free.back();
+			g_stage_free.pop_back();
+			return GI_OK;
+		}
 	}
+	st = new (std::nothrow) Staging();
+	if (st == NULL)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for a staging slot");
 	for (int s = 0; s < 2; s++)
 	{
-		if (!g_stage.buf[s])
-			CK(cudaHostAlloc(&g_stage.buf[s], STAGE_BYTES, cudaHostAllocDefault));
-		if (!g_stage.ev[s])
-			CK(cudaEventCreateWithFlags(&g_stage.ev[s], cudaEventDisableTiming));
+		void	   *buf = NULL;
+		cudaError_t e = cudaHostAlloc(&buf, STAGE_BYTES, cudaHostAllocDefault);
+
+		st->buf[s] = e == cudaSuccess ? buf : NULL;
+		if (e == cudaSuccess)
+		{
+			cudaEvent_t ev = NULL;
+
+			e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+			st->ev[s] = e == cudaSuccess ? ev : NULL;
+		}
+		if (e != cudaSuccess)
+		{
+			staging_destroy(st);
+			return gi_gpu_fail(err, e, "allocating a pinned staging slot");
+		}
 	}
-	g_stage.ready = true;
+	{
+		std::lock_guard<std::mutex> guard(g_stage_lock);
+
+		g_stage_all.push_back(st);
+	}
+	*out = st;
 	return GI_OK;
 }
+
+/* Give a pair back (its copies may still be in flight: its events tell). */
+static void
+staging_give(Staging *st)
+{
+	std::lock_guard<std::mutex> guard(g_stage_lock);
+
+	g_stage_free.push_back(st);
+}
+
+/* Holds a pair for the length of one copy. */
+struct StagingGuard
+{
+	Staging    *st = nullptr;
+	~StagingGuard()
+	{
+		if (st)
+			staging_give(st);
+	}
+};
 
 /*
  * Upload n int64 host values to the device as width-byte integers through
@@ -260,19 +335,22 @@ gi_gpu_upload(void *dst, const int64_t *src, size_t n, int width,
 {
 	size_t		per = STAGE_BYTES / width;
 	bool		bad = false;
+	StagingGuard sg;
+	Staging    *stage;
 
-	CKS(staging_init(err));
+	CKS(staging_take(&sg.st, err));
+	stage = sg.st;
 	for (size_t off = 0, c = 0; off < n; off += per, c++)
 	{
 		int			s = (int) (c & 1);
 		size_t		cnt = std::min(per, n - off);
 
-		CK(cudaEventSynchronize(g_stage.ev[s]));
+		CK(cudaEventSynchronize(stage->ev[s]));
 		if (width == 8)
-			memcpy(g_stage.buf[s], src + off, cnt * 8);
+			memcpy(stage->buf[s], src + off, cnt * 8);
 		else
 		{
-			int32_t    *d = (int32_t *) g_stage.buf[s];
+			int32_t    *d = (int32_t *) stage->buf[s];
 			const int64_t *p = src + off;
 			int64_t		acc = 0;
 
@@ -283,9 +361,9 @@ gi_gpu_upload(void *dst, const int64_t *src, size_t n, int width,
 			}
 			bad |= acc != 0;
 		}
-		CK(cudaMemcpyAsync((char *) dst + off * width, g_stage.buf[s], cnt * width,
+		CK(cudaMemcpyAsync((char *) dst + off * width, stage->buf[s], cnt * width,
 						   cudaMemcpyHostToDevice, stream));
-		CK(cudaEventRecord(g_stage.ev[s], stream));
+		CK(cudaEventRecord(stage->ev[s], stream));
 	}
 	if (out_of_range)
 		*out_of_range = bad;
@@ -304,8 +382,11 @@ gi_gpu_download(int64_t *dst, const void *src, size_t n, int width,
 	size_t		prev_off = 0,
 				prev_cnt = 0;
 	int			prev_s = -1;
+	StagingGuard sg;
+	Staging    *stage;
 
-	CKS(staging_init(err));
+	CKS(staging_take(&sg.st, err));
+	stage = sg.st;
 	for (size_t off = 0, c = 0;; off += per, c++)
 	{
 		int			s = (int) (c & 1);
@@ -313,19 +394,19 @@ gi_gpu_download(int64_t *dst, const void *src, size_t n, int width,
 
 		if (cnt)
 		{
-			CK(cudaEventSynchronize(g_stage.ev[s]));
-			CK(cudaMemcpyAsync(g_stage.buf[s], (const char *) src + off * width, cnt * width,
+			CK(cudaEventSynchronize(stage->ev[s]));
+			CK(cudaMemcpyAsync(stage->buf[s], (const char *) src + off * width, cnt * width,
 							   cudaMemcpyDeviceToHost, stream));
-			CK(cudaEventRecord(g_stage.ev[s], stream));
+			CK(cudaEventRecord(stage->ev[s], stream));
 		}
 		if (prev_s >= 0)
 		{
-			CK(cudaEventSynchronize(g_stage.ev[prev_s]));
+			CK(cudaEventSynchronize(stage->ev[prev_s]));
 			if (width == 8)
-				memcpy(dst + prev_off, g_stage.buf[prev_s], prev_cnt * 8);
+				memcpy(dst + prev_off, stage->buf[prev_s], prev_cnt * 8);
 			else
 			{
-				const int32_t *q = (const int32_t *) g_stage.buf[prev_s];
+				const int32_t *q = (const int32_t *) stage->buf[prev_s];
 
 				for (size_t i = 0; i < prev_cnt; i++)
 					dst[prev_off + i] = q[i];

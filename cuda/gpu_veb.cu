@@ -29,6 +29,8 @@
  * before any mapping, never wrapped.
  */
 #include "gpu_veb.cuh"
+
+#include <atomic>
 #include "veb_twin.h"
 
 #include <cub/device/device_scan.cuh>
@@ -1165,9 +1167,9 @@ template <int W>
 static int
 search_blocks_per_sm(void)
 {
-	static int	cached = 0;
+	static std::atomic<int> cached(0);	/* the service's workers share it */
 
-	if (cached == 0)
+	if (cached.load(std::memory_order_relaxed) == 0)
 	{
 		int			b = 0;
 
@@ -1177,9 +1179,9 @@ search_blocks_per_sm(void)
 			(void) cudaGetLastError();
 			b = 4;
 		}
-		cached = b;
+		cached.store(b, std::memory_order_relaxed);
 	}
-	return cached;
+	return cached.load(std::memory_order_relaxed);
 }
 
 /* Launch the search over count device probes and wait for it. */

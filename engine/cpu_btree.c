@@ -558,6 +558,7 @@ gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 	CpuBtree   *t = (CpuBtree *) image;
 	double		t0 = gi_now_ms();
 	QueryTask	tasks[GI_CPU_MAX_THREADS];
+	GiTimings	timings;
 	int			nthreads;
 	size_t		sort_min;
 	size_t		per;
@@ -565,7 +566,8 @@ gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 	GiStatus	st = GI_OK;
 	int			i;
 
-	memset(&image->last_query, 0, sizeof(image->last_query));
+	/* timings gathered here and stored once: other threads may query too */
+	memset(&timings, 0, sizeof(timings));
 	if (image->structure != GI_STRUCT_BTREE)
 		return gi_set_error(err, GI_ERR_UNSUPPORTED,
 							"the CPU engine has no %s structure",
@@ -573,7 +575,10 @@ gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 	if (op < GI_OP_POINT || op > GI_OP_RANGE)
 		return gi_set_error(err, GI_ERR_INVALID, "unknown query op %d", (int) op);
 	if (nprobes == 0)
+	{
+		gi_timings_store(&image->last_query, &timings);
 		return GI_OK;
+	}
 
 	/* Threads: one per PROBES_PER_THREAD probes, capped by the cores. */
 	nthreads = gi_cpu_threads_for(nprobes, PROBES_PER_THREAD);
@@ -615,10 +620,10 @@ gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 		for (i = 0; i < nthreads; i++)
 		{
 			/* Phases overlap across threads: report the slowest thread. */
-			if (tasks[i].sort_ms > image->last_query.sort_ms)
-				image->last_query.sort_ms = tasks[i].sort_ms;
-			if (tasks[i].search_ms > image->last_query.search_ms)
-				image->last_query.search_ms = tasks[i].search_ms;
+			if (tasks[i].sort_ms > timings.sort_ms)
+				timings.sort_ms = tasks[i].sort_ms;
+			if (tasks[i].search_ms > timings.search_ms)
+				timings.search_ms = tasks[i].search_ms;
 		}
 	}
 	for (i = 0; i < nthreads; i++)
@@ -628,7 +633,8 @@ gi_cpu_btree_query(GiImage *image, GiOp op, const int64_t *probes,
 		free(tasks[i].pos);
 		free(tasks[i].tmp_pos);
 	}
-	image->last_query.total_ms = gi_now_ms() - t0;
+	timings.total_ms = gi_now_ms() - t0;
+	gi_timings_store(&image->last_query, &timings);
 	return st;
 }
 
@@ -866,6 +872,6 @@ gi_cpu_btree_info(const GiImage *image, GiImageInfo *info)
 	info->last_insert = t->last_insert;
 	info->device_bytes = 0;
 	info->build = image->build;
-	info->last_query = image->last_query;
+	gi_timings_load(&info->last_query, &image->last_query);
 	info->device_name[0] = '\0';
 }

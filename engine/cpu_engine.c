@@ -103,11 +103,14 @@ gi_cpu_select(GiImage *image, GiOp op, const int64_t *probes,
 							&t_compact, err);
 	if (st != GI_OK)
 		goto done;
-	image->last_query.search_ms = t_search;
-	image->last_query.build_ms = t_compact;
-	image->last_query.sort_ms = 0;
-	image->last_query.transfer_ms = 0;
-	image->last_query.total_ms = gi_now_ms() - t0;
+	{
+		GiTimings	timings = {0};
+
+		timings.search_ms = t_search;
+		timings.build_ms = t_compact;
+		timings.total_ms = gi_now_ms() - t0;
+		gi_timings_store(&image->last_query, &timings);
+	}
 
 done:
 	free(first);

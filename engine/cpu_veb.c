@@ -681,8 +681,10 @@ gi_cpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 	CpuVeb	   *t = (CpuVeb *) image;
 	double		t0 = gi_now_ms();
 	QueryJob	q;
+	GiTimings	timings;
 
-	memset(&image->last_query, 0, sizeof(image->last_query));
+	/* timings gathered here and stored once: other threads may query too */
+	memset(&timings, 0, sizeof(timings));
 	if (op < GI_OP_POINT || op > GI_OP_RANGE)
 		return gi_set_error(err, GI_ERR_INVALID, "unknown query op %d", (int) op);
 	q.t = t;
@@ -695,8 +697,9 @@ gi_cpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 	if (q.sort_min < 2)
 		q.sort_min = 2;
 	gi_cpu_parallel_for(nprobes, PROBES_PER_THREAD, query_slice, &q);
-	image->last_query.search_ms = gi_now_ms() - t0;
-	image->last_query.total_ms = image->last_query.search_ms;
+	timings.search_ms = gi_now_ms() - t0;
+	timings.total_ms = timings.search_ms;
+	gi_timings_store(&image->last_query, &timings);
 	return GI_OK;
 }
 
@@ -1166,7 +1169,7 @@ gi_cpu_veb_info(const GiImage *image, GiImageInfo *info)
 	info->host_bytes = t->host_bytes;
 	info->device_bytes = 0;
 	info->build = image->build;
-	info->last_query = image->last_query;
+	gi_timings_load(&info->last_query, &image->last_query);
 	info->device_name[0] = '\0';
 	info->clusters = t->nclusters + t->nbitmaps;
 	info->hash_bytes = t->table_slots * sizeof(VebSlot);

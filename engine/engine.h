@@ -181,6 +181,13 @@ void		gi_image_free(GiImage *image);
  * bounds and probes_hi the upper bounds (inclusive); otherwise probes_hi must
  * be NULL.  first[i] and last[i] receive the range of probe i, in the
  * caller's probe order whatever order the engine searches in.
+ *
+ * Threads: several threads may query different images at once, and several
+ * threads may query one CPU image at once (its query path only reads the
+ * structure; the last query's timings are stored under a lock).  A GPU image
+ * takes one querying thread at a time (its work runs on the image's one
+ * stream).  Nothing else may run on an image while it is queried: build,
+ * insert, free and gi_image_info wait until no query holds it.
  */
 GiStatus	gi_image_query(GiImage *image, GiOp op,
 						   const int64_t *probes, const int64_t *probes_hi,

@@ -5,6 +5,7 @@
  */
 #include "engine_util.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +47,27 @@ gi_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
+}
+
+/* Guards every image's last_query against concurrent CPU queries. */
+static pthread_mutex_t timings_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Copy timings into an image's record under the lock (engine_util.h). */
+void
+gi_timings_store(GiTimings *dst, const GiTimings *src)
+{
+	pthread_mutex_lock(&timings_lock);
+	*dst = *src;
+	pthread_mutex_unlock(&timings_lock);
+}
+
+/* Copy an image's timings out under the lock (engine_util.h). */
+void
+gi_timings_load(GiTimings *dst, const GiTimings *src)
+{
+	pthread_mutex_lock(&timings_lock);
+	*dst = *src;
+	pthread_mutex_unlock(&timings_lock);
 }
 
 /* A non-negative integer from environment variable name, else dflt. */

@@ -35,6 +35,13 @@ void	   *gi_malloc_big(size_t size);
 double		gi_now_ms(void);
 
 /*
+ * Store or read an image's last-query timings under one engine-wide lock,
+ * so that threads querying one CPU image at once (engine.h) never tear them.
+ */
+void		gi_timings_store(GiTimings *dst, const GiTimings *src);
+void		gi_timings_load(GiTimings *dst, const GiTimings *src);
+
+/*
  * Tuning settings, for tests and experiments; this is the one place that
  * reads them from the environment.
  *   GI_CPU_THREADS   threads of a parallel CPU loop; 0 (unset, not a

@@ -22,6 +22,7 @@ bool		gpuidx_enable_customagg = true;
 int			gpuidx_gpu_min_batch = 256;
 bool		gpuidx_service_setting = true;
 int			gpuidx_service_max_images = 256;
+int			gpuidx_service_workers = 4;
 int			gpuidx_service_memory_limit_mb = 4096;
 int			gpuidx_service_test_delay_ms = 0;
 
@@ -128,6 +129,12 @@ gpuidx_define_gucs(void)
 								"Most index images the gpuidx service holds at once.",
 								NULL,
 								&gpuidx_service_max_images, 256, 1, 65536,
+								PGC_POSTMASTER, 0, NULL, NULL, NULL);
+		DefineCustomIntVariable("gpuidx.service_workers",
+								"Threads the gpuidx service runs engine queries on.",
+								"With 2 or more, several backends' batches run at once; "
+								"0 or 1: the service answers one batch at a time.",
+								&gpuidx_service_workers, 4, 0, 64,
 								PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	}
 	DefineCustomIntVariable("gpuidx.service_test_delay",

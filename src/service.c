@@ -11,12 +11,21 @@
  * recently used first).  An engine error fails that request only: the
  * engine image involved is dropped and built again on demand.
  *
- * One request is answered at a time (the engines run their own threads or
- * the device inside one request).  A backend whose service is gone answers
- * on the host instead (service_client.c).
+ * The main thread takes the requests and does everything that touches
+ * PostgreSQL (mapping segments, building and evicting engine images, the
+ * store's lock).  With gpuidx.service_workers of 2 or more, the engine
+ * query itself runs on a pool of threads (service_pool.c), so several
+ * backends' batches run at once: CPU images take several queries at once,
+ * a GPU image one at a time (its stream), different images in parallel.
+ * Each engine image counts its queries in flight; nothing frees, evicts,
+ * inserts into or hands over an image while that count is not zero
+ * (requests that need it wait in their slots).  With 0 or 1 workers the
+ * main thread answers one request at a time.  A backend whose service is
+ * gone answers on the host instead (service_client.c).
  */
 #include "gpuidx.h"
 #include "service.h"
+#include "service_pool.h"
 
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -27,6 +36,7 @@
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 GpuidxServiceShared *gpuidx_service_shared = NULL;
 
@@ -149,6 +159,20 @@ typedef struct ServiceImage
 	GiImage    *image[3];		/* by GiEngineKind */
 	int			given_away;		/* bit per engine: its image went to a
 								 * newer version by batch insertion */
+
+	/*
+	 * Per engine: queries the pool runs on the image (it is never freed,
+	 * evicted or changed while not zero), its bytes (read when it was
+	 * built or changed, so the main thread never describes an image a
+	 * worker is querying), and why no new query may start on it: broken (a
+	 * device error: dropped once idle) or held (a newer version waits to
+	 * take it over by batch insertion).
+	 */
+	pg_atomic_uint32 inflight[3];
+	uint64		device_bytes[3];
+	uint64		host_bytes[3];
+	bool		broken[3];
+	bool		held[3];
 	uint64		last_used;
 	struct ServiceImage *next;
 } ServiceImage;
@@ -164,15 +188,55 @@ typedef struct TransferMapping
 } TransferMapping;
 
 static TransferMapping *transfers = NULL;	/* one per request slot */
+static ServiceJob *jobs = NULL; /* one per request slot, for the pool */
 
-/* Free one engine image and clear the store's record of it. */
+/* What the main thread did with a request it took. */
+typedef enum RequestOutcome
+{
+	REQUEST_ANSWERED,			/* answered here: finish it */
+	REQUEST_DISPATCHED,			/* a worker answers it */
+	REQUEST_DEFERRED			/* its image is busy: leave it submitted */
+} RequestOutcome;
+
+/* Queries the pool runs on si's engine image. */
+static uint32
+engine_inflight(ServiceImage *si, int engine)
+{
+	return pg_atomic_read_u32(&si->inflight[engine]);
+}
+
+/* Is any of si's engine images being queried? */
+static bool
+image_busy(ServiceImage *si)
+{
+	return engine_inflight(si, GI_ENGINE_CPU) > 0 ||
+		engine_inflight(si, GI_ENGINE_GPU) > 0;
+}
+
+/* Read the bytes of si's (idle) engine image. */
+static void
+note_engine_bytes(ServiceImage *si, int engine)
+{
+	GiImageInfo info;
+
+	gi_image_info(si->image[engine], &info);
+	si->device_bytes[engine] = info.device_bytes;
+	si->host_bytes[engine] = info.host_bytes;
+}
+
+/* Free one (idle) engine image and forget what blocked it. */
 static void
 drop_engine(ServiceImage *si, int engine)
 {
+	Assert(engine_inflight(si, engine) == 0);
+	si->broken[engine] = false;
+	si->held[engine] = false;
 	if (si->image[engine] == NULL)
 		return;
 	gi_image_free(si->image[engine]);
 	si->image[engine] = NULL;
+	si->device_bytes[engine] = 0;
+	si->host_bytes[engine] = 0;
 }
 
 /* Write si's engine bytes into its store slot (if it still holds si). */
@@ -188,13 +252,10 @@ record_engines(ServiceImage *si)
 
 	for (e = GI_ENGINE_CPU; e <= GI_ENGINE_GPU; e++)
 	{
-		GiImageInfo info;
-
 		if (si->image[e] == NULL)
 			continue;
-		gi_image_info(si->image[e], &info);
-		dev += info.device_bytes;
-		host += info.host_bytes;
+		dev += si->device_bytes[e];
+		host += si->host_bytes[e];
 		engines |= 1 << e;
 	}
 	LWLockAcquire(s->lock, LW_EXCLUSIVE);
@@ -207,7 +268,7 @@ record_engines(ServiceImage *si)
 	LWLockRelease(s->lock);
 }
 
-/* Forget a shared image: its engine images and its mapping. */
+/* Forget a shared image (none of its images busy): engines and mapping. */
 static void
 forget_image(ServiceImage *si)
 {
@@ -237,18 +298,14 @@ device_bytes_in_use(void)
 
 	for (si = service_images; si; si = si->next)
 		if (si->image[GI_ENGINE_GPU])
-		{
-			GiImageInfo info;
-
-			gi_image_info(si->image[GI_ENGINE_GPU], &info);
-			total += info.device_bytes;
-		}
+			total += si->device_bytes[GI_ENGINE_GPU];
 	return total;
 }
 
 /*
- * Free the least recently used GPU images (never keep's) until need more
- * bytes fit under the limit; the limit left for the new image.
+ * Free the least recently used GPU images (never keep's, never one being
+ * queried or waited for) until need more bytes fit under the limit; the
+ * limit left for the new image.
  */
 static size_t
 make_device_room(ServiceImage *keep, uint64 need)
@@ -267,6 +324,7 @@ make_device_room(ServiceImage *keep, uint64 need)
 			return (size_t) (limit - used);
 		for (si = service_images; si; si = si->next)
 			if (si != keep && si->image[GI_ENGINE_GPU] &&
+				engine_inflight(si, GI_ENGINE_GPU) == 0 && !si->held[GI_ENGINE_GPU] &&
 				(victim == NULL || si->last_used < victim->last_used))
 				victim = si;
 		if (victim == NULL)
@@ -274,6 +332,41 @@ make_device_room(ServiceImage *keep, uint64 need)
 		drop_engine(victim, GI_ENGINE_GPU);
 		record_engines(victim);
 	}
+}
+
+/* Device bytes a GPU image of si is expected to take (make_device_room). */
+static uint64
+gpu_build_need(ServiceImage *si)
+{
+	return (uint64) si->n * (si->key_bytes <= 4 ? 4 : 8) * 5 / 4;
+}
+
+/*
+ * Would building a GPU image of need bytes for keep fit under the limit
+ * only once some GPU image that a query is using now can be evicted?  Then
+ * the request waits for that query rather than build with too little room.
+ */
+static bool
+gpu_room_waits(ServiceImage *keep, uint64 need)
+{
+	uint64		limit = (uint64) gpuidx_device_memory_limit_mb * 1024 * 1024;
+	uint64		used = device_bytes_in_use();
+	uint64		idle = 0,
+				busy = 0;
+	ServiceImage *si;
+
+	if (gpuidx_device_memory_limit_mb <= 0 || used + need <= limit)
+		return false;
+	for (si = service_images; si; si = si->next)
+	{
+		if (si == keep || si->image[GI_ENGINE_GPU] == NULL)
+			continue;
+		if (engine_inflight(si, GI_ENGINE_GPU) > 0 || si->held[GI_ENGINE_GPU])
+			busy += si->device_bytes[GI_ENGINE_GPU];
+		else
+			idle += si->device_bytes[GI_ENGINE_GPU];
+	}
+	return used - idle + need > limit && used - idle - busy + need <= limit;
 }
 
 /* The service's record of the image with id, if it has one. */
@@ -304,6 +397,8 @@ find_image(uint64 id, int slotno)
 		return NULL;
 	slot = &s->images[slotno];
 	si = MemoryContextAllocZero(TopMemoryContext, sizeof(ServiceImage));
+	pg_atomic_init_u32(&si->inflight[GI_ENGINE_CPU], 0);
+	pg_atomic_init_u32(&si->inflight[GI_ENGINE_GPU], 0);
 	LWLockAcquire(s->lock, LW_SHARED);
 	if (slot->id == id)
 	{
@@ -398,14 +493,34 @@ merged_entries(ServiceImage *si, const int64 **keys, const uint64 **tids,
 }
 
 /*
+ * The parent version whose engine image si could take over by batch
+ * insertion (same base, B+ tree, a usable image), or NULL.
+ */
+static ServiceImage *
+adoptable_parent(ServiceImage *si, int engine)
+{
+	ServiceImage *parent;
+
+	if (si->ndelta == 0 || si->structure != GI_STRUCT_BTREE ||
+		!gpuidx_enable_batch_insert)
+		return NULL;
+	parent = known_image(si->parent_id);
+	if (parent == NULL || parent->image[engine] == NULL ||
+		parent->broken[engine] || parent->base_id != si->base_id)
+		return NULL;
+	return parent;
+}
+
+/*
  * Batch insertion: take the parent version's engine image (same base, a
  * delta this one extends) and insert the entries this delta adds, instead
  * of building anew.  The parent's later requests are answered on the host.
+ * The caller waits until no query runs on the parent's image.
  */
 static bool
 adopt_parent_engine(ServiceImage *si, int engine)
 {
-	ServiceImage *parent = known_image(si->parent_id);
+	ServiceImage *parent = adoptable_parent(si, engine);
 	int64	   *dk,
 			   *dr,
 			   *pk,
@@ -419,9 +534,7 @@ adopt_parent_engine(ServiceImage *si, int engine)
 				m = 0;
 	GiError		err;
 
-	if (parent == NULL || parent->image[engine] == NULL ||
-		parent->base_id != si->base_id || si->structure != GI_STRUCT_BTREE ||
-		!gpuidx_enable_batch_insert)
+	if (parent == NULL || engine_inflight(parent, engine) > 0)
 		return false;
 	delta_arrays(si, &dk, &dt, &dr);
 	delta_arrays(parent, &pk, &pt, &pr);
@@ -459,7 +572,10 @@ adopt_parent_engine(ServiceImage *si, int engine)
 	pfree(nt);
 	si->image[engine] = parent->image[engine];
 	parent->image[engine] = NULL;
+	parent->device_bytes[engine] = parent->host_bytes[engine] = 0;
+	parent->held[engine] = false;
 	parent->given_away |= 1 << engine;
+	note_engine_bytes(si, engine);
 	record_engines(parent);
 	record_engines(si);
 	return true;
@@ -484,7 +600,7 @@ build_engine(ServiceImage *si, int engine, GiError *err)
 	params.key_bytes = si->key_bytes;
 	if (engine == GI_ENGINE_GPU)
 		params.device_memory_limit =
-			make_device_room(si, (uint64) si->n * (si->key_bytes <= 4 ? 4 : 8) * 5 / 4);
+			make_device_room(si, gpu_build_need(si));
 	merged_entries(si, &keys, &tids, &mkeys, &mtids);
 	st = gi_image_build(&params, (const int64_t *) keys, (const uint64_t *) tids,
 						(size_t) si->n, &si->image[engine], err);
@@ -494,7 +610,10 @@ build_engine(ServiceImage *si, int engine, GiError *err)
 		pfree(mtids);
 	}
 	if (st == GI_OK)
+	{
+		note_engine_bytes(si, engine);
 		record_engines(si);
+	}
 	return st;
 }
 
@@ -522,8 +641,52 @@ transfer_of(int i, GpuidxServiceRequest *req)
 	return dsm_segment_address(t->seg);
 }
 
-/* Answer one request (its state is RUNNING). */
-static void
+/* Time since t0, in milliseconds. */
+static double
+ms_since(instr_time t0)
+{
+	instr_time	t1;
+
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	return INSTR_TIME_GET_MILLISEC(t1);
+}
+
+/*
+ * Must a request on si's engine image wait in its slot?  While the image is
+ * broken or held, until it is idle; a GPU image takes one query at a time
+ * (its one stream), and is described (INFO) only while no query runs on it.
+ * A version that will take its parent's image by batch insertion waits for
+ * the parent's queries, and holds the parent meanwhile.  A GPU image to be
+ * built waits if only evicting images in use would make room for it.
+ */
+static bool
+must_wait(ServiceImage *si, int engine)
+{
+	ServiceImage *parent;
+
+	if ((si->broken[engine] || si->held[engine]) && si->image[engine] != NULL)
+		return true;
+	parent = si->image[engine] == NULL ? adoptable_parent(si, engine) : NULL;
+	if (parent && engine_inflight(parent, engine) > 0)
+	{
+		parent->held[engine] = true;
+		return true;
+	}
+	if (engine == GI_ENGINE_GPU && si->image[engine] == NULL && parent == NULL &&
+		gpu_room_waits(si, gpu_build_need(si)))
+		return true;
+	if (engine == GI_ENGINE_GPU && si->image[engine] != NULL &&
+		engine_inflight(si, engine) > 0)
+		return true;
+	return false;
+}
+
+/*
+ * Answer one request (its state is RUNNING) here, hand its query to the
+ * pool, or leave it for later (the caller puts it back).
+ */
+static RequestOutcome
 answer(int i, GpuidxServiceRequest *req)
 {
 	GpuidxServiceShared *s = gpuidx_service_shared;
@@ -533,27 +696,29 @@ answer(int i, GpuidxServiceRequest *req)
 	int64		n = req->nprobes;
 	GiError		err;
 	GiStatus	st;
-	instr_time	t0,
-				t1;
+	instr_time	t0;
+	double		build_ms;
 
 	req->message[0] = '\0';
-	if (gpuidx_service_test_delay_ms > 0)
-		pg_usleep((long) gpuidx_service_test_delay_ms * 1000L);
 	si = find_image(req->image_id, req->image_slot);
 	buf = transfer_of(i, req);
 	if (si == NULL || buf == NULL ||
 		(req->op == GPUIDX_REQ_OP_INFO && req->transfer_bytes < sizeof(GiImageInfo)))
 	{
 		req->status = GPUIDX_REQ_ERR_NO_IMAGE;
-		return;
+		return REQUEST_ANSWERED;
 	}
-	si->last_used = ++service_tick;
 	engine = req->engine == GI_ENGINE_GPU && s->gpu_usable ? GI_ENGINE_GPU : GI_ENGINE_CPU;
+	if (must_wait(si, engine))
+		return REQUEST_DEFERRED;
+	if (gpuidx_service_test_delay_ms > 0)
+		pg_usleep((long) gpuidx_service_test_delay_ms * 1000L);
+	si->last_used = ++service_tick;
 	if (si->image[engine] == NULL && (si->given_away & (1 << engine)))
 	{
 		/* a newer version took this one's engine image: the host answers */
 		req->status = GPUIDX_REQ_ERR_NO_IMAGE;
-		return;
+		return REQUEST_ANSWERED;
 	}
 	INSTR_TIME_SET_CURRENT(t0);
 	if (si->image[engine] == NULL)
@@ -569,27 +734,45 @@ answer(int i, GpuidxServiceRequest *req)
 		{
 			req->status = st;
 			strlcpy(req->message, err.message, sizeof(req->message));
-			return;
+			return REQUEST_ANSWERED;
 		}
 	}
 	if (req->op == GPUIDX_REQ_OP_INFO)
 	{
 		GiImageInfo info;
 
+		/* (a CPU image may be queried meanwhile: engine.h allows it) */
 		gi_image_info(si->image[engine], &info);
 		memcpy(buf, &info, sizeof(info));
 		req->engine_used = engine;
 		req->status = GI_OK;
-		return;
+		return REQUEST_ANSWERED;
 	}
+	build_ms = ms_since(t0);
+	if (service_pool_running())
+	{
+		ServiceJob *job = &jobs[i];
+
+		job->req = req;
+		job->image = si->image[engine];
+		job->inflight = &si->inflight[engine];
+		job->owner = si;
+		job->engine = engine;
+		job->op = req->op;
+		job->nprobes = n;
+		job->buf = buf;
+		job->build_ms = build_ms;
+		pg_atomic_fetch_add_u32(job->inflight, 1);
+		service_pool_submit(job);
+		return REQUEST_DISPATCHED;
+	}
+	INSTR_TIME_SET_CURRENT(t0);
 	st = gi_image_query(si->image[engine], (GiOp) req->op,
 						(const int64_t *) buf,
 						req->op == GI_OP_RANGE ? (const int64_t *) (buf + n * 8) : NULL,
 						(size_t) n, (uint64_t *) (buf + 2 * n * 8),
 						(uint64_t *) (buf + 3 * n * 8), &err);
-	INSTR_TIME_SET_CURRENT(t1);
-	INSTR_TIME_SUBTRACT(t1, t0);
-	req->engine_ms = INSTR_TIME_GET_MILLISEC(t1);
+	req->engine_ms = build_ms + ms_since(t0);
 	req->engine_used = engine;
 	req->status = st;
 	if (st != GI_OK)
@@ -602,20 +785,91 @@ answer(int i, GpuidxServiceRequest *req)
 			record_engines(si);
 		}
 	}
+	return REQUEST_ANSWERED;
 }
 
-/* Take, answer and hand back every submitted request. */
+/* Mark a request answered and wake its backend. */
 static void
+finish_request(GpuidxServiceRequest *req)
+{
+	pg_write_barrier();
+	pg_atomic_write_u32(&req->state, GPUIDX_REQ_DONE);
+	if (req->latch)
+		SetLatch(req->latch);
+}
+
+/*
+ * Finish the pool's jobs that failed with a device error: their engine
+ * image is broken (dropped once no query runs on it, settle_images), and
+ * the error goes to the backend.
+ */
+static void
+collect_failed_jobs(void)
+{
+	ServiceJob *job = service_pool_take_failed();
+
+	while (job)
+	{
+		ServiceJob *next = job->next;
+		ServiceImage *si = (ServiceImage *) job->owner;
+		GpuidxServiceRequest *req = job->req;
+
+		si->broken[job->engine] = true;
+		pg_atomic_fetch_sub_u32(job->inflight, 1);
+		req->status = job->status;
+		req->engine_used = job->engine;
+		req->engine_ms = job->build_ms + job->engine_ms;
+		strlcpy(req->message, job->message, sizeof(req->message));
+		finish_request(req);
+		job = next;
+	}
+}
+
+/*
+ * Engine images that wait to go idle: drop a broken one; release a held one
+ * (if the version that wanted it has not taken it, no one waits any more).
+ */
+static void
+settle_images(void)
+{
+	ServiceImage *si;
+	int			e;
+
+	for (si = service_images; si; si = si->next)
+		for (e = GI_ENGINE_CPU; e <= GI_ENGINE_GPU; e++)
+		{
+			if (!(si->broken[e] || si->held[e]) || engine_inflight(si, e) > 0)
+				continue;
+			if (si->broken[e])
+			{
+				drop_engine(si, e);
+				record_engines(si);
+			}
+			si->held[e] = false;
+		}
+}
+
+/*
+ * Take and answer (or hand to the pool) every submitted request, starting
+ * one slot further each pass so that waiting requests take turns; true if
+ * some request was left waiting for a busy image.
+ */
+static bool
 serve_requests(void)
 {
 	GpuidxServiceShared *s = gpuidx_service_shared;
-	int			i;
+	static int	start = 0;
+	bool		deferred = false;
+	int			k;
 
-	for (i = 0; i < s->max_requests; i++)
+	collect_failed_jobs();
+	for (k = 0; k < s->max_requests; k++)
 	{
+		int			i = (start + k) % s->max_requests;
 		GpuidxServiceRequest *req = gpuidx_service_request(i);
 		uint32		expected = GPUIDX_REQ_SUBMITTED;
 		MemoryContext oldcxt = CurrentMemoryContext;
+		RequestOutcome outcome;
 
 		if (pg_atomic_read_u32(&req->state) != GPUIDX_REQ_SUBMITTED ||
 			!pg_atomic_compare_exchange_u32(&req->state, &expected, GPUIDX_REQ_RUNNING))
@@ -623,7 +877,7 @@ serve_requests(void)
 		pg_read_barrier();
 		PG_TRY();
 		{
-			answer(i, req);
+			outcome = answer(i, req);
 		}
 		PG_CATCH();
 		{
@@ -636,16 +890,27 @@ serve_requests(void)
 			req->status = GPUIDX_REQ_ERR_SERVICE;
 			strlcpy(req->message, edata->message, sizeof(req->message));
 			FreeErrorData(edata);
+			outcome = REQUEST_ANSWERED;
 		}
 		PG_END_TRY();
-		pg_write_barrier();
-		pg_atomic_write_u32(&req->state, GPUIDX_REQ_DONE);
-		if (req->latch)
-			SetLatch(req->latch);
+		if (outcome == REQUEST_DEFERRED)
+		{
+			/* back to SUBMITTED: the backend may still withdraw it */
+			pg_atomic_write_u32(&req->state, GPUIDX_REQ_SUBMITTED);
+			deferred = true;
+		}
+		else if (outcome == REQUEST_ANSWERED)
+			finish_request(req);
 	}
+	start = (start + 1) % s->max_requests;
+	settle_images();
+	return deferred;
 }
 
-/* Forget the engine images of shared images the store no longer holds. */
+/*
+ * Forget the engine images of shared images the store no longer holds
+ * (once no query runs on them).
+ */
 static void
 housekeeping(void)
 {
@@ -662,17 +927,32 @@ housekeeping(void)
 		LWLockAcquire(s->lock, LW_SHARED);
 		gone = s->images[si->slotno].id != si->id;
 		LWLockRelease(s->lock);
-		if (gone)
+		if (gone && !image_busy(si))
 			forget_image(si);
 	}
 }
 
-/* Leave the store saying that no service runs. */
+/*
+ * Leave the store saying that no service runs.  The pool stops first: the
+ * queries it runs complete, the ones no worker took are answered "gone"
+ * (their backends answer on the host), and only then are images freed.
+ */
 static void
 service_exit(int code, Datum arg)
 {
 	GpuidxServiceShared *s = gpuidx_service_shared;
+	ServiceJob *job = service_pool_stop();
 
+	while (job)
+	{
+		ServiceJob *next = job->next;
+
+		pg_atomic_fetch_sub_u32(job->inflight, 1);
+		job->req->status = GPUIDX_REQ_ERR_NO_IMAGE;
+		finish_request(job->req);
+		job = next;
+	}
+	collect_failed_jobs();
 	s->service_latch = NULL;
 	s->service_pid = 0;
 	while (service_images)
@@ -708,6 +988,8 @@ void
 gpuidx_service_main(Datum arg)
 {
 	GpuidxServiceShared *s = gpuidx_service_shared;
+	int			nworkers;
+	TimestampTz last_housekeeping = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -717,29 +999,47 @@ gpuidx_service_main(Datum arg)
 
 	transfers = MemoryContextAllocZero(TopMemoryContext,
 									   sizeof(TransferMapping) * s->max_requests);
+	jobs = MemoryContextAllocZero(TopMemoryContext,
+								  sizeof(ServiceJob) * s->max_requests);
 	s->gpu_usable = gi_gpu_available(s->gpu_reason, sizeof(s->gpu_reason));
 	s->gpu_probed = true;
 	fail_orphaned_requests();
 	before_shmem_exit(service_exit, 0);
+	nworkers = service_pool_start(gpuidx_service_workers, MyLatch);
 	s->service_starts++;
 	s->service_latch = MyLatch;
 	pg_write_barrier();
 	s->service_pid = MyProcPid;
-	elog(LOG, "gpuidx service started (%s)",
-		 s->gpu_usable ? "GPU engine" : "CPU engine: no usable GPU");
+	elog(LOG, "gpuidx service started (%s, %s)",
+		 s->gpu_usable ? "GPU engine" : "CPU engine: no usable GPU",
+		 nworkers > 0 ? psprintf("%d query threads", nworkers) :
+		 "one request at a time");
 
 	for (;;)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		bool		deferred;
+		TimestampTz now;
+
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		serve_requests();
-		housekeeping();
+		deferred = serve_requests();
+		now = GetCurrentTimestamp();
+		if (TimestampDifferenceExceeds(last_housekeeping, now, 1000))
+		{
+			housekeeping();
+			last_housekeeping = now;
+		}
+
+		/*
+		 * Requests left waiting go again when a worker finishes (it sets
+		 * the latch); the short timeout only guards against a missed wake.
+		 */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 deferred ? 10L : 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
 	}
 }

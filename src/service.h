@@ -166,6 +166,7 @@ extern void gpuidx_delta_layout(int64 ndelta, int64 nnull, int row_bytes,
 /* ---------- GUCs (guc.c) ---------- */
 extern bool gpuidx_service_setting;
 extern int	gpuidx_service_max_images;
+extern int	gpuidx_service_workers;
 extern int	gpuidx_service_memory_limit_mb;
 extern int	gpuidx_service_test_delay_ms;
 

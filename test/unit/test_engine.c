@@ -710,6 +710,8 @@ int			gi_test_insert_main(void);
 void		gi_test_insert_counts(long *passed, long *failed);
 int			gi_test_agg_main(void);
 void		gi_test_agg_counts(long *passed, long *failed);
+int			gi_test_threads_main(void);
+void		gi_test_threads_counts(long *passed, long *failed);
 
 /* Run everything; print the summary line. */
 int
@@ -803,6 +805,17 @@ main(void)
 		gi_test_agg_counts(&ap, &af);
 		tr.passed += ap;
 		tr.failed += af;
+	}
+
+	/* Several threads querying at once (test_threads.c), counted in the total. */
+	{
+		long		tp,
+					tf;
+
+		gi_test_threads_main();
+		gi_test_threads_counts(&tp, &tf);
+		tr.passed += tp;
+		tr.failed += tf;
 	}
 	if (tr.skipped > 0)
 		printf("test_engine: %ld skipped (the GPU engine reports veb unsupported)\n",

@@ -1,0 +1,52 @@
+/*
+ * service_pool.h - the gpuidx service's query threads (service_pool.c).
+ *
+ * The service's main thread does everything that touches PostgreSQL:
+ * taking requests, mapping segments, building engine images, evicting, and
+ * the store's lock.  With gpuidx.service_workers of 2 or more it hands the
+ * engine query itself (gi_image_query on a built engine image, probes read
+ * from and answers written into the mapped transfer segment) to a pool of
+ * threads, so that several backends' batches run at once.
+ *
+ * A worker calls no PostgreSQL function but SetLatch (which only writes the
+ * latch in shared memory and wakes its owner with a signal or a self-pipe
+ * byte, as it does from signal handlers) and the pg_atomic operations; it
+ * runs with every signal blocked.  It answers a job and marks its request
+ * DONE itself, except after a device error: such a job goes back to the
+ * main thread (service_pool_take_failed), which drops the engine image
+ * before it finishes the request.
+ */
+#ifndef GPUIDX_SERVICE_POOL_H
+#define GPUIDX_SERVICE_POOL_H
+
+#include "gpuidx.h"
+#include "service.h"
+
+/* One engine query handed to a worker (one per request slot at most). */
+typedef struct ServiceJob
+{
+	/* set by the main thread */
+	GpuidxServiceRequest *req;
+	GiImage    *image;			/* built, and kept while inflight counts it */
+	pg_atomic_uint32 *inflight; /* the image's count of queries in flight */
+	void	   *owner;			/* the main thread's record of the image */
+	int			engine;			/* GiEngineKind of image */
+	int			op;				/* GiOp */
+	int64		nprobes;
+	char	   *buf;			/* the mapped transfer segment */
+	double		build_ms;		/* the main thread's share of engine_ms */
+
+	/* set by the worker */
+	GiStatus	status;
+	char		message[256];
+	double		engine_ms;
+	struct ServiceJob *next;
+} ServiceJob;
+
+extern int	service_pool_start(int nworkers, Latch *main_latch);
+extern bool service_pool_running(void);
+extern void service_pool_submit(ServiceJob *job);
+extern ServiceJob *service_pool_take_failed(void);
+extern ServiceJob *service_pool_stop(void);
+
+#endif							/* GPUIDX_SERVICE_POOL_H */
