@@ -50,7 +50,10 @@ sqb_machine() {
     printf 'machine: %s, %s cores, %s RAM; GPU: %s\n' "${cpu:-unknown CPU}" "$(nproc)" "$mem" "$gpu"
     # shellcheck disable=SC1091  # the system's file
     printf 'os: %s; %s\n' "$(. /etc/os-release && echo "$PRETTY_NAME")" "$("$PG_CONFIG" --version)"
-    if [[ "${BENCH_SERVICE:-0}" == 1 ]]; then
+    # (a bench that runs both modes, bench/sql/service, names them itself)
+    if [[ "${SQB_BOTH_MODES:-0}" == 1 ]]; then
+        :
+    elif [[ "${BENCH_SERVICE:-0}" == 1 ]]; then
         echo "image mode: gpuidx service (shared_preload_libraries = 'gpuidx')"
     else
         echo "image mode: per backend"
