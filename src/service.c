@@ -38,8 +38,6 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-GpuidxServiceShared *gpuidx_service_shared = NULL;
-
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 

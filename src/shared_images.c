@@ -44,6 +44,14 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+/*
+ * The service's shared state (the store's slots, the request slots); set up
+ * by service.c's shared-memory hooks, NULL without shared_preload_libraries.
+ * Defined here, at the bottom of the service's files, so that the store
+ * needs nothing from the service.
+ */
+GpuidxServiceShared *gpuidx_service_shared = NULL;
+
 /* Where the arrays of a base segment of nbase entries start. */
 void
 gpuidx_base_layout(int64 nbase, int row_bytes, GpuidxSegmentLayout *layout)
