@@ -25,6 +25,7 @@ int			gpuidx_service_max_images = 256;
 int			gpuidx_service_workers = 4;
 int			gpuidx_service_memory_limit_mb = 4096;
 int			gpuidx_service_test_delay_ms = 0;
+double		gpuidx_service_spin_ms = 0.2;
 
 static const struct config_enum_entry structure_options[] = {
 	{"btree", GI_STRUCT_BTREE, false},
@@ -137,6 +138,12 @@ gpuidx_define_gucs(void)
 								&gpuidx_service_workers, 4, 0, 64,
 								PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	}
+	DefineCustomRealVariable("gpuidx.service_spin",
+							 "How long a backend polls for the gpuidx service's answer before sleeping.",
+							 "A small batch's answer comes back sooner than a latch wakeup; "
+							 "0 sleeps at once (the CPU stays free for others).",
+							 &gpuidx_service_spin_ms, 0.2, 0, 100,
+							 PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuidx.service_test_delay",
 							"Testing only: the gpuidx service waits this long before each answer.",
 							"Lets tests cancel a waiting backend or kill the service mid-batch.",

@@ -30,9 +30,11 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "portability/instr_time.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
+#include "storage/s_lock.h"
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
 #include "utils/memutils.h"
@@ -981,6 +983,36 @@ fail_orphaned_requests(void)
 	}
 }
 
+/*
+ * Watch the request slots for a short while (gpuidx.service_spin) before
+ * sleeping: true as soon as one is submitted.  A backend's next batch often
+ * follows within microseconds, sooner than a latch wakeup.
+ */
+static bool
+poll_for_requests(void)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+	instr_time	start,
+				now;
+
+	if (gpuidx_service_spin_ms <= 0)
+		return false;
+	INSTR_TIME_SET_CURRENT(start);
+	for (;;)
+	{
+		int			i;
+
+		for (i = 0; i < s->max_requests; i++)
+			if (pg_atomic_read_u32(&gpuidx_service_request(i)->state) == GPUIDX_REQ_SUBMITTED)
+				return true;
+		pg_spin_delay();
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, start);
+		if (INSTR_TIME_GET_MILLISEC(now) >= gpuidx_service_spin_ms)
+			return false;
+	}
+}
+
 /* The service's main loop. */
 void
 gpuidx_service_main(Datum arg)
@@ -1031,6 +1063,14 @@ gpuidx_service_main(Datum arg)
 			housekeeping();
 			last_housekeeping = now;
 		}
+
+		/*
+		 * A backend that sends its next batch at once finds us awake (not
+		 * while query threads work: they may need this core).
+		 */
+		if (!deferred && (!service_pool_running() || service_pool_idle()) &&
+			poll_for_requests())
+			continue;
 
 		/*
 		 * Requests left waiting go again when a worker finishes (it sets

@@ -17,6 +17,8 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/proc.h"
+#include "portability/instr_time.h"
+#include "storage/s_lock.h"
 #include "utils/memutils.h"
 
 /* Most probes sent in one request (32 bytes each in the transfer segment). */
@@ -87,6 +89,36 @@ wait_slot_free(GpuidxServiceRequest *req)
 }
 
 /*
+ * Poll for the answer for a short while before sleeping on the latch: a
+ * small batch comes back in tens of microseconds, less than the two process
+ * wakeups a latch round trip costs.  True if it came.
+ */
+static bool
+spin_for_answer(GpuidxServiceRequest *req)
+{
+	instr_time	start,
+				now;
+	int			i;
+
+	if (gpuidx_service_spin_ms <= 0)
+		return false;
+	INSTR_TIME_SET_CURRENT(start);
+	for (i = 1;; i++)
+	{
+		if (pg_atomic_read_u32(&req->state) == GPUIDX_REQ_DONE)
+			return true;
+		pg_spin_delay();
+		if (i % 64 == 0)
+		{
+			INSTR_TIME_SET_CURRENT(now);
+			INSTR_TIME_SUBTRACT(now, start);
+			if (INSTR_TIME_GET_MILLISEC(now) >= gpuidx_service_spin_ms)
+				return false;
+		}
+	}
+}
+
+/*
  * Wait for the service's answer; false if the service stopped before
  * giving one.  An interrupt abandons the request and propagates.
  */
@@ -97,7 +129,8 @@ wait_answer(GpuidxServiceRequest *req, uint32 starts)
 
 	PG_TRY();
 	{
-		for (;;)
+		answered = spin_for_answer(req);
+		for (; !answered;)
 		{
 			if (pg_atomic_read_u32(&req->state) == GPUIDX_REQ_DONE)
 			{

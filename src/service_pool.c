@@ -26,6 +26,7 @@ static bool stopping = false;
 static pthread_t threads[SERVICE_POOL_MAX];
 static int	nthreads = 0;
 static Latch *pool_main_latch = NULL;
+static int	jobs_active = 0;	/* submitted, not yet finished (atomic) */
 
 /*
  * Finish a job's request: its answer into the slot, DONE, the backend's
@@ -107,6 +108,7 @@ worker_main(void *arg)
 		}
 		else
 			finish_job(job);
+		__atomic_sub_fetch(&jobs_active, 1, __ATOMIC_RELEASE);
 		/* the main thread may wait for this image, or have deferred work */
 		SetLatch(pool_main_latch);
 	}
@@ -153,11 +155,19 @@ service_pool_running(void)
 	return nthreads > 0;
 }
 
+/* Are no jobs queued or running (the workers all wait)? */
+bool
+service_pool_idle(void)
+{
+	return __atomic_load_n(&jobs_active, __ATOMIC_ACQUIRE) == 0;
+}
+
 /* Queue a job (its image's inflight count already includes it). */
 void
 service_pool_submit(ServiceJob *job)
 {
 	job->next = NULL;
+	__atomic_add_fetch(&jobs_active, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&pool_lock);
 	if (queue_tail)
 		queue_tail->next = job;

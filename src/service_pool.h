@@ -45,6 +45,7 @@ typedef struct ServiceJob
 
 extern int	service_pool_start(int nworkers, Latch *main_latch);
 extern bool service_pool_running(void);
+extern bool service_pool_idle(void);
 extern void service_pool_submit(ServiceJob *job);
 extern ServiceJob *service_pool_take_failed(void);
 extern ServiceJob *service_pool_stop(void);
