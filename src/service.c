@@ -811,16 +811,9 @@ collect_failed_jobs(void)
 	while (job)
 	{
 		ServiceJob *next = job->next;
-		ServiceImage *si = (ServiceImage *) job->owner;
-		GpuidxServiceRequest *req = job->req;
 
-		si->broken[job->engine] = true;
-		pg_atomic_fetch_sub_u32(job->inflight, 1);
-		req->status = job->status;
-		req->engine_used = job->engine;
-		req->engine_ms = job->build_ms + job->engine_ms;
-		strlcpy(req->message, job->message, sizeof(req->message));
-		finish_request(req);
+		((ServiceImage *) job->owner)->broken[job->engine] = true;
+		service_job_finish(job);
 		job = next;
 	}
 }
@@ -992,13 +985,12 @@ static bool
 poll_for_requests(void)
 {
 	GpuidxServiceShared *s = gpuidx_service_shared;
-	instr_time	start,
-				now;
+	instr_time	start;
 
 	if (gpuidx_service_spin_ms <= 0)
 		return false;
 	INSTR_TIME_SET_CURRENT(start);
-	for (;;)
+	do
 	{
 		int			i;
 
@@ -1006,11 +998,8 @@ poll_for_requests(void)
 			if (pg_atomic_read_u32(&gpuidx_service_request(i)->state) == GPUIDX_REQ_SUBMITTED)
 				return true;
 		pg_spin_delay();
-		INSTR_TIME_SET_CURRENT(now);
-		INSTR_TIME_SUBTRACT(now, start);
-		if (INSTR_TIME_GET_MILLISEC(now) >= gpuidx_service_spin_ms)
-			return false;
-	}
+	} while (ms_since(start) < gpuidx_service_spin_ms);
+	return false;
 }
 
 /* The service's main loop. */
@@ -1068,8 +1057,7 @@ gpuidx_service_main(Datum arg)
 		 * A backend that sends its next batch at once finds us awake (not
 		 * while query threads work: they may need this core).
 		 */
-		if (!deferred && (!service_pool_running() || service_pool_idle()) &&
-			poll_for_requests())
+		if (!deferred && service_pool_idle() && poll_for_requests())
 			continue;
 
 		/*

@@ -30,11 +30,11 @@ static int	jobs_active = 0;	/* submitted, not yet finished (atomic) */
 
 /*
  * Finish a job's request: its answer into the slot, DONE, the backend's
- * latch.  The job, its image and its slot may be reused as soon as the
+ * latch (a worker, or the main thread for a job that failed).  The job, its image and its slot may be reused as soon as the
  * image's count drops and the slot says DONE, so nothing is read after.
  */
-static void
-finish_job(ServiceJob *job)
+void
+service_job_finish(ServiceJob *job)
 {
 	GpuidxServiceRequest *req = job->req;
 	Latch	   *latch = req->latch;
@@ -107,7 +107,7 @@ worker_main(void *arg)
 			pthread_mutex_unlock(&pool_lock);
 		}
 		else
-			finish_job(job);
+			service_job_finish(job);
 		__atomic_sub_fetch(&jobs_active, 1, __ATOMIC_RELEASE);
 		/* the main thread may wait for this image, or have deferred work */
 		SetLatch(pool_main_latch);
@@ -155,7 +155,7 @@ service_pool_running(void)
 	return nthreads > 0;
 }
 
-/* Are no jobs queued or running (the workers all wait)? */
+/* Are no jobs queued or running (true without a pool, too)? */
 bool
 service_pool_idle(void)
 {

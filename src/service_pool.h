@@ -48,6 +48,7 @@ extern bool service_pool_running(void);
 extern bool service_pool_idle(void);
 extern void service_pool_submit(ServiceJob *job);
 extern ServiceJob *service_pool_take_failed(void);
+extern void service_job_finish(ServiceJob *job);
 extern ServiceJob *service_pool_stop(void);
 
 #endif							/* GPUIDX_SERVICE_POOL_H */
