@@ -463,13 +463,16 @@ agg_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
 		state->cols[c].t = state->totals[c];
 }
 
+/* What is done to a contiguous span of image entries (keys, TIDs, rows). */
+typedef void (*SpanFn) (GpuidxAggState *state, const int64 *keys,
+						const uint64 *tids, const char *rows, int64 n);
+
 /*
- * The entries at positions [first, last): the base part's and the delta
- * part's share of them are each contiguous in their arrays (the sum does
- * not depend on the order).
+ * Hand the entries at positions [first, last) to fn as their two
+ * contiguous shares: the delta's entries among them, then the base's.
  */
 static void
-agg_positions(GpuidxAggState *state, int64 first, int64 last)
+split_positions(GpuidxAggState *state, int64 first, int64 last, SpanFn fn)
 {
 	GpuidxImageData *img = state->img;
 	int			rb = img->row_bytes;
@@ -480,13 +483,24 @@ agg_positions(GpuidxAggState *state, int64 first, int64 last)
 	{
 		d0 = gpuidx_delta_before(img, first);
 		d1 = gpuidx_delta_before(img, last);
-		agg_span(state, img->dkeys + d0, img->dtids + d0,
-				 rb ? img->drows + (Size) d0 * rb : NULL, d1 - d0);
+		fn(state, img->dkeys + d0, img->dtids + d0,
+		   rb ? img->drows + (Size) d0 * rb : NULL, d1 - d0);
 	}
-	agg_span(state, img->keys + (first - d0), img->tids + (first - d0),
-			 rb ? img->rows + (Size) (first - d0) * rb : NULL,
-			 (last - d1) - (first - d0));
+	fn(state, img->keys + (first - d0), img->tids + (first - d0),
+	   rb ? img->rows + (Size) (first - d0) * rb : NULL,
+	   (last - d1) - (first - d0));
 	state->stat_entries += last - first;
+}
+
+/*
+ * The entries at positions [first, last): the base part's and the delta
+ * part's share of them are each contiguous in their arrays (the sum does
+ * not depend on the order).
+ */
+static void
+agg_positions(GpuidxAggState *state, int64 first, int64 last)
+{
+	split_positions(state, first, last, agg_span);
 }
 
 /* Add up the staged entries of short ranges. */
@@ -558,10 +572,7 @@ stage_prefetch(GpuidxAggState *state, int64 pos)
 static void
 stage_positions(GpuidxAggState *state, int64 first, int64 last)
 {
-	GpuidxImageData *img = state->img;
-	int			rb = img->row_bytes;
-	int64		d0 = 0,
-				d1 = 0;
+	int			rb = state->img->row_bytes;
 
 	if (state->stage_keys == NULL)
 	{
@@ -572,17 +583,7 @@ stage_positions(GpuidxAggState *state, int64 first, int64 last)
 		state->stage_tids = MemoryContextAlloc(cxt, sizeof(uint64) * STAGE_ENTRIES);
 		state->stage_rows = rb > 0 ? MemoryContextAlloc(cxt, (Size) rb * STAGE_ENTRIES) : NULL;
 	}
-	if (img->ndelta > 0)
-	{
-		d0 = gpuidx_delta_before(img, first);
-		d1 = gpuidx_delta_before(img, last);
-		stage_span(state, img->dkeys + d0, img->dtids + d0,
-				   rb ? img->drows + (Size) d0 * rb : NULL, d1 - d0);
-	}
-	stage_span(state, img->keys + (first - d0), img->tids + (first - d0),
-			   rb ? img->rows + (Size) (first - d0) * rb : NULL,
-			   (last - d1) - (first - d0));
-	state->stat_entries += last - first;
+	split_positions(state, first, last, stage_span);
 }
 
 /* ---------- the heap ---------- */
