@@ -12,7 +12,8 @@
  * selecting payloads (gi_image_select, the first selection after an
  * insertion refreshing the payload copy) while the main thread describes
  * the image; that case runs on a CPU B+ tree too.  Every answer is checked
- * against brute force.
+ * against brute force.  A small GI_UNIT_MAX (under 10^6, as the sanitizer
+ * run sets) shrinks the shared-image cases (shared_cap).
  * gi_test_threads_main(), run by test_engine's main.
  */
 #include "engine.h"
@@ -31,12 +32,21 @@
 
 static TestRun tr;				/* seed, random stream, counts */
 
+/*
+ * The shared-image cases' batch cap and rounds: none and ROUNDS, or, with a
+ * small GI_UNIT_MAX (under 10^6: the compute-sanitizer run sets 2000),
+ * 4 x GI_UNIT_MAX probes (at least 4096) and 3 rounds.
+ */
+static size_t shared_cap = SIZE_MAX;
+static int	shared_rounds = ROUNDS;
+
 /* One querying thread: its image, batch, expected answers and verdict. */
 typedef struct QueryThread
 {
 	GiImage    *image;
 	GiOp		op;
 	size_t		nprobes;
+	int			rounds;			/* times the batch is asked */
 	bool		sorted;			/* probes in ascending order */
 	int64_t    *probes;
 	int64_t    *hi;				/* GI_OP_RANGE only */
@@ -77,7 +87,7 @@ select_rounds(QueryThread *q)
 {
 	int			r;
 
-	for (r = 0; r < ROUNDS && q->status == GI_OK; r++)
+	for (r = 0; r < q->rounds && q->status == GI_OK; r++)
 	{
 		GiError		err;
 		GiStatus	st;
@@ -116,7 +126,7 @@ query_thread(void *arg)
 	}
 	first = test_xmalloc(q->nprobes * sizeof(uint64_t));
 	last = test_xmalloc(q->nprobes * sizeof(uint64_t));
-	for (r = 0; r < ROUNDS && q->status == GI_OK; r++)
+	for (r = 0; r < q->rounds && q->status == GI_OK; r++)
 	{
 		GiError		err;
 		GiStatus	st;
@@ -165,6 +175,7 @@ prepare_batch(QueryThread *q, GiImage *image, GiOp op, size_t nprobes, bool sort
 	q->image = image;
 	q->op = op;
 	q->nprobes = nprobes;
+	q->rounds = ROUNDS;
 	q->sorted = sorted;
 	q->probes = test_xmalloc(nprobes * sizeof(int64_t));
 	q->hi = test_xmalloc(nprobes * sizeof(int64_t));
@@ -268,7 +279,7 @@ run_threads(QueryThread *qs, int nthreads, const char *what, GiImage *describe)
 		snprintf(msg, sizeof(msg), "%s, thread %d (%s op %d, %zu %s probes): %d wrong rounds of %d%s%s",
 				 what, i, qs[i].select ? "select" : "query", (int) qs[i].op,
 				 qs[i].nprobes, qs[i].sorted ? "sorted" : "random",
-				 qs[i].wrong_rounds, ROUNDS,
+				 qs[i].wrong_rounds, qs[i].rounds,
 				 qs[i].status == GI_OK ? "" : ", error: ", qs[i].message);
 		test_record(&tr, qs[i].status == GI_OK && qs[i].wrong_rounds == 0, msg);
 	}
@@ -502,8 +513,11 @@ shared_case(GiEngineKind engine, GiStructure structure, int key_bytes, bool inse
 	}
 	for (i = 0; i < SHARED_THREADS; i++)
 	{
-		prepare_batch(&qs[i], image, shared_batches[i].op, shared_batches[i].nprobes,
+		size_t		np = shared_batches[i].nprobes;
+
+		prepare_batch(&qs[i], image, shared_batches[i].op, np < shared_cap ? np : shared_cap,
 					  shared_batches[i].sorted, keys, n);
+		qs[i].rounds = shared_rounds;
 		if (i >= SHARED_THREADS - select_threads)
 			make_select(&qs[i], payloads, n);
 	}
@@ -524,8 +538,16 @@ int
 gi_test_threads_main(void)
 {
 	char		why[256];
+	const char *max = getenv("GI_UNIT_MAX");
 
 	test_run_start(&tr, "threads", 11);
+	if (max && *max && strtoull(max, NULL, 0) < 1000000)
+	{
+		size_t		m = (size_t) strtoull(max, NULL, 0);
+
+		shared_cap = m * 4 > 4096 ? m * 4 : 4096;
+		shared_rounds = 3;
+	}
 	cpu_case(GI_STRUCT_BTREE, false);
 	cpu_case(GI_STRUCT_BTREE, true);
 	cpu_case(GI_STRUCT_VEB, false);
