@@ -28,6 +28,7 @@
 #include "gpu_btree_search.cuh"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #ifndef TILE_PROBES
@@ -476,7 +477,8 @@ template <class K, int G, bool DYN>
 static int
 tile_grid(size_t smem)
 {
-	static int	blocks = 0;
+	static std::atomic<int> cached(0);	/* threads querying at once share it */
+	int			blocks = cached.load(std::memory_order_relaxed);
 
 	if (!blocks)
 	{
@@ -490,6 +492,7 @@ tile_grid(size_t smem)
 			per_sm = 2;
 		}
 		blocks = per_sm * gi_gpu_sm_count();
+		cached.store(blocks, std::memory_order_relaxed);
 	}
 	return blocks;
 }
