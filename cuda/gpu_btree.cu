@@ -47,7 +47,7 @@
 #define SORT_TREE_L2X	64			/* nor are trees under 64x the L2 size */
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
 
-static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0};	/* group 2: fastest measured */
+static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0, 0};	/* group 2: fastest measured */
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -662,11 +662,12 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 	{							/* probe order found on the device: a sample of
 								 * tiles picks the kernel (tile 0), or tiles */
 		int		   *gate = g_policy.tile == 0 && count >= GATE_MIN_PROBES ? s->flag : NULL;
+		int			run = gi_setting_gpu_run_search(g_policy.run);
 
 		if (img->ins)
 		{
 			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
-												   g_policy.group, g_policy.window, gate, err)));
+												   g_policy.group, g_policy.window, run, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
 													 first, last, g_policy.group, gate, err)));
@@ -674,7 +675,7 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 		else
 		{
 			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
-													g_policy.group, g_policy.window, gate, err)));
+													g_policy.group, g_policy.window, run, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
 													  first, last, g_policy.group, gate, err)));

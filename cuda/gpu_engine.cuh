@@ -34,6 +34,11 @@ typedef struct GiGpuPolicy
 								 * always per probe */
 	int			window;			/* leaves a tile stages in shared memory: 0
 								 * default (32), -1 never, else the cap */
+	int			run;			/* the run search of the tiled kernel
+								 * (cuda/gpu_btree_tile.cu): 0 for tiles whose
+								 * probes are in order, 1 for every narrow
+								 * tile, -1 never; GI_GPU_RUN_SEARCH overrides
+								 * it (engine_util.h) */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */
