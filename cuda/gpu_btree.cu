@@ -47,7 +47,14 @@
 #define SORT_TREE_L2X	64			/* nor are trees under 64x the L2 size */
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
 
-static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0, 0};	/* group 2: fastest measured */
+/*
+ * group 2: fastest measured.  run -1: the run search stays opt-in
+ * (GI_GPU_RUN_SEARCH=auto|on): on the H100 (2026-11-25, bench/kernel
+ * --paths) taking it for every sorted tile was slower than the tiled search
+ * without it on 60 of 192 rows (dense and lognormal batches) and faster on
+ * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).
+ */
+static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0, -1};
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */

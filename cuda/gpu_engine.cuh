@@ -37,8 +37,9 @@ typedef struct GiGpuPolicy
 	int			run;			/* the run search of the tiled kernel
 								 * (cuda/gpu_btree_tile.cu): 0 for tiles whose
 								 * probes are in order, 1 for every narrow
-								 * tile, -1 never; GI_GPU_RUN_SEARCH overrides
-								 * it (engine_util.h) */
+								 * tile, -1 never (the default, as measured);
+								 * GI_GPU_RUN_SEARCH overrides it
+								 * (engine_util.h) */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */
