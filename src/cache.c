@@ -24,6 +24,7 @@
 #include "gpuidx.h"
 #include "service.h"
 
+#include "access/parallel.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "portability/instr_time.h"
@@ -245,6 +246,16 @@ gpuidx_choose_engine(void)
 		return gpuidx_service_choose_engine();	/* never CUDA in a backend */
 	if (gpuidx_engine_setting == GPUIDX_ENGINE_CPU)
 		return GI_ENGINE_CPU;
+
+	/*
+	 * A parallel worker does not probe the device until it must build an
+	 * engine image (gpuidx_image_build_engine confirms the choice then):
+	 * starting CUDA costs a few hundred milliseconds a process, and a
+	 * worker of a nested loop answers its one-probe rescans on the host.
+	 * (Its leader has probed, or probes when it runs its share.)
+	 */
+	if (gpu_usable < 0 && IsParallelWorker())
+		return GI_ENGINE_GPU;
 	if (gpu_usable < 0)
 		gpu_usable = gi_gpu_available(gpu_unusable_reason,
 									  sizeof(gpu_unusable_reason)) ? 1 : 0;
@@ -944,6 +955,14 @@ gpuidx_image_build_engine(GpuidxImageData *img)
 
 	if (!img->image_deferred || gpuidx_service_mode())
 		return;					/* service mode: the service builds engine images */
+	/* a parallel worker's choice was provisional: probe the device now */
+	if (img->engine == GI_ENGINE_GPU && gpu_usable < 0)
+	{
+		gpu_usable = gi_gpu_available(gpu_unusable_reason,
+									  sizeof(gpu_unusable_reason)) ? 1 : 0;
+		if (!gpu_usable)
+			img->engine = gpuidx_choose_engine();	/* CPU, or the error */
+	}
 	memset(&params, 0, sizeof(params));
 	params.engine = img->engine;
 	params.structure = img->structure;
