@@ -91,6 +91,90 @@ struct ScratchGuard
 };
 
 /*
+ * A thread's query buffers, kept from one gi_gpu_query to the next: the
+ * probes, upper bounds and results of a chunk and the B+ tree's scratch
+ * (for one key width), grown when a batch needs more.  cudaFree waits for
+ * the whole device, so allocating and freeing ten buffers a query made
+ * every query wait for the other threads' (the service's query threads)
+ * and added their cost to each small batch.  Batches of more than
+ * ARENA_MAX_PROBES use buffers of their own, freed after the call, so a
+ * thread keeps at most a few MB.  Freed when the thread exits (a
+ * thread_local, as the thread's stream).
+ */
+#define ARENA_MAX_PROBES	(1u << 18)
+
+struct QueryArena
+{
+	DevBuf		dp,
+				dh,
+				df,
+				dl;
+	size_t		cap = 0;		/* probes dp, dh, df, dl hold */
+	GiGpuScratch *scratch = nullptr;
+	size_t		scratch_cap = 0;
+	int			scratch_kw = 0; /* key width the scratch is for */
+	~QueryArena() { gi_gpu_dev_scratch_free(scratch); }
+};
+
+static thread_local QueryArena t_arena;
+
+/*
+ * Point *dp.. *dl and *scratch at room for chunks of cap probes: the
+ * thread's arena when cap is small, else the call's own buffers (owned by
+ * the caller's DevBufs and ScratchGuard).
+ */
+static GiStatus
+query_buffers(const GiImage *image, size_t cap, bool hi, DevBuf &own_p, DevBuf &own_h,
+			  DevBuf &own_f, DevBuf &own_l, ScratchGuard &own_s, void **dp, void **dh,
+			  void **df, void **dl, GiGpuScratch **scratch, GiError *err)
+{
+	QueryArena *a = &t_arena;
+	int			kw = image->key_bytes <= 4 ? 4 : 8;
+
+	if (cap > ARENA_MAX_PROBES)
+	{
+		CKS(gi_gpu_dev_scratch_create(image, cap, &own_s.s, err));
+		CKS(alloc_batch(cap, hi, own_p, own_h, own_f, own_l, err));
+		*dp = own_p.p;
+		*dh = own_h.p;
+		*df = own_f.p;
+		*dl = own_l.p;
+		*scratch = own_s.s;
+		return GI_OK;
+	}
+	if (a->cap < cap || (hi && a->dh.p == NULL))
+	{
+		size_t		want = std::max<size_t>(cap, 4096);
+
+		a->dp.drop();
+		a->dh.drop();
+		a->df.drop();
+		a->dl.drop();
+		a->cap = 0;
+		CKS(alloc_batch(want, true, a->dp, a->dh, a->df, a->dl, err));
+		a->cap = want;
+	}
+	if (image->structure != GI_STRUCT_VEB &&
+		(a->scratch == NULL || a->scratch_cap < cap || a->scratch_kw != kw))
+	{
+		size_t		want = std::max<size_t>(cap, 4096);
+
+		gi_gpu_dev_scratch_free(a->scratch);
+		a->scratch = NULL;
+		a->scratch_cap = 0;
+		CKS(gi_gpu_dev_scratch_create(image, want, &a->scratch, err));
+		a->scratch_cap = want;
+		a->scratch_kw = kw;
+	}
+	*dp = a->dp.p;
+	*dh = a->dh.p;
+	*df = a->df.p;
+	*dl = a->dl.p;
+	*scratch = image->structure == GI_STRUCT_VEB ? NULL : a->scratch;
+	return GI_OK;
+}
+
+/*
  * Answer a device-resident batch of nprobes > 0 on stream st, the call's
  * timings into *t: the one query path of both structures.  It only reads
  * the image; the stream, scratch, results and timings are the caller's, so
@@ -122,11 +206,16 @@ gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 			 uint64_t *last, GiError *err)
 {
 	cudaStream_t stream;
-	ScratchGuard sg;
-	DevBuf		dp,
-				dh,
-				df,
-				dl;
+	ScratchGuard own_s;
+	DevBuf		own_p,
+				own_h,
+				own_f,
+				own_l;
+	void	   *dp,
+			   *dh,
+			   *df,
+			   *dl;
+	GiGpuScratch *scratch;
 	GiTimings	timings = {0},
 				chunk;
 	double		t0 = gi_now_ms();
@@ -143,25 +232,25 @@ gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 	}
 	CKS(gi_gpu_thread_stream(&stream, err));
 	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
-	CKS(gi_gpu_dev_scratch_create(image, cap, &sg.s, err));
-	CKS(alloc_batch(cap, probes_hi != NULL, dp, dh, df, dl, err));
+	CKS(query_buffers(image, cap, probes_hi != NULL, own_p, own_h, own_f, own_l, own_s,
+					  &dp, &dh, &df, &dl, &scratch, err));
 	for (size_t off = 0; off < nprobes; off += cap)
 	{
 		size_t		cnt = std::min(cap, nprobes - off);
 		double		a = gi_now_ms();
 
-		CKS(gi_gpu_upload(dp.p, probes + off, cnt, 8, stream, NULL, err));
+		CKS(gi_gpu_upload(dp, probes + off, cnt, 8, stream, NULL, err));
 		if (probes_hi)
-			CKS(gi_gpu_upload(dh.p, probes_hi + off, cnt, 8, stream, NULL, err));
+			CKS(gi_gpu_upload(dh, probes_hi + off, cnt, 8, stream, NULL, err));
 		CK(cudaStreamSynchronize(stream));
 		timings.transfer_ms += gi_now_ms() - a;
-		CKS(dev_query(image, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
-					  (uint64_t *) df.p, (uint64_t *) dl.p, sg.s, stream, &chunk, err));
+		CKS(dev_query(image, op, (const int64_t *) dp, probes_hi ? (const int64_t *) dh : NULL,
+					  cnt, (uint64_t *) df, (uint64_t *) dl, scratch, stream, &chunk, err));
 		timings.sort_ms += chunk.sort_ms;
 		timings.search_ms += chunk.search_ms;
 		a = gi_now_ms();
-		CKS(gi_gpu_download((int64_t *) first + off, df.p, cnt, 8, stream, err));
-		CKS(gi_gpu_download((int64_t *) last + off, dl.p, cnt, 8, stream, err));
+		CKS(gi_gpu_download((int64_t *) first + off, df, cnt, 8, stream, err));
+		CKS(gi_gpu_download((int64_t *) last + off, dl, cnt, 8, stream, err));
 		timings.transfer_ms += gi_now_ms() - a;
 	}
 	timings.total_ms = gi_now_ms() - t0;
