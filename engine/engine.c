@@ -266,6 +266,45 @@ gi_compact(GiEngineKind engine, const uint64_t *mask, const void *values,
 	return gi_cpu_compact(mask, values, value_bytes, n, chunk_bits, out, nout, err);
 }
 
+/* Add up the entries of position ranges (GpuIndexAgg). */
+GiStatus
+gi_image_aggregate(GiImage *image, const GiAggEntries *host, const uint64_t *first,
+				   const uint64_t *last, size_t nranges, const uint8_t *vm,
+				   uint64_t vm_blocks, bool vm_full, GiAggColumn *cols, int ncols,
+				   int64_t *counted, uint64_t **fetch, size_t *nfetch, GiError *err)
+{
+	size_t		i;
+
+	gi_clear_error(err);
+	if (fetch == NULL || nfetch == NULL || counted == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "missing aggregation arguments");
+	*fetch = NULL;
+	*nfetch = 0;
+	if (image == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "no image");
+	if (ncols < 0 || ncols > 16 || (ncols > 0 && cols == NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "at most 16 aggregated columns");
+	if (nranges > 0 && (first == NULL || last == NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "missing aggregation ranges");
+	if (vm == NULL && vm_blocks > 0 && !vm_full)
+		return gi_set_error(err, GI_ERR_INVALID, "missing visibility map");
+	for (i = 0; i < nranges; i++)
+		if (first[i] > last[i] || last[i] > image->n)
+			return gi_set_error(err, GI_ERR_INVALID,
+								"range [%llu, %llu) is not within the image's %llu entries",
+								(unsigned long long) first[i], (unsigned long long) last[i],
+								(unsigned long long) image->n);
+	if (image->engine == GI_ENGINE_GPU)
+		return gi_gpu_aggregate(image, first, last, nranges, vm, vm_blocks, vm_full,
+								cols, ncols, counted, fetch, nfetch, err);
+	if (host == NULL || host->nbase + host->ndelta != image->n ||
+		(host->ndelta > 0 && host->drank == NULL))
+		return gi_set_error(err, GI_ERR_INVALID,
+							"the host arrays do not hold the image's entries");
+	return gi_cpu_aggregate(host, first, last, nranges, vm, vm_blocks, vm_full, cols,
+							ncols, counted, fetch, nfetch, err);
+}
+
 /* Release engine-allocated memory. */
 void
 gi_free(void *p)

@@ -307,6 +307,54 @@ GiStatus	gi_host_aggregate(const int64_t *keys, const uint64_t *tids,
 							  uint64_t *fetch, size_t *nfetch, GiError *err);
 
 /*
+ * The host arrays of an image's entries, as the CPU twin of
+ * gi_image_aggregate reads them: rank order held as a sorted base part and
+ * a sorted delta part, drank[j] (ascending) the position of delta entry j
+ * among all nbase + ndelta entries (src/'s image arrays; ndelta may be 0).
+ * Rows as for gi_host_aggregate (rows / drows may be NULL when no column
+ * is a row column, keys / dkeys when none is the key).
+ */
+typedef struct GiAggEntries
+{
+	const int64_t *keys;
+	const uint64_t *tids;
+	const char *rows;
+	size_t		nbase;
+	const int64_t *dkeys;
+	const uint64_t *dtids;
+	const char *drows;
+	const int64_t *drank;
+	size_t		ndelta;
+	int			row_bytes;
+} GiAggEntries;
+
+/*
+ * Add up the entries at the positions of nranges disjoint ranges
+ * [first[i], last[i]) of an image (GpuIndexAgg): as gi_host_aggregate, the
+ * entries whose heap block is set in the visibility map copy (vm,
+ * vm_blocks, vm_full as there) are counted into *counted and their values
+ * added to cols; the TIDs of the others go to *fetch (allocated by the
+ * engine with malloc, at least one element; release with gi_free), their
+ * count to *nfetch, in no particular order.
+ *
+ * The GPU engine adds up on the device from what the image holds there:
+ * the payloads in rank order (the image must keep payloads) and, for a B+
+ * tree, the keys; so count(*) and key columns (GI_AGG_KEY).  A row column,
+ * or a key column of a vEB image, answers GI_ERR_UNSUPPORTED before
+ * anything is added (the caller adds up on the host instead); host is not
+ * read.  The CPU engine adds up the host arrays host describes
+ * (gi_host_aggregate's loop, on its threads), whose nbase + ndelta must be
+ * the image's entry count.  On an error cols, *counted are unchanged and
+ * *fetch is NULL.
+ */
+GiStatus	gi_image_aggregate(GiImage *image, const GiAggEntries *host,
+							   const uint64_t *first, const uint64_t *last,
+							   size_t nranges, const uint8_t *vm, uint64_t vm_blocks,
+							   bool vm_full, GiAggColumn *cols, int ncols,
+							   int64_t *counted, uint64_t **fetch, size_t *nfetch,
+							   GiError *err);
+
+/*
  * Hint that host memory [p, p + size) be backed by transparent huge pages
  * where the kernel allows it (only the whole 2 MB pages inside; ignored
  * elsewhere).  Big arrays read at random or touched fresh per call: fewer

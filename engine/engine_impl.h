@@ -88,6 +88,22 @@ GiStatus	gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 						 uint64_t *first, uint64_t *last, GiError *err);
 void		gi_gpu_info(const GiImage *image, GiImageInfo *info);
 
+/*
+ * Adding up position ranges (gi_image_aggregate; engine.c checked the
+ * ranges against the image and the columns): engine/cpu_agg.c over the
+ * host arrays, cuda/gpu_agg.cu on the device.
+ */
+GiStatus	gi_cpu_aggregate(const GiAggEntries *host, const uint64_t *first,
+							 const uint64_t *last, size_t nranges, const uint8_t *vm,
+							 uint64_t vm_blocks, bool vm_full, GiAggColumn *cols,
+							 int ncols, int64_t *counted, uint64_t **fetch,
+							 size_t *nfetch, GiError *err);
+GiStatus	gi_gpu_aggregate(GiImage *image, const uint64_t *first,
+							 const uint64_t *last, size_t nranges, const uint8_t *vm,
+							 uint64_t vm_blocks, bool vm_full, GiAggColumn *cols,
+							 int ncols, int64_t *counted, uint64_t **fetch,
+							 size_t *nfetch, GiError *err);
+
 /* Shared by both engines: sort (key, payload) pairs on the host. */
 GiStatus	gi_host_sort_pairs(const int64_t *keys, const uint64_t *payloads,
 							   size_t n, int64_t *keys_out,
