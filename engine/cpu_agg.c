@@ -271,6 +271,7 @@ reset_column(GiAggColumn *col, const GiAggColumn *like)
 	col->kind = like->kind;
 	col->offset = like->offset;
 	col->nullbit = like->nullbit;
+	col->column = like->column;
 	col->imin = INT64_MAX;
 	col->imax = INT64_MIN;
 	col->fmin = INFINITY;

@@ -49,6 +49,7 @@ keep_cpu_payloads(GiImage *image, const uint64_t *payloads, size_t n,
 {
 	image->payloads = NULL;
 	image->device_payloads = NULL;
+	image->device_columns = NULL;
 	if (payloads == NULL)
 		return GI_OK;
 	image->payloads = malloc((n ? n : 1) * sizeof(uint64_t));
@@ -70,6 +71,7 @@ keep_gpu_payloads(GiImage *image, const uint64_t *payloads, size_t n,
 
 	image->payloads = NULL;
 	image->device_payloads = NULL;
+	image->device_columns = NULL;
 	if (payloads == NULL)
 		return GI_OK;
 	st = gi_gpu_attach_payloads(image, payloads, n, err);
@@ -166,6 +168,7 @@ gi_image_free(GiImage *image)
 		return;
 	if (image->engine == GI_ENGINE_GPU)
 	{
+		gi_gpu_detach_columns(image);
 		gi_gpu_detach_payloads(image);
 		gi_gpu_free(image);
 	}
@@ -196,7 +199,11 @@ gi_image_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 		return gi_set_error(err, GI_ERR_INVALID,
 							"insertion payloads must be given exactly when the image keeps payloads");
 	if (image->engine == GI_ENGINE_GPU)
+	{
+		/* the kept columns would miss the new entries: drop them */
+		gi_gpu_detach_columns(image);
 		return gi_gpu_insert(image, keys, payloads, n, err);
+	}
 	return gi_cpu_insert(image, keys, payloads, n, err);
 }
 
@@ -266,6 +273,31 @@ gi_compact(GiEngineKind engine, const uint64_t *mask, const void *values,
 	return gi_cpu_compact(mask, values, value_bytes, n, chunk_bits, out, nout, err);
 }
 
+/* Keep INCLUDE columns with an image for device aggregation. */
+GiStatus
+gi_image_attach_columns(GiImage *image, const GiIncludeColumns *cols, GiError *err)
+{
+	int			c;
+
+	gi_clear_error(err);
+	if (image == NULL || cols == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "missing column arguments");
+	if (cols->ncols < 0 || cols->ncols > 16)
+		return gi_set_error(err, GI_ERR_INVALID, "at most 16 included columns");
+	for (c = 0; c < cols->ncols; c++)
+	{
+		int			w = cols->width[c];
+
+		if (w != 1 && w != 2 && w != 4 && w != 8)
+			return gi_set_error(err, GI_ERR_INVALID, "column width %d is not 1, 2, 4 or 8", w);
+		if (image->n > 0 && cols->values[c] == NULL)
+			return gi_set_error(err, GI_ERR_INVALID, "missing column values");
+	}
+	if (image->engine == GI_ENGINE_GPU)
+		return gi_gpu_attach_columns(image, cols, err);
+	return GI_OK;				/* the CPU twin reads the host rows */
+}
+
 /* Add up the entries of position ranges (GpuIndexAgg). */
 GiStatus
 gi_image_aggregate(GiImage *image, const GiAggEntries *host, const uint64_t *first,
@@ -328,6 +360,12 @@ gi_image_info(const GiImage *image, GiImageInfo *info)
 		info->host_bytes += image->n * sizeof(uint64_t);
 	if (image->device_payloads)
 		info->device_bytes += image->n * sizeof(uint64_t);
+	/* The INCLUDE columns kept for gi_image_aggregate. */
+	if (image->engine == GI_ENGINE_GPU)
+	{
+		gi_gpu_columns_info(image, &info->include_columns, &info->include_device_bytes);
+		info->device_bytes += info->include_device_bytes;
+	}
 }
 
 /* Is there a usable GPU (lazily initializes CUDA)? */

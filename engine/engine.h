@@ -127,6 +127,9 @@ typedef struct GiImageInfo
 								 * finding leaves; build_ms: merge, split and
 								 * write leaves plus the internal levels;
 								 * transfer_ms: copies */
+	/* Added for device aggregation (gi_image_attach_columns). */
+	int			include_columns;	/* INCLUDE columns kept on the device */
+	uint64_t	include_device_bytes;	/* their bytes (in device_bytes too) */
 } GiImageInfo;
 
 typedef struct GiImage GiImage;
@@ -279,6 +282,9 @@ typedef struct GiAggColumn
 	GiAggKind	kind;
 	int			offset;			/* the value's byte offset in a row */
 	uint16_t	nullbit;		/* its NULL bit in the row's mask */
+	int			column;			/* its INCLUDE column number, for the
+								 * columns an image keeps on the device
+								 * (gi_image_attach_columns) */
 	int64_t		nonnull;
 	gi_int128	sum;
 	int64_t		imin;
@@ -329,6 +335,33 @@ typedef struct GiAggEntries
 } GiAggEntries;
 
 /*
+ * INCLUDE columns in the columnar form the device adds up: ncols columns
+ * (at most 16) of an image's n entries in rank order, column c's values
+ * width[c] bytes each (1, 2, 4 or 8; bool as 0/1) at values[c], its NULLs
+ * as a bitmap nulls[c] (bit i % 8 of byte i / 8 set: entry i is NULL; a
+ * NULL pointer: no NULLs).
+ */
+typedef struct GiIncludeColumns
+{
+	int			ncols;
+	int			width[16];
+	const void *values[16];
+	const uint8_t *nulls[16];
+} GiIncludeColumns;
+
+/*
+ * Keep INCLUDE columns with an image for gi_image_aggregate, replacing any
+ * kept before.  The GPU engine copies them to the device (gi_image_info:
+ * include_columns, include_device_bytes, counted in device_bytes too; the
+ * caller keeps them under its device memory limit); the CPU engine keeps
+ * nothing (its twin reads the host rows).  An insertion into the image
+ * drops them (attach them again for the new entries).  On an error the
+ * image keeps no columns.
+ */
+GiStatus	gi_image_attach_columns(GiImage *image, const GiIncludeColumns *cols,
+									GiError *err);
+
+/*
  * Add up the entries at the positions of nranges disjoint ranges
  * [first[i], last[i]) of an image (GpuIndexAgg): as gi_host_aggregate, the
  * entries whose heap block is set in the visibility map copy (vm,
@@ -338,11 +371,12 @@ typedef struct GiAggEntries
  * count to *nfetch, in no particular order.
  *
  * The GPU engine adds up on the device from what the image holds there:
- * the payloads in rank order (the image must keep payloads) and, for a B+
- * tree, the keys; so count(*) and key columns (GI_AGG_KEY).  A row column,
- * or a key column of a vEB image, answers GI_ERR_UNSUPPORTED before
- * anything is added (the caller adds up on the host instead); host is not
- * read.  The CPU engine adds up the host arrays host describes
+ * the payloads in rank order (the image must keep payloads), for a B+
+ * tree the keys, and the INCLUDE columns attached (gi_image_attach_columns;
+ * a row column is read from column `column`, whose width must be its
+ * kind's).  A row column the device does not hold, or a key column of a
+ * vEB image, answers GI_ERR_UNSUPPORTED before anything is added (the
+ * caller adds up on the host instead); host is not read.  The CPU engine adds up the host arrays host describes
  * (gi_host_aggregate's loop, on its threads), whose nbase + ndelta must be
  * the image's entry count.  On an error cols, *counted are unchanged and
  * *fetch is NULL.

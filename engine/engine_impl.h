@@ -28,6 +28,9 @@ struct GiImage
 	uint64_t   *payloads;		/* CPU engine: host copy for gi_image_select
 								 * (set by engine.c); NULL if built without */
 	void	   *device_payloads;	/* GPU engine: device copy, likewise */
+	void	   *device_columns; /* GPU engine: INCLUDE columns kept for
+								 * aggregation (cuda/gpu_agg.cu); NULL if
+								 * none */
 };
 
 /* CPU engine (engine/cpu_*.c). */
@@ -103,6 +106,12 @@ GiStatus	gi_gpu_aggregate(GiImage *image, const uint64_t *first,
 							 uint64_t vm_blocks, bool vm_full, GiAggColumn *cols,
 							 int ncols, int64_t *counted, uint64_t **fetch,
 							 size_t *nfetch, GiError *err);
+
+/* INCLUDE columns on the device (cuda/gpu_agg.cu): keep, drop, describe. */
+GiStatus	gi_gpu_attach_columns(GiImage *image, const GiIncludeColumns *cols,
+								  GiError *err);
+void		gi_gpu_detach_columns(GiImage *image);
+void		gi_gpu_columns_info(const GiImage *image, int *ncols, uint64_t *bytes);
 
 /* Shared by both engines: sort (key, payload) pairs on the host. */
 GiStatus	gi_host_sort_pairs(const int64_t *keys, const uint64_t *payloads,

@@ -124,3 +124,28 @@ gi_gpu_aggregate(GiImage *image, const uint64_t *first, const uint64_t *last,
 	return gi_set_error(err, GI_ERR_NO_DEVICE,
 						"gpuidx was built without CUDA (no nvcc on the build host)");
 }
+
+/* Refuse: no GPU in this build. */
+GiStatus
+gi_gpu_attach_columns(GiImage *image, const GiIncludeColumns *cols, GiError *err)
+{
+	(void) image, (void) cols;
+	return gi_set_error(err, GI_ERR_NO_DEVICE,
+						"gpuidx was built without CUDA (no nvcc on the build host)");
+}
+
+/* Nothing to drop: no GPU image can exist in this build. */
+void
+gi_gpu_detach_columns(GiImage *image)
+{
+	(void) image;
+}
+
+/* No columns: no GPU image can exist in this build. */
+void
+gi_gpu_columns_info(const GiImage *image, int *ncols, uint64_t *bytes)
+{
+	(void) image;
+	*ncols = 0;
+	*bytes = 0;
+}

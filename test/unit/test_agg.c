@@ -10,9 +10,10 @@
  * TIDs are exercised at every size.  gi_image_aggregate: random disjoint
  * ranges (long, short, empty, everything) over images of every key width,
  * host arrays split into base and delta, maps random, full, full with
- * entries past it and empty; on the GPU also after batch insertion (keys
- * read from the rank-ordered copy), count(*) alone, and the refusal of a
- * row column.  The entry point is
+ * entries past it and empty; on the GPU every row kind from attached
+ * columns (with and without a NULL bitmap), and after batch insertion
+ * (keys read from the rank-ordered copy) count(*) or the key alone and the
+ * refusal of the dropped row columns.  The entry point is
  * gi_test_agg_main(), run by test_engine's main.
  */
 #include "engine.h"
@@ -84,6 +85,7 @@ make_columns(GiAggColumn *cols)
 		cols[c + 1].kind = row_kinds[c];
 		cols[c + 1].offset = row_offsets[c];
 		cols[c + 1].nullbit = (uint16_t) (1 << c);
+		cols[c + 1].column = c;
 	}
 	for (c = 0; c <= NROW_COLS; c++)
 	{
@@ -318,16 +320,75 @@ random_ranges(size_t n, int kind, uint64_t *first, uint64_t *last, size_t cap)
 	return nr;
 }
 
+/* Bytes of a row column kind's value. */
+static int
+kind_bytes(GiAggKind kind)
+{
+	return kind == GI_AGG_BOOL ? 1 : kind == GI_AGG_INT16 ? 2 :
+		(kind == GI_AGG_INT64 || kind == GI_AGG_FLOAT8) ? 8 : 4;
+}
+
+/*
+ * Attach the test rows of n entries (rank order) to an image as INCLUDE
+ * columns: every row kind, its values and NULL bitmap (none for a column
+ * with no NULL, to cover that form too).
+ */
+static GiStatus
+attach_rows(GiImage *image, const char *rows, size_t n, GiError *err)
+{
+	GiIncludeColumns ic;
+	void	   *values[NROW_COLS];
+	uint8_t    *nulls[NROW_COLS];
+	GiStatus	st;
+	size_t		i;
+	int			c;
+
+	memset(&ic, 0, sizeof(ic));
+	ic.ncols = NROW_COLS;
+	for (c = 0; c < NROW_COLS; c++)
+	{
+		int			w = kind_bytes(row_kinds[c]);
+		bool		any = false;
+
+		values[c] = test_xmalloc((size_t) w * (n + 1));
+		nulls[c] = test_xmalloc(n / 8 + 1);
+		memset(nulls[c], 0, n / 8 + 1);
+		for (i = 0; i < n; i++)
+		{
+			uint16_t	mask;
+
+			memcpy((char *) values[c] + i * w, rows + i * ROW_BYTES + row_offsets[c], w);
+			memcpy(&mask, rows + i * ROW_BYTES, 2);
+			if (mask & (1 << c))
+			{
+				nulls[c][i / 8] |= (uint8_t) (1 << (i % 8));
+				any = true;
+			}
+		}
+		ic.width[c] = w;
+		ic.values[c] = values[c];
+		ic.nulls[c] = any ? nulls[c] : NULL;
+	}
+	st = gi_image_attach_columns(image, &ic, err);
+	for (c = 0; c < NROW_COLS; c++)
+	{
+		free(values[c]);
+		free(nulls[c]);
+	}
+	return st;
+}
+
 /*
  * One case of gi_image_aggregate on an image of engine / structure /
  * key_bytes over n entries: random keys of the width, TIDs over more blocks
  * than the map covers, random rows; the host arrays split into a base and
  * a delta part (about 1 entry in ndelta_every, 0: none) for the CPU twin;
- * for the GPU, insert_share entries of every 8 come by gi_image_insert
- * after the build (the insertable form).  Compared with the serial
- * reference over the ranges' entries.  Columns: the key and every row
- * kind on the CPU; the key alone (or none: count(*)) on the GPU, which
- * must refuse a row column.
+ * for the GPU, the rows attached as INCLUDE columns, or (insert_share > 0)
+ * attached and then dropped by gi_image_insert of insert_share entries of
+ * every 8 after the build (the insertable form).  Compared with the serial
+ * reference over the ranges' entries.  Columns: the key (unless key_col is
+ * false) and every row kind; on the GPU after an insertion the key alone
+ * (or none: count(*)), and a row column must be refused.
  */
 static void
 range_case(GiEngineKind engine, GiStructure structure, int key_bytes, size_t n,
@@ -359,7 +420,8 @@ range_case(GiEngineKind engine, GiStructure structure, int key_bytes, size_t n,
 	uint8_t    *vm = test_xmalloc(vm_blocks / 4 + 1);
 	GiAggColumn cols[NROW_COLS + 1],
 				ref[NROW_COLS + 1];
-	int			ncols;
+	int			ncols,
+				use;
 	int64_t		tmin,
 				tmax,
 				counted = 0,
@@ -439,11 +501,18 @@ range_case(GiEngineKind engine, GiStructure structure, int key_bytes, size_t n,
 			ng++;
 		}
 
+	/*
+	 * The columns: every one on the CPU; on the GPU the row columns when
+	 * they stay attached (no insertion after the build), the key when asked
+	 * (use skips it otherwise: count(*) and the rows only).
+	 */
 	ncols = make_columns(cols);
-	if (engine == GI_ENGINE_GPU)
-		ncols = key_col ? 1 : 0;	/* the key alone, or count(*) */
 	make_columns(ref);
-	reference(gk, gt, gr, ng, vm, vm_blocks, ref, ncols, &ref_counted, ref_fetch,
+	use = key_col ? 0 : 1;
+	if (engine == GI_ENGINE_GPU && insert_share > 0)
+		ncols = 1;
+	ncols -= use;
+	reference(gk, gt, gr, ng, vm, vm_blocks, ref + use, ncols, &ref_counted, ref_fetch,
 			  &ref_nfetch);
 
 	memset(&params, 0, sizeof(params));
@@ -474,6 +543,9 @@ range_case(GiEngineKind engine, GiStructure structure, int key_bytes, size_t n,
 			}
 		}
 		st = gi_image_build(&params, k0, p0, n0, &image, &err);
+		/* (attached, then dropped by the insertion: the rows are refused) */
+		if (st == GI_OK && n1 > 0)
+			st = attach_rows(image, rows, n0, &err);
 		if (st == GI_OK)
 			st = gi_image_insert(image, k1, p1, n1, &err);
 		free(k0);
@@ -482,27 +554,32 @@ range_case(GiEngineKind engine, GiStructure structure, int key_bytes, size_t n,
 		free(p1);
 	}
 	else
+	{
 		st = gi_image_build(&params, keys, tids, n, &image, &err);
+		if (st == GI_OK)
+			st = attach_rows(image, rows, n, &err);
+	}
 
 	if (st == GI_OK)
 		st = gi_image_aggregate(image, &host, first, last, nr, full ? NULL : vm, vm_blocks,
-								full, cols, ncols, &counted, &fetch, &nfetch, &err);
+								full, cols + use, ncols, &counted, &fetch, &nfetch, &err);
 	if (st == GI_OK)
 		qsort(fetch, nfetch, sizeof(uint64_t), test_cmp_u64);
 	ok = st == GI_OK && fetch != NULL && counted == ref_counted && nfetch == ref_nfetch &&
 		memcmp(fetch, ref_fetch, sizeof(uint64_t) * nfetch) == 0;
-	for (c = 0; c < ncols && ok; c++)
+	for (c = use; c < use + ncols && ok; c++)
 		ok = same_totals(&cols[c], &ref[c]);
 	snprintf(what, sizeof(what), "image_aggregate %s %s w=%d n=%zu ranges=%zu(kind %d) map=%d "
-			 "delta=%zu inserted=%d/8 key=%d%s%s", gi_engine_name(engine),
+			 "delta=%zu inserted=%d/8 key=%d columns=%d%s%s", gi_engine_name(engine),
 			 gi_structure_name(structure), key_bytes, n, nr, range_kind, map_kind, nd,
-			 insert_share, (int) key_col, st == GI_OK ? "" : ": ",
+			 insert_share, (int) key_col, ncols, st == GI_OK ? "" : ": ",
 			 st == GI_OK ? "" : err.message);
 	test_record(&tr, ok, what);
 	gi_free(fetch);
 
-	/* the GPU engine refuses a row column, and changes nothing then */
-	if (engine == GI_ENGINE_GPU && image != NULL)
+	/* after an insertion the GPU engine refuses a row column, and changes
+	 * nothing then */
+	if (engine == GI_ENGINE_GPU && image != NULL && insert_share > 0)
 	{
 		GiAggColumn rc[2];
 		int64_t		before = counted;
@@ -512,7 +589,7 @@ range_case(GiEngineKind engine, GiStructure structure, int key_bytes, size_t n,
 		fetch = NULL;
 		st = gi_image_aggregate(image, &host, first, last, nr, full ? NULL : vm, vm_blocks,
 								full, rc, 1, &counted, &fetch, &nfetch, &err);
-		snprintf(what, sizeof(what), "image_aggregate gpu %s refuses a row column n=%zu",
+		snprintf(what, sizeof(what), "image_aggregate gpu %s refuses a row column after insertion n=%zu",
 				 gi_structure_name(structure), n);
 		test_record(&tr, st == GI_ERR_UNSUPPORTED && counted == before && fetch == NULL &&
 					rc[0].nonnull == 0, what);
