@@ -1402,16 +1402,16 @@ attach_include_columns(GpuidxImageData *img, const GpuidxLayout *layout)
 }
 
 /*
- * Add up the entries at position ranges [first, last) on the engine (the
- * device, for a GPU image: gi_image_aggregate), with the visibility map
+ * Add up the entries at position ranges [first, last) of a GPU image on
+ * the device (gi_image_aggregate), with the visibility map
  * copy vm: totals into cols and *counted, the TIDs of entries not on
  * all-visible pages into *fetch (palloc'd in the current context, *nfetch
  * of them).  layout: the index's, when a column is an INCLUDE one (its
  * columns are then put on the device first).  Returns false, having added
- * nothing, where the caller adds up on the host instead: service mode (the
- * service holds the engine images), columns that do not fit the device
- * memory limit, and columns or structures the engine does not add up
- * (GI_ERR_UNSUPPORTED).
+ * nothing, where the caller adds up on the host instead: a CPU image,
+ * service mode (the service holds the engine images), columns that do not
+ * fit the device memory limit, and columns or structures the device does
+ * not add up (GI_ERR_UNSUPPORTED).
  */
 bool
 gpuidx_aggregate_image(GpuidxImageData *img, const GpuidxLayout *layout,
@@ -1420,7 +1420,6 @@ gpuidx_aggregate_image(GpuidxImageData *img, const GpuidxLayout *layout,
 					   GiAggColumn *cols, int ncols, int64 *counted, uint64 **fetch,
 					   int64 *nfetch)
 {
-	GiAggEntries host;
 	GiError		err;
 	uint64_t   *out = NULL;
 	size_t		nout = 0;
@@ -1428,23 +1427,14 @@ gpuidx_aggregate_image(GpuidxImageData *img, const GpuidxLayout *layout,
 	if (gpuidx_service_mode() || img->shared)
 		return false;
 	gpuidx_image_build_engine(img);
-	if (img->image == NULL)
+	/* (the CPU engine's twin is the host loop, which the caller runs with
+	 * its interrupt checks and staging) */
+	if (img->image == NULL || img->engine != GI_ENGINE_GPU)
 		return false;
-	if (img->engine == GI_ENGINE_GPU && layout != NULL && layout->ninclude > 0 &&
-		!attach_include_columns(img, layout))
+	if (layout != NULL && layout->ninclude > 0 && !attach_include_columns(img, layout))
 		return false;
-	memset(&host, 0, sizeof(host));
-	host.keys = (const int64_t *) img->keys;
-	host.tids = (const uint64_t *) img->tids;
-	host.rows = img->rows;
-	host.nbase = (size_t) img->nbase;
-	host.dkeys = (const int64_t *) img->dkeys;
-	host.dtids = (const uint64_t *) img->dtids;
-	host.drows = img->drows;
-	host.drank = (const int64_t *) img->drank;
-	host.ndelta = (size_t) img->ndelta;
-	host.row_bytes = img->row_bytes;
-	if (gi_image_aggregate(img->image, &host, (const uint64_t *) first,
+	/* (the device reads no host arrays) */
+	if (gi_image_aggregate(img->image, NULL, (const uint64_t *) first,
 						   (const uint64_t *) last, (size_t) nranges, vm,
 						   (uint64_t) vm_blocks, vm_full, cols, ncols,
 						   (int64_t *) counted, &out, &nout, &err) != GI_OK)

@@ -660,6 +660,20 @@ range_errors(void)
 	test_record(&tr, st == GI_OK && counted == 3 && nfetch == 0 && fetch != NULL,
 				"image_aggregate count(*) of three all-visible entries");
 	gi_free(fetch);
+	{
+		GiIncludeColumns ic;
+
+		memset(&ic, 0, sizeof(ic));
+		ic.ncols = 1;
+		ic.width[0] = 3;
+		ic.values[0] = keys;
+		test_record(&tr, gi_image_attach_columns(image, &ic, &err) == GI_ERR_INVALID,
+					"image_attach_columns refuses a width of 3");
+		ic.width[0] = 8;
+		ic.values[0] = NULL;
+		test_record(&tr, gi_image_attach_columns(image, &ic, &err) == GI_ERR_INVALID,
+					"image_attach_columns refuses missing values");
+	}
 	gi_image_free(image);
 }
 
