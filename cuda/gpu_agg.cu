@@ -650,7 +650,7 @@ gi_gpu_aggregate(GiImage *image, const uint64_t *first, const uint64_t *last,
 		size_t		vm_bytes = vm_full ? 0 : (size_t) ((vm_blocks + 3) / 4);
 		unsigned	grid = gi_gpu_grid_resident(total < AGG_PASS ? total : AGG_PASS, AGG_THREADS);
 		size_t		tot_bytes = sizeof(AggTotals) + ncols * sizeof(ColTotals);
-		char		h_tot[sizeof(AggTotals) + 16 * sizeof(ColTotals)];
+		alignas(8) char h_tot[sizeof(AggTotals) + 16 * sizeof(ColTotals)];
 
 		CKS(gi_gpu_alloc(d_first, nr * sizeof(uint64_t), "the aggregated ranges", err));
 		CKS(gi_gpu_alloc(d_offs, (nr + 1) * sizeof(uint64_t), "the aggregated ranges", err));
