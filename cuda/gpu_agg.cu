@@ -21,7 +21,8 @@
  * adds into the thread's totals (count, the key's half sums, min, max),
  * which the block reduces (cub::BlockReduce) and adds with one 64-bit
  * atomic per field; an entry that is not visible sets its position's bit in
- * a mask over the image's entries, which SPACE compaction (gpu_space.cu)
+ * a mask over the image's entries (the lanes of a warp whose bits fall in
+ * one word merge them: one atomicOr), which SPACE compaction (gpu_space.cu)
  * turns into the fetch list: the payloads at the set positions, copied
  * back.  Each INCLUDE column is then one more pass over the same indexes
  * (col_kernel), which takes the entries whose mask bit is clear and adds
@@ -138,34 +139,60 @@ agg_kernel(const uint64_t *first, const uint64_t *offs, uint32_t nr, uint64_t t0
 	uint64_t	rstart = 0,
 				rend = 0;
 
-	for (uint64_t t = t0 + (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; t < t1;
-		 t += (uint64_t) gridDim.x * blockDim.x)
+	/*
+	 * The loop is uniform over a warp (a lane past t1 takes no entry) so
+	 * that the lanes can merge their mask bits: a warp's 32 indexes are
+	 * consecutive, so mostly one mask word, set by one atomic.
+	 */
+	const uint64_t lane = threadIdx.x & 31;
+
+	for (uint64_t tw = t0 + (uint64_t) blockIdx.x * blockDim.x + (threadIdx.x - lane); tw < t1;
+		 tw += (uint64_t) gridDim.x * blockDim.x)
 	{
-		if (t >= rend)
-		{						/* t increases: search only past r */
-			r = range_of(offs, r, nr, t);
-			rstart = offs[r];
-			rend = offs[r + 1];
-		}
+		uint64_t	t = tw + lane;
+		uint64_t	word = ~0ull;	/* the mask word this lane sets, if any */
+		uint32_t	bit = 0;
 
-		uint64_t	pos = first[r] + (t - rstart);
-		uint64_t	tid = pay[pos];
-
-		if (gi_agg_block_visible(vm, vm_blocks, FULL, gi_agg_tid_block(tid)))
+		if (t < t1)
 		{
-			counted++;
-			if constexpr (KEYS != KEYS_NONE)
-			{
-				int64_t		x = key_at<K, KEYS>(kv, pos);
+			if (t >= rend)
+			{					/* t increases: search only past r */
+				r = range_of(offs, r, nr, t);
+				rstart = offs[r];
+				rend = offs[r + 1];
+			}
 
-				hi += gi_agg_hi(x);
-				lo += gi_agg_lo(x);
-				mn = x < mn ? x : mn;
-				mx = x > mx ? x : mx;
+			uint64_t	pos = first[r] + (t - rstart);
+			uint64_t	tid = pay[pos];
+
+			if (gi_agg_block_visible(vm, vm_blocks, FULL, gi_agg_tid_block(tid)))
+			{
+				counted++;
+				if constexpr (KEYS != KEYS_NONE)
+				{
+					int64_t		x = key_at<K, KEYS>(kv, pos);
+
+					hi += gi_agg_hi(x);
+					lo += gi_agg_lo(x);
+					mn = x < mn ? x : mn;
+					mx = x > mx ? x : mx;
+				}
+			}
+			else
+			{
+				word = pos >> 5;
+				bit = 1u << (pos & 31);
 			}
 		}
-		else
-			atomicOr(&mask[pos >> 5], 1u << (pos & 31));
+		/* lanes with the same word OR their bits; the lowest sets them */
+		if (__any_sync(0xffffffffu, bit != 0))
+		{
+			uint32_t	peers = __match_any_sync(0xffffffffu, word);
+			uint32_t	bits = __reduce_or_sync(peers, bit);
+
+			if (bit != 0 && lane == (uint64_t) (__ffs(peers) - 1))
+				atomicOr(&mask[word], bits);
+		}
 	}
 
 	/* one atomic per field and block (the reductions share the storage) */
