@@ -47,7 +47,14 @@
 #define SORT_TREE_L2X	64			/* nor are trees under 64x the L2 size */
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
 
-static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0};	/* group 2: fastest measured */
+/*
+ * group 2: fastest measured.  run -1: the run search stays opt-in
+ * (GI_GPU_RUN_SEARCH=auto|on): on the H100 (2026-11-25, bench/kernel
+ * --paths) taking it for every sorted tile was slower than the tiled search
+ * without it on 60 of 192 rows (dense and lognormal batches) and faster on
+ * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).
+ */
+static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0, -1};
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -511,14 +518,14 @@ search_grid(void)
 /* Launch the search kernel for one chunk. */
 template <class K, int G, bool SORTED, bool DYN>
 static GiStatus
-launch_search(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *probes,
+launch_search(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
 			  const int64_t *hi, const void *skeys, const uint32_t *sidx,
 			  uint64_t count, uint64_t *first, uint64_t *last, const int *gate, GiError *err)
 {
 	uint64_t	want = (count * G + 255) / 256;
 	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED, DYN>());
 
-	btree_search_kernel<K, G, SORTED, DYN><<<grid, 256, 0, img->stream>>>(
+	btree_search_kernel<K, G, SORTED, DYN><<<grid, 256, 0, st>>>(
 		T, op, probes, hi, (const typename KeyLimits<K>::SKey *) skeys, sidx, count, first, last, gate);
 	CKL("btree_search_kernel");
 	return GI_OK;
@@ -527,13 +534,13 @@ launch_search(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *p
 /* Dispatch on the group size (int32: 2..32 lanes, int64: 2..16). */
 template <class K, bool SORTED, bool DYN>
 static GiStatus
-launch_search_g(const GpuImage *img, const TreeDev<K> &T, int op, const int64_t *probes,
+launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
 				const int64_t *hi, const void *skeys, const uint32_t *sidx,
 				uint64_t count, uint64_t *first, uint64_t *last, int group, const int *gate,
 				GiError *err)
 {
 #define LAUNCH_G(GG) \
-	return launch_search<K, GG, SORTED, DYN>(img, T, op, probes, hi, skeys, sidx, count, first, last, gate, err)
+	return launch_search<K, GG, SORTED, DYN>(st, T, op, probes, hi, skeys, sidx, count, first, last, gate, err)
 	switch (group)
 	{
 		case 8:
@@ -585,17 +592,21 @@ sort_bit_range(const GpuImage *img, int *begin, int *end)
 	*begin = std::max(0, *end - N);
 }
 
-/* Answer a chunk of probes already on the device (count <= scratch cap). */
+/*
+ * Answer a chunk of probes already on the device (count <= scratch cap) on
+ * stream st, the calling thread's: the image is only read, and every buffer
+ * written is the call's own (its scratch and results), so threads may
+ * answer chunks on one image at once.
+ */
 template <class K>
 static GiStatus
-query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
+query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 			uint64_t count, uint64_t *first, uint64_t *last, GiGpuScratch *s,
-			double *sort_ms, double *search_ms, GiError *err)
+			cudaStream_t st, double *sort_ms, double *search_ms, GiError *err)
 {
 	typedef typename KeyLimits<K>::SKey SKey;
 	const Geo  *g = &img->geo;
 	TreeDev<K>	T;
-	cudaStream_t st = img->stream;
 	bool		do_sort = false;
 	double		t0 = gi_now_ms();
 
@@ -658,21 +669,22 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	{							/* probe order found on the device: a sample of
 								 * tiles picks the kernel (tile 0), or tiles */
 		int		   *gate = g_policy.tile == 0 && count >= GATE_MIN_PROBES ? s->flag : NULL;
+		int			run = gi_setting_gpu_run_search(g_policy.run);
 
 		if (img->ins)
 		{
 			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
-												   g_policy.group, g_policy.window, gate, err)));
+												   g_policy.group, g_policy.window, run, gate, err)));
 			if (gate)
-				CKS((launch_search_g<K, false, true>(img, T, op, probes, hi, NULL, NULL, count,
+				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
 													 first, last, g_policy.group, gate, err)));
 		}
 		else
 		{
 			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
-													g_policy.group, g_policy.window, gate, err)));
+													g_policy.group, g_policy.window, run, gate, err)));
 			if (gate)
-				CKS((launch_search_g<K, false, false>(img, T, op, probes, hi, NULL, NULL, count,
+				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
 													  first, last, g_policy.group, gate, err)));
 		}
 		CK(cudaStreamSynchronize(st));
@@ -682,10 +694,10 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 	if (!do_sort)
 	{
 		if (img->ins)
-			CKS((launch_search_g<K, false, true>(img, T, op, probes, hi, NULL, NULL, count,
+			CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
 												 first, last, g_policy.group, NULL, err)));
 		else
-			CKS((launch_search_g<K, false, false>(img, T, op, probes, hi, NULL, NULL, count,
+			CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
 												  first, last, g_policy.group, NULL, err)));
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
@@ -707,10 +719,10 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 
 	*sort_ms += t1 - t0;
 	if (img->ins)
-		CKS((launch_search_g<K, true, true>(img, T, op, NULL, NULL, dk.Current(), dv.Current(),
+		CKS((launch_search_g<K, true, true>(st, T, op, NULL, NULL, dk.Current(), dv.Current(),
 											count, first, last, g_policy.group, NULL, err)));
 	else
-		CKS((launch_search_g<K, true, false>(img, T, op, NULL, NULL, dk.Current(), dv.Current(),
+		CKS((launch_search_g<K, true, false>(st, T, op, NULL, NULL, dk.Current(), dv.Current(),
 											 count, first, last, g_policy.group, NULL, err)));
 	CK(cudaStreamSynchronize(st));
 	*search_ms += gi_now_ms() - t1;
@@ -719,9 +731,9 @@ query_chunk(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 
 /* Answer a device-resident batch in chunks of the scratch's capacity. */
 static GiStatus
-query_device(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
+query_device(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 			 size_t n, uint64_t *first, uint64_t *last, GiGpuScratch *s,
-			 double *sort_ms, double *search_ms, GiError *err)
+			 cudaStream_t st, double *sort_ms, double *search_ms, GiError *err)
 {
 	for (size_t off = 0; off < n; off += s->cap)
 	{
@@ -729,10 +741,10 @@ query_device(GpuImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 
 		if (img->kw == 4)
 			CKS((query_chunk<int32_t>(img, op, probes + off, hi ? hi + off : NULL, cnt,
-									  first + off, last + off, s, sort_ms, search_ms, err)));
+									  first + off, last + off, s, st, sort_ms, search_ms, err)));
 		else
 			CKS((query_chunk<int64_t>(img, op, probes + off, hi ? hi + off : NULL, cnt,
-									  first + off, last + off, s, sort_ms, search_ms, err)));
+									  first + off, last + off, s, st, sort_ms, search_ms, err)));
 	}
 	return GI_OK;
 }
@@ -891,7 +903,7 @@ gi_gpu_btree_info(const GiImage *image, GiImageInfo *info)
 	info->insert_batches = img->insert_batches;
 	info->last_insert = img->last_insert;
 	info->build = img->hdr.build;
-	info->last_query = img->hdr.last_query;
+	gi_timings_load(&info->last_query, &img->hdr.last_query);
 	snprintf(info->device_name, sizeof(info->device_name), "%s", img->device_name);
 }
 
@@ -967,23 +979,25 @@ gi_gpu_btree_scratch_free(GiGpuScratch *s)
 	scratch_free(s);
 }
 
-/* Answer a device-resident batch. */
+/* Answer a device-resident batch on stream st; the call's timings into *t. */
 GiStatus
-gi_gpu_btree_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+gi_gpu_btree_dev_query(const GiImage *image, GiOp op, const int64_t *d_probes,
 					   const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
-					   uint64_t *d_last, GiGpuScratch *scratch, GiError *err)
+					   uint64_t *d_last, GiGpuScratch *scratch, cudaStream_t st,
+					   GiTimings *t, GiError *err)
 {
-	GpuImage   *img = (GpuImage *) image;
+	const GpuImage *img = (const GpuImage *) image;
 	ScratchGuard sg;
 	double		t0 = gi_now_ms(),
 				sort_ms = 0,
 				search_ms = 0;
 
+	memset(t, 0, sizeof(*t));
 	if (img->geo.n == 0)
 	{
-		CK(cudaMemsetAsync(d_first, 0, nprobes * 8, img->stream));
-		CK(cudaMemsetAsync(d_last, 0, nprobes * 8, img->stream));
-		CK(cudaStreamSynchronize(img->stream));
+		CK(cudaMemsetAsync(d_first, 0, nprobes * 8, st));
+		CK(cudaMemsetAsync(d_last, 0, nprobes * 8, st));
+		CK(cudaStreamSynchronize(st));
 		return GI_OK;
 	}
 	if (!scratch || scratch->kw != img->kw)
@@ -991,17 +1005,15 @@ gi_gpu_btree_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 		CKS(scratch_for(img, nprobes, &sg.s, err));
 		scratch = sg.s;
 	}
-	CKS(query_device(img, op, d_probes, d_hi, nprobes, d_first, d_last, scratch,
+	CKS(query_device(img, op, d_probes, d_hi, nprobes, d_first, d_last, scratch, st,
 					 &sort_ms, &search_ms, err));
-	img->hdr.last_query.transfer_ms = 0;
-	img->hdr.last_query.sort_ms = sort_ms;
-	img->hdr.last_query.search_ms = search_ms;
-	img->hdr.last_query.build_ms = 0;
-	img->hdr.last_query.total_ms = gi_now_ms() - t0;
+	t->sort_ms = sort_ms;
+	t->search_ms = search_ms;
+	t->total_ms = gi_now_ms() - t0;
 	return GI_OK;
 }
 
-/* The image's stream. */
+/* The image's stream (builds and insertions). */
 cudaStream_t
 gi_gpu_btree_stream(const GiImage *image)
 {

@@ -154,11 +154,16 @@ GiStatus	gi_gpu_btree_dev_build(const GiBuildParams *params, const void *d_keys,
 /* Free an image and its device memory. */
 void		gi_gpu_btree_free(GiImage *image);
 
-/* Answer a device-resident batch of nprobes > 0 (gi_gpu_dev_query). */
-GiStatus	gi_gpu_btree_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+/*
+ * Answer a device-resident batch of nprobes > 0 (gi_gpu_dev_query) on stream
+ * st; the call's timings go to *t, the image is only read (threads may query
+ * one image at once, each on its own stream with its own scratch).
+ */
+GiStatus	gi_gpu_btree_dev_query(const GiImage *image, GiOp op, const int64_t *d_probes,
 								   const int64_t *d_hi, size_t nprobes,
 								   uint64_t *d_first, uint64_t *d_last,
-								   GiGpuScratch *scratch, GiError *err);
+								   GiGpuScratch *scratch, cudaStream_t st,
+								   GiTimings *t, GiError *err);
 
 /* Describe an image. */
 void		gi_gpu_btree_info(const GiImage *image, GiImageInfo *info);
@@ -168,7 +173,7 @@ GiStatus	gi_gpu_btree_scratch_create(const GiImage *image, size_t max_probes,
 										GiGpuScratch **out, GiError *err);
 void		gi_gpu_btree_scratch_free(GiGpuScratch *s);
 
-/* The image's stream. */
+/* The image's stream: builds and insertions run on it, queries do not. */
 cudaStream_t gi_gpu_btree_stream(const GiImage *image);
 
 /*

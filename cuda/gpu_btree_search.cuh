@@ -397,15 +397,17 @@ decode_probe(uint64_t sk, uint32_t &idx)
  * The tiled search (cuda/gpu_btree_tile.cu): answer count probes (hi: range
  * ends) into first / last on stream st, warp tiles of consecutive probes,
  * groups of `group` lanes (2, 4 or 8) where a tile descends per probe, and
- * at most `window` leaves staged a tile (0: the default, -1: never).  With
- * gate (a device int) a sample of the batch decides first: *gate = 1 when
- * its tiles are narrow, and the tiled kernel runs only then; the caller
- * launches the per-probe kernel gated on *gate == 0 after this call.
+ * at most `window` leaves staged a tile (0: the default, -1: never).  run
+ * picks the tiles that take the run search (GiGpuPolicy.run: 0 those in
+ * order, 1 every narrow one, -1 none).  With gate (a device int) a sample
+ * of the batch decides first: *gate = 1 when its tiles are narrow, and the
+ * tiled kernel runs only then; the caller launches the per-probe kernel
+ * gated on *gate == 0 after this call.
  */
 template <class K, bool DYN>
 GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									 const int64_t *probes, const int64_t *hi, uint64_t count,
 									 uint64_t *first, uint64_t *last, int group, int window,
-									 int *gate, GiError *err);
+									 int run, int *gate, GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */

@@ -21,19 +21,31 @@
  *        path in effect: the tile's keys walk the leaves forward).
  *     b. Otherwise each probe descends from the shared node, skipping the
  *        levels above it.
+ *  3. Narrow and in order (or narrow at all, as GiGpuPolicy.run says): the
+ *     run search (run_tile) answers the tile in rows of 32 probes from a
+ *     window of leaves the warp carries forward from row to row and from
+ *     tile to tile (a warp takes one stretch of consecutive tiles), staging
+ *     it anew only where the run has moved past it; the order is checked
+ *     in tile_span, a shuffle a row.
  * Every path gives the answer the per-probe kernel gives (the same
  * [first, last), empty answers included); bench/kernel/gpu_check compares
- * them on every policy.
+ * them on every policy, test/unit/test_sorted.c the run search's modes.
  */
 #include "gpu_btree_search.cuh"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #ifndef TILE_PROBES
 #define TILE_PROBES		256			/* probes a warp takes at a time (<= 1024) */
 #endif
 #define TILE_WARPS		8			/* warps a block */
+#ifndef TILE_MIN_BLOCKS
+#define TILE_MIN_BLOCKS	4			/* blocks an SM must fit (caps registers at
+									 * 64 a thread, the tiled kernel's count
+									 * before the run search) */
+#endif
 #define TILE_MAX_LEAVES	32			/* cap on the leaves a tile stages */
 
 /* Clamp a probe into the key type's range. */
@@ -295,33 +307,54 @@ stage_leaves(const TreeDev<K> &T, K *w, uint32_t li0, uint32_t li1)
 
 /*
  * The smallest and largest key (clamped to the type, then to [kmin, kmax])
- * of the cnt probes (and range ends) at base: a warp reduction.
+ * of the cnt probes (and range ends) at base: a warp reduction.  With
+ * in_order, also whether the probes (not the range ends) are nondecreasing:
+ * each lane compares its probe with the one before it (the lane below, or
+ * lane 31 of the row before), so the check costs a shuffle a row.
  */
 template <class K>
 __device__ __forceinline__ void
 tile_span(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
-		  uint64_t base, uint32_t cnt, K *lo_out, K *hi_out)
+		  uint64_t base, uint32_t cnt, K *lo_out, K *hi_out, bool *in_order = nullptr)
 {
+	const uint32_t lane = threadIdx.x & 31;
 	K			lo = (K) KeyLimits<K>::hi,
 				hi = (K) KeyLimits<K>::lo;
+	int64_t		row_last = INT64_MIN;	/* the previous row's last probe */
+	bool		ordered = true;
 
-	for (uint32_t i = threadIdx.x & 31; i < cnt; i += 32)
-	{
-		K			t = clamp_to_key<K>(probes[base + i]);
+	for (uint32_t r = 0; r < cnt; r += 32)
+	{							/* uniform trip count: the shuffles need every lane */
+		uint32_t	i = r + lane;
+		int64_t		p = i < cnt ? probes[base + i] : INT64_MAX;
 
-		lo = t < lo ? t : lo;
-		hi = t > hi ? t : hi;
-		if (op == GI_OP_RANGE)
+		if (in_order)
 		{
-			t = clamp_to_key<K>(probes_hi[base + i]);
+			int64_t		before = __shfl_up_sync(0xffffffffu, p, 1);
+
+			ordered &= (lane == 0 ? row_last : before) <= p;
+			row_last = __shfl_sync(0xffffffffu, p, 31);
+		}
+		if (i < cnt)
+		{
+			K			t = clamp_to_key<K>(p);
+
 			lo = t < lo ? t : lo;
 			hi = t > hi ? t : hi;
+			if (op == GI_OP_RANGE)
+			{
+				t = clamp_to_key<K>(probes_hi[base + i]);
+				lo = t < lo ? t : lo;
+				hi = t > hi ? t : hi;
+			}
 		}
 	}
 	lo = warp_extreme<K, false>(lo);
 	hi = warp_extreme<K, true>(hi);
 	*lo_out = lo < T.kmin ? T.kmin : lo > T.kmax ? T.kmax : lo;
 	*hi_out = hi < T.kmin ? T.kmin : hi > T.kmax ? T.kmax : hi;
+	if (in_order)
+		*in_order = __all_sync(0xffffffffu, ordered);
 }
 
 /* A tile is narrow when its keys span at most half of the tree's. */
@@ -375,17 +408,146 @@ descend_pending(const TreeDev<K> &T, int op, const int64_t *probes, const int64_
 }
 
 /*
- * The tiled search kernel: warp w takes tiles w, w + warps, ...; a tile of
- * the probes (and range ends) at base .. base + TILE_PROBES - 1 is answered
- * by the paths of the file comment.  max_leaves caps what a tile stages (0:
- * never).  gate: run only when *gate is 1 (the sample chose tiles; NULL:
- * always).
+ * The probes of one row of a run (bit j of need: the probe at row + j) the
+ * window could not answer descend from S, 32 / G at a time: group k of the
+ * warp takes the k-th pending lane of the round.
  */
 template <class K, int G, bool DYN>
-__global__ void __launch_bounds__(TILE_WARPS * 32)
+__device__ __forceinline__ void
+run_descend(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
+			uint64_t row, uint32_t need, Start S, uint64_t *first, uint64_t *last)
+{
+	int			lane = threadIdx.x & 31;
+	Group		g = make_group<G>(lane);
+
+	while (need)
+	{
+		uint32_t	src = __fns(need, 0, lane / G + 1);
+
+		if (src < 32)
+		{
+			uint64_t	i = row + src,
+						f,
+						l;
+
+			answer<K, G, DYN>(T, op, probes[i], op == GI_OP_RANGE ? probes_hi[i] : 0, g, f, l, S);
+			if (g.r == 0)
+			{
+				first[i] = f;
+				last[i] = l;
+			}
+		}
+		for (int k = 0; k < 32 / G && need; k++)
+			need &= need - 1;
+	}
+}
+
+/*
+ * The run search of a tile: its probes in rows of 32, one a lane, answered
+ * from a window of leaves the warp keeps in shared memory (W, valid when
+ * *have) from row to row and from tile to tile, so that a run of probes in
+ * order streams probes, leaves and answers.  A row first asks the window
+ * it inherits.  The lanes it cannot answer (their answer lies outside it)
+ * reduce their keys' span; when that span is narrow and its leaves
+ * (tile_bounds) number under RUN_SPARSE windows, the warp stages the
+ * window anew from the first of them, max_leaves leaves forward (a run in
+ * order goes on there), and asks again, up to RUN_RESTAGES times a row.
+ * *W lives in shared memory (one a warp), written by lane 0.
+ * What is left (a sparse or wide span) descends per probe from the deepest
+ * node the span's bounds share (the root when none was found).  Answers are
+ * those of answer() to the letter: window_answer() declines whatever the
+ * window cannot prove.
+ */
+#define RUN_RESTAGES	3			/* window restages a row at most */
+#define RUN_SPARSE		2			/* restage only for spans of fewer leaves
+									 * than this many windows */
+template <class K, int G, bool DYN>
+__device__ __forceinline__ void
+run_tile(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
+		 uint64_t base, uint32_t cnt, K *w, uint32_t max_leaves, Window<K> *W, bool *have,
+		 uint64_t *first, uint64_t *last)
+{
+	const uint32_t lane = threadIdx.x & 31;
+
+	for (uint32_t r = 0; r < cnt; r += 32)
+	{
+		uint64_t	i = base + r + lane;
+		bool		valid = r + lane < cnt;
+		int64_t		p = valid ? probes[i] : 0;
+		int64_t		ph = valid && op == GI_OP_RANGE ? probes_hi[i] : 0;
+		uint64_t	f = 0,
+					l = 0;
+		bool		done = !valid;
+		Start		S = {0, 0};
+
+		if (*have && valid)
+			done = window_answer<K>(T, *W, op, p, ph, f, l);
+		uint32_t	need = __ballot_sync(0xffffffffu, !done);
+
+		for (int pass = 0; need && pass < RUN_RESTAGES; pass++)
+		{
+			K			lo = (K) KeyLimits<K>::hi,
+						hi = (K) KeyLimits<K>::lo;
+			uint32_t	li0,
+						li1;
+
+			if (!done)
+			{
+				K			t = clamp_to_key<K>(p);
+
+				lo = hi = t;
+				if (op == GI_OP_RANGE)
+				{
+					t = clamp_to_key<K>(ph);
+					lo = t < lo ? t : lo;
+					hi = t > hi ? t : hi;
+				}
+			}
+			lo = warp_extreme<K, false>(lo);
+			hi = warp_extreme<K, true>(hi);
+			lo = lo < T.kmin ? T.kmin : lo > T.kmax ? T.kmax : lo;
+			hi = hi < T.kmin ? T.kmin : hi > T.kmax ? T.kmax : hi;
+			if (!tile_narrow<K>(T, lo, hi))
+				break;
+			tile_bounds<K, DYN>(T, op, lo, hi, &S, &li0, &li1);
+			if (li1 - li0 >= RUN_SPARSE * max_leaves)
+				break;			/* sparse: a window would answer few */
+			__syncwarp();		/* every lane is done with the old window */
+			Window<K>	nw = stage_leaves<K, DYN>(T, w, li0, std::min(T.nleaves - 1, li0 + max_leaves - 1));
+
+			if (lane == 0)
+				*W = nw;
+			__syncwarp();
+			*have = true;
+			if (!done)
+				done = window_answer<K>(T, *W, op, p, ph, f, l);
+			need = __ballot_sync(0xffffffffu, !done);
+		}
+		if (valid && done)
+		{
+			first[i] = f;
+			last[i] = l;
+		}
+		if (need)
+			run_descend<K, G, DYN>(T, op, probes, probes_hi, base + r, need, S, first, last);
+	}
+}
+
+/*
+ * The tiled search kernel: warp w takes the w-th of nwarps equal stretches
+ * of consecutive tiles (a run in order stays with one warp, window and
+ * all); a tile of the probes (and range ends) at base .. base +
+ * TILE_PROBES - 1 is answered by the paths of the file comment, or by the
+ * run search (run_tile) when run says so: 0 for narrow tiles whose probes
+ * are in order, 1 for every narrow tile, -1 never.  max_leaves caps what a
+ * tile stages (0: never, and no run search).  gate: run only when *gate is
+ * 1 (the sample chose tiles; NULL: always).
+ */
+template <class K, int G, bool DYN>
+__global__ void __launch_bounds__(TILE_WARPS * 32, TILE_MIN_BLOCKS)
 btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
 				  uint64_t count, uint64_t *first, uint64_t *last, uint32_t max_leaves,
-				  const int *gate)
+				  int run, const int *gate)
 {
 	extern __shared__ uint4 tile_smem[];
 	constexpr int M = NODE_BYTES / sizeof(K);
@@ -393,26 +555,43 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 	K		   *w = reinterpret_cast<K *>(tile_smem) + (threadIdx.x >> 5) * (TILE_MAX_LEAVES * M);
 	uint64_t	warp = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	uint64_t	nwarps = ((uint64_t) gridDim.x * blockDim.x) >> 5;
+	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
+	__shared__ Window<K> run_windows[TILE_WARPS];	/* (warp-uniform: kept out
+														 * of registers) */
+	Window<K>  *W = &run_windows[threadIdx.x >> 5];
+	bool		have = false;	/* *W holds the run search's window */
 
 	if (gate && *gate != 1)
 		return;
-	for (uint64_t base = warp * TILE_PROBES; base < count; base += nwarps * TILE_PROBES)
+	for (uint64_t tile = warp * tiles / nwarps; tile < (warp + 1) * tiles / nwarps; tile++)
 	{
+		uint64_t	base = tile * TILE_PROBES;
 		uint32_t	cnt = (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES);
 		uint32_t	pending = 0;
 		K			lo,
 					hi;
+		bool		ordered = false;
 		Start		S = {0, 0};
 		uint32_t	li0 = 1,
 					li1 = 0;
 
-		tile_span<K>(T, op, probes, probes_hi, base, cnt, &lo, &hi);
-		if (tile_narrow<K>(T, lo, hi))
+		tile_span<K>(T, op, probes, probes_hi, base, cnt, &lo, &hi, run == 0 ? &ordered : nullptr);
+		bool		narrow = tile_narrow<K>(T, lo, hi);
+
+		if (narrow && max_leaves > 0 && (run > 0 || (run == 0 && ordered)))
+		{
+			run_tile<K, G, DYN>(T, op, probes, probes_hi, base, cnt, w, max_leaves, W, &have,
+								first, last);
+			__syncwarp();
+			continue;
+		}
+		have = false;			/* the paths below stage over the window */
+		if (narrow)
 			tile_bounds<K, DYN>(T, op, lo, hi, &S, &li0, &li1);
 		if (li1 >= li0 && max_leaves > 0 && li1 - li0 < 4 * max_leaves)
 		{						/* the first max_leaves of the tile's leaves
 								 * (none when they would answer few probes) */
-			Window<K>	W = stage_leaves<K, DYN>(T, w, li0, std::min(li1, li0 + max_leaves - 1));
+			Window<K>	TW = stage_leaves<K, DYN>(T, w, li0, std::min(li1, li0 + max_leaves - 1));
 			uint32_t	j = 0;
 
 			for (uint32_t i = lane; i < cnt; i += 32, j++)
@@ -420,7 +599,7 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 				uint64_t	f,
 							l;
 
-				if (window_answer<K>(T, W, op, probes[base + i],
+				if (window_answer<K>(T, TW, op, probes[base + i],
 									 op == GI_OP_RANGE ? probes_hi[base + i] : 0, f, l))
 				{
 					first[base + i] = f;
@@ -476,7 +655,8 @@ template <class K, int G, bool DYN>
 static int
 tile_grid(size_t smem)
 {
-	static int	blocks = 0;
+	static std::atomic<int> cached(0);	/* threads querying at once share it */
+	int			blocks = cached.load(std::memory_order_relaxed);
 
 	if (!blocks)
 	{
@@ -490,6 +670,7 @@ tile_grid(size_t smem)
 			per_sm = 2;
 		}
 		blocks = per_sm * gi_gpu_sm_count();
+		cached.store(blocks, std::memory_order_relaxed);
 	}
 	return blocks;
 }
@@ -499,7 +680,7 @@ template <class K, int G, bool DYN>
 static GiStatus
 launch_tile(const TreeDev<K> &T, cudaStream_t st, int op, const int64_t *probes,
 			const int64_t *hi, uint64_t count, uint64_t *first, uint64_t *last,
-			uint32_t max_leaves, const int *gate, GiError *err)
+			uint32_t max_leaves, int run, const int *gate, GiError *err)
 {
 	size_t		smem = (size_t) TILE_WARPS * TILE_MAX_LEAVES * NODE_BYTES;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
@@ -508,7 +689,7 @@ launch_tile(const TreeDev<K> &T, cudaStream_t st, int op, const int64_t *probes,
 													 tile_grid<K, G, DYN>(smem));
 
 	btree_tile_kernel<K, G, DYN><<<grid, TILE_WARPS * 32, smem, st>>>(
-		T, op, probes, hi, count, first, last, max_leaves, gate);
+		T, op, probes, hi, count, first, last, max_leaves, run, gate);
 	CKL("btree_tile_kernel");
 	return GI_OK;
 }
@@ -519,7 +700,7 @@ GiStatus
 gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 						 const int64_t *probes, const int64_t *hi, uint64_t count,
 						 uint64_t *first, uint64_t *last, int group, int window,
-						 int *gate, GiError *err)
+						 int run, int *gate, GiError *err)
 {
 	uint32_t	max_leaves = window < 0 ? 0 : window == 0 ? TILE_MAX_LEAVES :
 		(uint32_t) std::min(window, TILE_MAX_LEAVES);
@@ -532,23 +713,23 @@ gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 	switch (group)
 	{
 		case 4:
-			return launch_tile<K, 4, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, gate, err);
+			return launch_tile<K, 4, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, gate, err);
 		case 8:
-			return launch_tile<K, 8, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, gate, err);
+			return launch_tile<K, 8, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, gate, err);
 		default:
-			return launch_tile<K, 2, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, gate, err);
+			return launch_tile<K, 2, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, gate, err);
 	}
 }
 
 template GiStatus gi_gpu_btree_tile_search<int32_t, false>(const TreeDev<int32_t> &, cudaStream_t, int,
 														   const int64_t *, const int64_t *, uint64_t,
-														   uint64_t *, uint64_t *, int, int, int *, GiError *);
+														   uint64_t *, uint64_t *, int, int, int, int *, GiError *);
 template GiStatus gi_gpu_btree_tile_search<int32_t, true>(const TreeDev<int32_t> &, cudaStream_t, int,
 														  const int64_t *, const int64_t *, uint64_t,
-														  uint64_t *, uint64_t *, int, int, int *, GiError *);
+														  uint64_t *, uint64_t *, int, int, int, int *, GiError *);
 template GiStatus gi_gpu_btree_tile_search<int64_t, false>(const TreeDev<int64_t> &, cudaStream_t, int,
 														   const int64_t *, const int64_t *, uint64_t,
-														   uint64_t *, uint64_t *, int, int, int *, GiError *);
+														   uint64_t *, uint64_t *, int, int, int, int *, GiError *);
 template GiStatus gi_gpu_btree_tile_search<int64_t, true>(const TreeDev<int64_t> &, cudaStream_t, int,
 														  const int64_t *, const int64_t *, uint64_t,
-														  uint64_t *, uint64_t *, int, int, int *, GiError *);
+														  uint64_t *, uint64_t *, int, int, int, int *, GiError *);

@@ -91,9 +91,30 @@ struct ScratchGuard
 };
 
 /*
+ * Answer a device-resident batch of nprobes > 0 on stream st, the call's
+ * timings into *t: the one query path of both structures.  It only reads
+ * the image; the stream, scratch, results and timings are the caller's, so
+ * threads may run it on one image at once (engine.h).
+ */
+static GiStatus
+dev_query(const GiImage *image, GiOp op, const int64_t *d_probes, const int64_t *d_hi,
+		  size_t nprobes, uint64_t *d_first, uint64_t *d_last, GiGpuScratch *scratch,
+		  cudaStream_t st, GiTimings *t, GiError *err)
+{
+	if (image->structure == GI_STRUCT_VEB)
+		return gi_gpu_veb_dev_query(image, op, d_probes, d_hi, nprobes, d_first, d_last,
+									st, t, err);
+	return gi_gpu_btree_dev_query(image, op, d_probes, d_hi, nprobes, d_first, d_last,
+								  scratch, st, t, err);
+}
+
+/*
  * Answer a host batch on an image of either structure: chunks of up to
  * HOST_QCHUNK probes go up through the pinned slots, are answered on the
- * device (gi_gpu_dev_query) and come back in the caller's order.
+ * device (dev_query) and come back in the caller's order.  Everything runs
+ * on the calling thread's stream with the call's own device buffers, and the
+ * timings are added up here and stored once under the engine-wide lock, as
+ * the CPU engine does: threads may query one image at once.
  */
 GI_EXPORT GiStatus
 gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
@@ -106,21 +127,21 @@ gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 				dh,
 				df,
 				dl;
-	double		t0 = gi_now_ms(),
-				sort_ms = 0,
-				search_ms = 0,
-				xfer_ms = 0;
+	GiTimings	timings = {0},
+				chunk;
+	double		t0 = gi_now_ms();
 	size_t		cap;
 
 	CKS(gi_gpu_need_device(err));
-	memset(&image->last_query, 0, sizeof(image->last_query));
 	if (image->n == 0)
 	{
 		memset(first, 0, nprobes * sizeof(uint64_t));
 		memset(last, 0, nprobes * sizeof(uint64_t));
+		timings.total_ms = gi_now_ms() - t0;
+		gi_timings_store(&image->last_query, &timings);
 		return GI_OK;
 	}
-	stream = gi_gpu_dev_stream(image);
+	CKS(gi_gpu_thread_stream(&stream, err));
 	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
 	CKS(gi_gpu_dev_scratch_create(image, cap, &sg.s, err));
 	CKS(alloc_batch(cap, probes_hi != NULL, dp, dh, df, dl, err));
@@ -133,21 +154,18 @@ gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 		if (probes_hi)
 			CKS(gi_gpu_upload(dh.p, probes_hi + off, cnt, 8, stream, NULL, err));
 		CK(cudaStreamSynchronize(stream));
-		xfer_ms += gi_now_ms() - a;
-		CKS(gi_gpu_dev_query(image, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
-							 (uint64_t *) df.p, (uint64_t *) dl.p, sg.s, err));
-		sort_ms += image->last_query.sort_ms;
-		search_ms += image->last_query.search_ms;
+		timings.transfer_ms += gi_now_ms() - a;
+		CKS(dev_query(image, op, (const int64_t *) dp.p, (const int64_t *) dh.p, cnt,
+					  (uint64_t *) df.p, (uint64_t *) dl.p, sg.s, stream, &chunk, err));
+		timings.sort_ms += chunk.sort_ms;
+		timings.search_ms += chunk.search_ms;
 		a = gi_now_ms();
 		CKS(gi_gpu_download((int64_t *) first + off, df.p, cnt, 8, stream, err));
 		CKS(gi_gpu_download((int64_t *) last + off, dl.p, cnt, 8, stream, err));
-		xfer_ms += gi_now_ms() - a;
+		timings.transfer_ms += gi_now_ms() - a;
 	}
-	image->last_query.transfer_ms = xfer_ms;
-	image->last_query.sort_ms = sort_ms;
-	image->last_query.search_ms = search_ms;
-	image->last_query.build_ms = 0;
-	image->last_query.total_ms = gi_now_ms() - t0;
+	timings.total_ms = gi_now_ms() - t0;
+	gi_timings_store(&image->last_query, &timings);
 	return GI_OK;
 }
 
@@ -192,7 +210,10 @@ gi_gpu_detach_payloads(GiImage *image)
 /*
  * Select the payloads of every entry the batch hits (engine_impl.h): the
  * probes go up, the structure answers their ranges on the device, and
- * gpu_space.cu turns the ranges into the hit payloads.
+ * gpu_space.cu turns the ranges into the hit payloads.  As gi_gpu_query:
+ * the calling thread's stream, the call's own buffers and timings; the
+ * payload copy a B+ tree refreshes after insertions is refreshed once,
+ * under a lock (gi_gpu_btree_refresh_payloads).
  */
 GI_EXPORT GiStatus
 gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
@@ -200,7 +221,7 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 			  uint64_t **out, size_t *nout, GiError *err)
 {
 	size_t		n = image->n;
-	cudaStream_t stream = gi_gpu_dev_stream(image);
+	cudaStream_t stream;
 	DevBuf		dp,
 				dh,
 				df,
@@ -209,7 +230,7 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 				t_h2d,
 				t_search,
 				t_d2h = 0;
-	GiTimings	search_timings;
+	GiTimings	timings;
 
 	*out = NULL;
 	*nout = 0;
@@ -224,6 +245,7 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 	if (image->structure == GI_STRUCT_BTREE)
 		CKS(gi_gpu_btree_refresh_payloads(image, err));
 
+	CKS(gi_gpu_thread_stream(&stream, err));
 	CKS(alloc_batch(nprobes, probes_hi != NULL, dp, dh, df, dl, err));
 	CK(cudaMemcpyAsync(dp.p, probes, nprobes * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
 	if (probes_hi)
@@ -232,20 +254,19 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 	CK(cudaStreamSynchronize(stream));
 	t_h2d = gi_now_ms() - t0;
 
-	CKS(gi_gpu_dev_query(image, op, (const int64_t *) dp.p, (const int64_t *) dh.p, nprobes,
-						 (uint64_t *) df.p, (uint64_t *) dl.p, NULL, err));
-	search_timings = image->last_query;
+	CKS(dev_query(image, op, (const int64_t *) dp.p, (const int64_t *) dh.p, nprobes,
+				  (uint64_t *) df.p, (uint64_t *) dl.p, NULL, stream, &timings, err));
 	t_search = gi_now_ms() - t0 - t_h2d;
 
 	CKS(gi_space_select_hits((const uint64_t *) df.p, (const uint64_t *) dl.p, nprobes,
 							 (const uint64_t *) image->device_payloads, n, order, stream,
 							 out, nout, &t_d2h, err));
-	image->last_query = search_timings;
-	image->last_query.transfer_ms = t_h2d + t_d2h;
-	image->last_query.search_ms = t_search;
-	image->last_query.total_ms = gi_now_ms() - t0;
+	timings.transfer_ms = t_h2d + t_d2h;
+	timings.search_ms = t_search;
+	timings.total_ms = gi_now_ms() - t0;
 	/* mask marking, compaction and the sort into heap order */
-	image->last_query.build_ms = image->last_query.total_ms - t_h2d - t_d2h - t_search;
+	timings.build_ms = timings.total_ms - t_h2d - t_d2h - t_search;
+	gi_timings_store(&image->last_query, &timings);
 	return GI_OK;
 }
 
@@ -288,25 +309,32 @@ gi_gpu_dev_scratch_free(GiGpuScratch *s)
 	gi_gpu_btree_scratch_free(s);
 }
 
-/* Answer a device-resident batch on an image of either structure. */
+/*
+ * Answer a device-resident batch on an image of either structure, on the
+ * calling thread's stream; the timings are stored under the engine-wide lock.
+ */
 GiStatus
 gi_gpu_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 				 const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
 				 uint64_t *d_last, GiGpuScratch *scratch, GiError *err)
 {
+	cudaStream_t stream;
+	GiTimings	timings;
+
 	gi_clear_error(err);
 	CKS(gi_gpu_need_device(err));
 	if ((op == GI_OP_RANGE) != (d_hi != NULL))
 		return gi_set_error(err, GI_ERR_INVALID, "upper bounds go with range queries only");
 	if (nprobes == 0)
 		return GI_OK;
-	if (image->structure == GI_STRUCT_VEB)
-		return gi_gpu_veb_dev_query(image, op, d_probes, d_hi, nprobes, d_first, d_last, err);
-	return gi_gpu_btree_dev_query(image, op, d_probes, d_hi, nprobes, d_first, d_last,
-								  scratch, err);
+	CKS(gi_gpu_thread_stream(&stream, err));
+	CKS(dev_query(image, op, d_probes, d_hi, nprobes, d_first, d_last, scratch, stream,
+				  &timings, err));
+	gi_timings_store(&image->last_query, &timings);
+	return GI_OK;
 }
 
-/* The stream an image's work runs on. */
+/* The stream an image's builds and insertions run on (not its queries). */
 cudaStream_t
 gi_gpu_dev_stream(const GiImage *image)
 {

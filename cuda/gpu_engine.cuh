@@ -34,6 +34,12 @@ typedef struct GiGpuPolicy
 								 * always per probe */
 	int			window;			/* leaves a tile stages in shared memory: 0
 								 * default (32), -1 never, else the cap */
+	int			run;			/* the run search of the tiled kernel
+								 * (cuda/gpu_btree_tile.cu): 0 for tiles whose
+								 * probes are in order, 1 for every narrow
+								 * tile, -1 never (the default, as measured);
+								 * GI_GPU_RUN_SEARCH overrides it
+								 * (engine_util.h) */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */
@@ -61,7 +67,10 @@ void		gi_gpu_dev_scratch_free(GiGpuScratch *s);
 /*
  * Answer a batch whose probes (and d_hi for ranges) are on the device; the
  * results go to d_first / d_last on the device.  scratch may be NULL
- * (allocated and freed inside).  Timings land in image->last_query.
+ * (allocated and freed inside; a scratch given is the caller's, one call at
+ * a time).  The work runs on the calling thread's stream, so threads may
+ * query one image at once; the timings land in image->last_query (stored
+ * under the engine-wide lock, read through gi_image_info).
  */
 GiStatus	gi_gpu_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
 							 const int64_t *d_hi, size_t nprobes,
@@ -99,7 +108,11 @@ void		gi_gpu_dev_insert_stats(const GiImage *image, double *inner_ms,
  * stale (gi_image_select does this itself when needed). */
 GiStatus	gi_gpu_dev_refresh_payloads(GiImage *image, GiError *err);
 
-/* The stream the image's work runs on. */
+/*
+ * The stream the image's builds and insertions run on.  Queries run on the
+ * calling thread's own stream instead (made on its first query, destroyed
+ * when the thread exits), and return only once their work is finished.
+ */
 cudaStream_t gi_gpu_dev_stream(const GiImage *image);
 
 #ifdef __cplusplus

@@ -69,6 +69,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #define BLOCK			256
 #define SEG_SHIFT_MIN	10			/* 2^10 nodes: 128 KiB of keys */
@@ -1441,6 +1442,8 @@ gi_gpu_dev_insert_stats(const GiImage *image, double *inner_ms, double *convert_
 GiStatus
 gi_gpu_btree_refresh_payloads(GiImage *image, GiError *err)
 {
+	/* one lock for every image: a refresh is rare (once after insertions) */
+	static std::mutex refresh_lock;
 	GpuImage   *img = (GpuImage *) image;
 
 	if (image->structure != GI_STRUCT_BTREE || !img->ins)
@@ -1448,6 +1451,13 @@ gi_gpu_btree_refresh_payloads(GiImage *image, GiError *err)
 	if (img->broken)
 		return gi_set_error(err, GI_ERR_INVALID,
 							"the image was left unusable by a failed insertion; free it and rebuild");
+
+	/*
+	 * Selections may run on one image at once (engine.h): the first to come
+	 * rebuilds the copy, the others wait for it and find it fresh.
+	 */
+	std::lock_guard<std::mutex> guard(refresh_lock);
+
 	if (img->kw == 4)
 		return refresh_payloads<int32_t>(img, err);
 	return refresh_payloads<int64_t>(img, err);

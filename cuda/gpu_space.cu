@@ -25,6 +25,7 @@
 #include "gpu_space.cuh"
 #include "gpu_util.cuh"
 
+#include <atomic>
 #include <cub/cub.cuh>
 #include <cuda/std/functional>
 #include <cuda_runtime.h>
@@ -444,24 +445,30 @@ write_chunk_values(SpaceArgs a, SpaceOffsets o, const T *__restrict__ values,
 	}
 }
 
-/* Multiprocessors of the current device (cached per device). */
+/*
+ * Multiprocessors of the current device (cached per device, device and
+ * count packed in one atomic word: threads selecting at once share it).
+ */
 static int
 space_sm_count(void)
 {
-	static int	cached_dev = -1;
-	static int	cached_sms = 0;
+	static std::atomic<uint64_t> cached(0);	/* (device + 1) << 32 | count */
+	uint64_t	c = cached.load(std::memory_order_relaxed);
 	int			dev = 0;
+	int			sms = 0;
 
 	if (cudaGetDevice(&dev) != cudaSuccess)
 		return 1;
-	if (dev != cached_dev)
+	if (c >> 32 == (uint64_t) dev + 1)
+		return (int) (uint32_t) c;
+	if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+		sms < 1)
 	{
-		if (cudaDeviceGetAttribute(&cached_sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-			cached_sms < 1)
-			cached_sms = 1;
-		cached_dev = dev;
+		(void) cudaGetLastError();
+		sms = 1;
 	}
-	return cached_sms;
+	cached.store(((uint64_t) dev + 1) << 32 | (uint32_t) sms, std::memory_order_relaxed);
+	return sms;
 }
 
 /* Resident blocks per multiprocessor of kernel k (cached per kernel). */
@@ -469,12 +476,19 @@ template <typename K>
 static int
 space_blocks_per_sm(K kernel)
 {
-	static int	blocks = 0;
+	static std::atomic<int> cached(0);	/* threads selecting at once share it */
+	int			blocks = cached.load(std::memory_order_relaxed);
 
-	if (blocks == 0 &&
-		(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, SPACE_THREADS, 0) != cudaSuccess ||
-		 blocks < 1))
-		blocks = 1;
+	if (blocks == 0)
+	{
+		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, SPACE_THREADS, 0) != cudaSuccess ||
+			blocks < 1)
+		{
+			(void) cudaGetLastError();
+			blocks = 1;
+		}
+		cached.store(blocks, std::memory_order_relaxed);
+	}
 	return blocks;
 }
 

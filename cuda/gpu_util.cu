@@ -1,7 +1,8 @@
 /*
  * gpu_util.cu - the GPU engine's device utilities (gpu_util.cuh): the CUDA
- * error mapper, device discovery, grid sizes, pinned double-buffered host
- * <-> device copies and the CUB pair sort.  Calls nothing else in cuda/.
+ * error mapper, device discovery, each thread's query stream, grid sizes,
+ * pinned double-buffered host <-> device copies and the CUB pair sort.
+ * Calls nothing else in cuda/.
  */
 #include "gpu_util.cuh"
 
@@ -157,6 +158,35 @@ GiStatus
 gi_gpu_need_device(GiError *err)
 {
 	return need_device(err);
+}
+
+/* A thread's query stream; destroyed with the thread. */
+struct ThreadStream
+{
+	cudaStream_t stream = nullptr;
+	~ThreadStream()
+	{
+		if (stream)
+			(void) cudaStreamDestroy(stream);
+	}
+};
+
+static thread_local ThreadStream t_query_stream;
+
+/* The calling thread's query stream, made on first use (gpu_util.cuh). */
+GiStatus
+gi_gpu_thread_stream(cudaStream_t *out, GiError *err)
+{
+	CKS(need_device(err));
+	if (t_query_stream.stream == nullptr)
+	{
+		cudaStream_t s = nullptr;
+
+		CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+		t_query_stream.stream = s;
+	}
+	*out = t_query_stream.stream;
+	return GI_OK;
 }
 
 /* Name of the device (after a successful probe). */

@@ -1,9 +1,10 @@
 /*
  * gpu_util.cuh - the GPU engine's device utilities (cuda/gpu_util.cu): the
  * one CUDA error mapper and its check macros, scoped device buffers, device
- * discovery, grid sizes, pinned host <-> device copies, the device pair sort
- * and the small kernels several structures share.  The bottom layer of
- * cuda/: every other cuda file may include this, it includes none of them.
+ * discovery, each thread's query stream, grid sizes, pinned host <-> device
+ * copies, the device pair sort and the small kernels several structures
+ * share.  The bottom layer of cuda/: every other cuda file may include
+ * this, it includes none of them.
  * Internal; nothing here has default visibility but what GI_EXPORT marks.
  */
 #ifndef GPUIDX_GPU_UTIL_CUH
@@ -58,6 +59,16 @@ bool		gi_gpu_device_probe(char *why, size_t whylen);
 
 /* Fail with GI_ERR_NO_DEVICE unless a GPU is usable. */
 GiStatus	gi_gpu_need_device(GiError *err);
+
+/*
+ * The calling thread's query stream (non-blocking), created on the thread's
+ * first query and destroyed when the thread exits (a thread_local with a
+ * destructor: the service's query threads at pool stop, a backend's main
+ * thread at process exit, before the CUDA runtime's own teardown).  Queries
+ * run here, not on the image's stream, so that threads querying one image
+ * at once never share a stream (engine.h).
+ */
+GiStatus	gi_gpu_thread_stream(cudaStream_t *out, GiError *err);
 
 /* Name, multiprocessors (at least 1) and L2 bytes of the device (after a
  * successful probe). */

@@ -1184,10 +1184,13 @@ search_blocks_per_sm(void)
 	return cached.load(std::memory_order_relaxed);
 }
 
-/* Launch the search over count device probes and wait for it. */
+/*
+ * Launch the search over count device probes on stream st (the calling
+ * thread's; the image is only read) and wait for it.
+ */
 static GiStatus
-veb_search(VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
-		   uint64_t count, uint64_t *first, uint64_t *last, GiError *err)
+veb_search(const VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
+		   uint64_t count, uint64_t *first, uint64_t *last, cudaStream_t st, GiError *err)
 {
 	VebDev		t = veb_dev(img);
 	uint64_t	want = (count + BLOCK - 1) / BLOCK;
@@ -1197,26 +1200,26 @@ veb_search(VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 		return GI_OK;
 	if (img->nd == 0)
 	{
-		CK(cudaMemsetAsync(first, 0, count * 8, img->stream));
-		CK(cudaMemsetAsync(last, 0, count * 8, img->stream));
-		CK(cudaStreamSynchronize(img->stream));
+		CK(cudaMemsetAsync(first, 0, count * 8, st));
+		CK(cudaMemsetAsync(last, 0, count * 8, st));
+		CK(cudaStreamSynchronize(st));
 		return GI_OK;
 	}
 	if (img->universe == 64)
 	{
 		cap = (uint64_t) search_blocks_per_sm<64>() * gi_gpu_sm_count();
-		veb_search_kernel<64><<<(unsigned) std::min(want, cap), BLOCK, 0, img->stream>>>(
+		veb_search_kernel<64><<<(unsigned) std::min(want, cap), BLOCK, 0, st>>>(
 			t, (int) op, probes, hi, count, first, last);
 		CKL("veb_search_kernel<64>");
 	}
 	else
 	{
 		cap = (uint64_t) search_blocks_per_sm<32>() * gi_gpu_sm_count();
-		veb_search_kernel<32><<<(unsigned) std::min(want, cap), BLOCK, 0, img->stream>>>(
+		veb_search_kernel<32><<<(unsigned) std::min(want, cap), BLOCK, 0, st>>>(
 			t, (int) op, probes, hi, count, first, last);
 		CKL("veb_search_kernel<32>");
 	}
-	CK(cudaStreamSynchronize(img->stream));
+	CK(cudaStreamSynchronize(st));
 	return GI_OK;
 }
 
@@ -1366,19 +1369,19 @@ gi_gpu_veb_free(GiImage *image)
 	veb_release((VebImage *) image);
 }
 
-/* Answer a device-resident batch (results on the device). */
+/* Answer a device-resident batch (results on the device) on stream st. */
 GiStatus
-gi_gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
-				  const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
-				  uint64_t *d_last, GiError *err)
+gi_gpu_veb_dev_query(const GiImage *image, GiOp op, const int64_t *d_probes,
+					 const int64_t *d_hi, size_t nprobes, uint64_t *d_first,
+					 uint64_t *d_last, cudaStream_t st, GiTimings *t, GiError *err)
 {
-	VebImage   *img = (VebImage *) image;
+	const VebImage *img = (const VebImage *) image;
 	double		t0 = gi_now_ms();
 
-	CKS(veb_search(img, op, d_probes, d_hi, nprobes, d_first, d_last, err));
-	memset(&image->last_query, 0, sizeof(image->last_query));
-	image->last_query.search_ms = gi_now_ms() - t0;
-	image->last_query.total_ms = image->last_query.search_ms;
+	memset(t, 0, sizeof(*t));
+	CKS(veb_search(img, op, d_probes, d_hi, nprobes, d_first, d_last, st, err));
+	t->search_ms = gi_now_ms() - t0;
+	t->total_ms = t->search_ms;
 	return GI_OK;
 }
 
@@ -1401,7 +1404,7 @@ gi_gpu_veb_info(const GiImage *image, GiImageInfo *info)
 	info->host_bytes = sizeof(VebImage);
 	info->device_bytes = img->device_bytes;
 	info->build = image->build;
-	info->last_query = image->last_query;
+	gi_timings_load(&info->last_query, &image->last_query);
 	snprintf(info->device_name, sizeof(info->device_name), "%s", img->device_name);
 	info->clusters = img->nclusters + img->nbitmaps;
 	info->hash_bytes = img->table_slots * 8;
@@ -1409,7 +1412,7 @@ gi_gpu_veb_info(const GiImage *image, GiImageInfo *info)
 		(double) structure_bytes / ((double) img->nd * image->key_bytes) : 0.0;
 }
 
-/* The image's stream. */
+/* The image's stream (builds). */
 cudaStream_t
 gi_gpu_veb_stream(const GiImage *image)
 {

@@ -31,16 +31,20 @@ GiStatus	gi_gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
 /* Free an image. */
 void		gi_gpu_veb_free(GiImage *image);
 
-/* Answer a device-resident batch of nprobes > 0 (gi_gpu_dev_query). */
-GiStatus	gi_gpu_veb_dev_query(GiImage *image, GiOp op, const int64_t *d_probes,
+/*
+ * Answer a device-resident batch of nprobes > 0 (gi_gpu_dev_query) on stream
+ * st; the call's timings go to *t, the image is only read (threads may query
+ * one image at once, each on its own stream).
+ */
+GiStatus	gi_gpu_veb_dev_query(const GiImage *image, GiOp op, const int64_t *d_probes,
 								 const int64_t *d_hi, size_t nprobes,
 								 uint64_t *d_first, uint64_t *d_last,
-								 GiError *err);
+								 cudaStream_t st, GiTimings *t, GiError *err);
 
 /* Describe an image. */
 void		gi_gpu_veb_info(const GiImage *image, GiImageInfo *info);
 
-/* The image's stream. */
+/* The image's stream: builds run on it, queries do not. */
 cudaStream_t gi_gpu_veb_stream(const GiImage *image);
 
 #endif							/* GPUIDX_GPU_VEB_CUH */

@@ -67,6 +67,7 @@
  */
 #include "cpu_btree.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -890,7 +891,14 @@ done:
 	return st;
 }
 
-/* Flatten the leaves' payloads into hdr.payloads in rank order (cpu_engine.h). */
+/* One lock for every image's refresh: rare (once after insertions). */
+static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * Flatten the leaves' payloads into hdr.payloads in rank order (cpu_engine.h),
+ * under the lock: selections may run on one image at once (engine.h), the
+ * first rebuilds the copy and the others find it fresh.
+ */
 GiStatus
 gi_cpu_btree_refresh_payloads(GiImage *image, GiError *err)
 {
@@ -898,18 +906,27 @@ gi_cpu_btree_refresh_payloads(GiImage *image, GiError *err)
 	uint64_t   *flat;
 	uint64_t	j;
 
-	if (image->structure != GI_STRUCT_BTREE || !t->insertable ||
-		!t->payloads_stale)
+	if (image->structure != GI_STRUCT_BTREE || !t->insertable)
 		return GI_OK;
+	pthread_mutex_lock(&refresh_lock);
+	if (!t->payloads_stale)
+	{
+		pthread_mutex_unlock(&refresh_lock);
+		return GI_OK;
+	}
 	flat = realloc(image->payloads, (image->n ? image->n : 1) * sizeof(uint64_t));
 	if (flat == NULL)
+	{
+		pthread_mutex_unlock(&refresh_lock);
 		return gi_set_error(err, GI_ERR_HOST_OOM,
 							"out of host memory refreshing %llu payloads",
 							(unsigned long long) image->n);
+	}
 	image->payloads = flat;
 	for (j = 0; j < t->leaf_count; j++)
 		memcpy(flat + t->dir_base[j], ins_node_payloads(t, t->dir_node[j]),
 			   leaf_fill(t, j) * sizeof(uint64_t));
 	t->payloads_stale = 0;
+	pthread_mutex_unlock(&refresh_lock);
 	return GI_OK;
 }

@@ -185,12 +185,15 @@ void		gi_image_free(GiImage *image);
  * be NULL.  first[i] and last[i] receive the range of probe i, in the
  * caller's probe order whatever order the engine searches in.
  *
- * Threads: several threads may query different images at once, and several
- * threads may query one CPU image at once (its query path only reads the
- * structure; the last query's timings are stored under a lock).  A GPU image
- * takes one querying thread at a time (its work runs on the image's one
- * stream).  Nothing else may run on an image while it is queried: build,
- * insert, free and gi_image_info wait until no query holds it.
+ * Threads: several threads may query one image at once, of either engine,
+ * and different images.  A query only reads the structure; its scratch is
+ * its own; the GPU engine runs it on the calling thread's own stream (a
+ * non-blocking stream made on the thread's first query and destroyed when
+ * the thread exits) through pinned staging slots taken from a pool; each
+ * query's timings are added up in the call and stored as last_query under
+ * one engine-wide lock, which gi_image_info reads under too (so an image
+ * may be described while it is queried).  Nothing that changes an image may
+ * run while it is queried: insert and free wait until no query holds it.
  */
 GiStatus	gi_image_query(GiImage *image, GiOp op,
 						   const int64_t *probes, const int64_t *probes_hi,
@@ -210,7 +213,9 @@ typedef enum GiSelectOrder
  * entries (so an entry hit by several probes appears once), and SPACE stream
  * compaction turns the mask into the dense list of hit payloads.  The image
  * must have been built with payloads.  *out is allocated by the engine
- * (malloc; release with gi_free) and *nout receives the count.
+ * (malloc; release with gi_free) and *nout receives the count.  Threads as
+ * for gi_image_query: after insertions the first selection rebuilds the
+ * rank-ordered payload copy under a lock, the others wait for it.
  */
 GiStatus	gi_image_select(GiImage *image, GiOp op, const int64_t *probes,
 							const int64_t *probes_hi, size_t nprobes,

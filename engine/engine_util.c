@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #ifdef __linux__
 #include <sys/mman.h>
@@ -96,6 +97,23 @@ size_t
 gi_setting_cpu_sort_min(size_t dflt)
 {
 	return (size_t) env_count("GI_CPU_SORT_MIN", (long long) dflt);
+}
+
+/* GI_GPU_RUN_SEARCH as -1 / 0 / 1, or dflt (engine_util.h). */
+int
+gi_setting_gpu_run_search(int dflt)
+{
+	const char *s = getenv("GI_GPU_RUN_SEARCH");
+
+	if (s == NULL || *s == '\0')
+		return dflt;
+	if (strcmp(s, "off") == 0 || strcmp(s, "-1") == 0)
+		return -1;
+	if (strcmp(s, "auto") == 0 || strcmp(s, "0") == 0)
+		return 0;
+	if (strcmp(s, "on") == 0 || strcmp(s, "1") == 0)
+		return 1;
+	return dflt;
 }
 
 /* Engine name for messages and gpuidx_info. */

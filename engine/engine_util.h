@@ -48,9 +48,14 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *                    positive number) lets the loop choose from the cores
  *   GI_CPU_SORT_MIN  the smallest probe block the CPU engine sorts for
  *                    locality; dflt when unset or not a non-negative number
+ *   GI_GPU_RUN_SEARCH  which tiles of a GPU B+ tree batch take the run
+ *                    search (cuda/gpu_btree_tile.cu): "off" (-1) none,
+ *                    "auto" (0) those whose probes are in order, "on" (1)
+ *                    every narrow tile; dflt when unset or unknown
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
+int			gi_setting_gpu_run_search(int dflt);
 
 #ifdef __cplusplus
 }

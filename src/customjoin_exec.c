@@ -77,6 +77,7 @@ typedef struct GpuidxJoinState
 	AttrNumber *include_attno;	/* ... and the table column of each */
 	int		   *inner_include;	/* table join, per inner column: its INCLUDE
 								 * column, -1 if none */
+	bool		reads_include;	/* table join: some inner column is one */
 	int			nprobes;
 	ExprState **probe_exprs;
 	int		   *strategies;
@@ -211,6 +212,8 @@ map_include_columns(GpuidxJoinState *state)
 		for (c = 0; c < state->ninclude; c++)
 			if (state->include_attno[c] == state->inner_cols[j])
 				state->inner_include[j] = c;
+		if (state->inner_include[j] >= 0)
+			state->reads_include = true;
 	}
 }
 
@@ -744,7 +747,8 @@ store_inner_from_image(GpuidxJoinState *state, int64 pos, uint64 packed)
 	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
 	Datum		inc_values[GPUIDX_MAX_INCLUDE];
 	bool		inc_nulls[GPUIDX_MAX_INCLUDE];
-	const char *row = state->ninclude > 0 ? gpuidx_row_at(state->img, pos) : NULL;
+	/* a row is read only when the join reads an INCLUDE column (not count(*)) */
+	const char *row = state->reads_include ? gpuidx_row_at(state->img, pos) : NULL;
 	ItemPointerData tid;
 	int			j;
 
@@ -839,7 +843,9 @@ prefetch_row(GpuidxJoinState *state, int64 r, bool from_last)
 {
 	if (r < state->nrows && state->row_valid[r] && state->last[r] > state->first[r])
 		gpuidx_prefetch_at(state->img, from_last ? (int64) state->last[r] - 1 :
-						   (int64) state->first[r]);
+						   (int64) state->first[r],
+						   state->kind == GPUIDX_JOIN_TABLE ? state->reads_include :
+						   state->ninclude > 0);
 }
 
 /*

@@ -742,6 +742,31 @@ make_join_path(PlannerInfo *root, RelOptInfo *joinrel, Path *outer,
 }
 
 /*
+ * PostgreSQL never lets a join with a LIMIT subquery run in a worker
+ * (set_rel_consider_parallel: a worker's run of the subquery could return
+ * other rows), so an as-of join rel is not consider_parallel.  GpuIndexJoin
+ * never runs the subquery: each outer row's walk over the image gives the
+ * same rows in any process under the same snapshot.  So when everything
+ * else PostgreSQL checks for a join rel is parallel-safe (the outer rel, the
+ * join clauses, the subquery rel's own quals, the join's output), the rel
+ * may take parallel paths.  Its other paths stay serial: each reads the
+ * subquery rel, whose paths are not parallel-safe.
+ */
+static bool
+asof_rel_parallel_ok(PlannerInfo *root, RelOptInfo *joinrel,
+					 RelOptInfo *outerrel, RelOptInfo *innerrel,
+					 List *restrictlist)
+{
+	if (!outerrel->consider_parallel ||
+		!is_parallel_safe(root, (Node *) restrictlist) ||
+		!is_parallel_safe(root, (Node *) innerrel->baserestrictinfo) ||
+		!is_parallel_safe(root, (Node *) joinrel->reltarget->exprs))
+		return false;
+	joinrel->consider_parallel = true;
+	return true;
+}
+
+/*
  * May parallel workers each run this join over their share of the outer
  * rows?  Only in service mode, where a worker maps the shared image (per
  * backend, each worker would load its own image per query, which costs
@@ -750,10 +775,10 @@ make_join_path(PlannerInfo *root, RelOptInfo *joinrel, Path *outer,
  */
 static bool
 join_parallel_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
-				 JoinShape *shape)
+				 RelOptInfo *innerrel, JoinShape *shape, List *restrictlist)
 {
-	if (!gpuidx_service_mode() || !joinrel->consider_parallel ||
-		outerrel->partial_pathlist == NIL || root->rowMarks != NIL)
+	if (!gpuidx_service_mode() || outerrel->partial_pathlist == NIL ||
+		root->rowMarks != NIL)
 		return false;
 	if (!is_parallel_safe(root, (Node *) shape->probes) ||
 		!is_parallel_safe(root, (Node *) clauses_of(shape->matchquals)) ||
@@ -764,13 +789,16 @@ join_parallel_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		 !is_parallel_safe(root, (Node *) shape->asof_quals) ||
 		 !is_parallel_safe(root, shape->subquery->limitCount)))
 		return false;
-	return true;
+	/* last: this may mark an as-of join rel parallel-safe */
+	return joinrel->consider_parallel ||
+		(shape->kind != GPUIDX_JOIN_TABLE &&
+		 asof_rel_parallel_ok(root, joinrel, outerrel, innerrel, restrictlist));
 }
 
 /* Add GpuIndexJoin paths (and a partial one where workers may run it). */
 static void
 add_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
-			  JoinShape *shape)
+			  RelOptInfo *innerrel, JoinShape *shape, List *restrictlist)
 {
 	Path	   *outer = outerrel->cheapest_total_path;
 
@@ -778,7 +806,7 @@ add_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		!bms_is_empty(joinrel->lateral_relids) || !inner_columns_ok(joinrel, shape))
 		return;
 	add_path(joinrel, &make_join_path(root, joinrel, outer, shape, false)->path);
-	if (join_parallel_ok(root, joinrel, outerrel, shape))
+	if (join_parallel_ok(root, joinrel, outerrel, innerrel, shape, restrictlist))
 	{
 		Path	   *partial = linitial(outerrel->partial_pathlist);
 
@@ -809,7 +837,7 @@ gpuidx_set_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	{
 		if (recognize_asof_join(root, joinrel, outerrel, innerrel, jointype,
 								extra, &shape))
-			add_join_path(root, joinrel, outerrel, &shape);
+			add_join_path(root, joinrel, outerrel, innerrel, &shape, extra->restrictlist);
 		return;
 	}
 	if (rte->rtekind != RTE_RELATION || rte->inh ||
@@ -827,7 +855,7 @@ gpuidx_set_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 				continue;
 			if (recognize_table_join(root, joinrel, outerrel, innerrel, index,
 									 jointype, extra, &shape))
-				add_join_path(root, joinrel, outerrel, &shape);
+				add_join_path(root, joinrel, outerrel, innerrel, &shape, extra->restrictlist);
 		}
 	}
 }

@@ -445,15 +445,18 @@ gpuidx_row_at(const GpuidxImageData *img, int64 pos)
 }
 
 /*
- * Ask the CPU to start loading the key and TID at position pos: walks that
- * visit positions in probe order (joins) miss the cache on every entry of a
- * large image, and a few loads in flight hide most of that latency.
+ * Ask the CPU to start loading the key and TID at position pos, and its
+ * included-columns row when the caller reads it: walks that visit
+ * positions in probe order (joins) miss the cache on every entry of a large
+ * image, and a few loads in flight hide most of that latency.  A row may
+ * straddle two cache lines: both are asked.
  */
 static inline void
-gpuidx_prefetch_at(const GpuidxImageData *img, int64 pos)
+gpuidx_prefetch_at(const GpuidxImageData *img, int64 pos, bool with_row)
 {
 	bool		in_delta;
 	int64		i;
+	const char *row;
 
 	if (pos < 0 || pos >= img->n)
 		return;
@@ -468,6 +471,11 @@ gpuidx_prefetch_at(const GpuidxImageData *img, int64 pos)
 		__builtin_prefetch(&img->keys[i]);
 		__builtin_prefetch(&img->tids[i]);
 	}
+	if (!with_row || img->row_bytes == 0)
+		return;
+	row = (in_delta ? img->drows : img->rows) + (Size) i * img->row_bytes;
+	__builtin_prefetch(row);
+	__builtin_prefetch(row + img->row_bytes - 1);
 }
 
 extern void gpuidx_copy_entries(const GpuidxImageData *img, int64 first,

@@ -15,13 +15,14 @@
  * PostgreSQL (mapping segments, building and evicting engine images, the
  * store's lock).  With gpuidx.service_workers of 2 or more, the engine
  * query itself runs on a pool of threads (service_pool.c), so several
- * backends' batches run at once: CPU images take several queries at once,
- * a GPU image one at a time (its stream), different images in parallel.
- * Each engine image counts its queries in flight; nothing frees, evicts,
- * inserts into or hands over an image while that count is not zero
- * (requests that need it wait in their slots).  With 0 or 1 workers the
- * main thread answers one request at a time.  A backend whose service is
- * gone answers on the host instead (service_client.c).
+ * backends' batches run at once: an engine image of either engine takes
+ * several queries at once (a GPU query runs on its thread's own stream),
+ * different images in parallel.  Each engine image counts its queries in
+ * flight; nothing frees, evicts, inserts into or hands over an image while
+ * that count is not zero (requests that need it wait in their slots).
+ * With 0 or 1 workers the main thread answers one request at a time.  A
+ * backend whose service is gone answers on the host instead
+ * (service_client.c).
  */
 #include "gpuidx.h"
 #include "service.h"
@@ -654,11 +655,11 @@ ms_since(instr_time t0)
 
 /*
  * Must a request on si's engine image wait in its slot?  While the image is
- * broken or held, until it is idle; a GPU image takes one query at a time
- * (its one stream), and is described (INFO) only while no query runs on it.
- * A version that will take its parent's image by batch insertion waits for
- * the parent's queries, and holds the parent meanwhile.  A GPU image to be
- * built waits if only evicting images in use would make room for it.
+ * broken or held, until it is idle.  (Otherwise queries share it, on either
+ * engine: engine.h.)  A version that will take its parent's image by batch
+ * insertion waits for the parent's queries, and holds the parent meanwhile.
+ * A GPU image to be built waits if only evicting images in use would make
+ * room for it.
  */
 static bool
 must_wait(ServiceImage *si, int engine)
@@ -675,9 +676,6 @@ must_wait(ServiceImage *si, int engine)
 	}
 	if (engine == GI_ENGINE_GPU && si->image[engine] == NULL && parent == NULL &&
 		gpu_room_waits(si, gpu_build_need(si)))
-		return true;
-	if (engine == GI_ENGINE_GPU && si->image[engine] != NULL &&
-		engine_inflight(si, engine) > 0)
 		return true;
 	return false;
 }
@@ -741,7 +739,7 @@ answer(int i, GpuidxServiceRequest *req)
 	{
 		GiImageInfo info;
 
-		/* (a CPU image may be queried meanwhile: engine.h allows it) */
+		/* (the image may be queried meanwhile: engine.h allows it) */
 		gi_image_info(si->image[engine], &info);
 		memcpy(buf, &info, sizeof(info));
 		req->engine_used = engine;

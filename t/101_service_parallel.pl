@@ -1,6 +1,7 @@
 # GpuIndexJoin under a Gather in service mode: each parallel worker joins its
 # share of the outer rows against the shared image.  For inner, left, semi,
-# anti, range and as-of joins, and an aggregate over an equi-join, the plan
+# anti, range and as-of joins (predecessor, successor, left), and an
+# aggregate over an equi-join and over an as-of join, the plan
 # must be a Gather over GpuIndexJoin with workers launched, and the rows
 # must be the btree twin's (rows compared as sorted text).  Data: duplicate
 # keys, negatives, NULL keys and probes, probes outside the key range, rows
@@ -71,6 +72,12 @@ my %queries = (
 	# (k only: with LIMIT 1 any of the tied rows is right)
 	asof => 'SELECT p.id, s.k FROM p CROSS JOIN LATERAL '
 	  . '(SELECT t.k FROM @T@ t WHERE t.k <= p.x ORDER BY t.k DESC LIMIT 1) s',
+	# the successor side, a LEFT join, a qual on t and LIMIT 2 (k only again)
+	asof_succ_left => 'SELECT p.id, s.k FROM p LEFT JOIN LATERAL '
+	  . '(SELECT t.k FROM @T@ t WHERE t.k >= p.x AND t.v % 3 <> 0 ORDER BY t.k LIMIT 2) s ON true',
+	# an aggregate over the as-of join: partial aggregates in the workers
+	asof_count => 'SELECT count(s.k), sum(s.k) FROM p CROSS JOIN LATERAL '
+	  . '(SELECT t.k FROM @T@ t WHERE t.k < p.x ORDER BY t.k DESC LIMIT 1) s',
 );
 
 # GpuIndexJoin forced (no hash, merge or nested-loop join) on t.
@@ -90,17 +97,13 @@ foreach my $what (sort keys %queries)
 	(my $gi = $q) =~ s/\@T\@/t/g;
 	(my $bt = $q) =~ s/\@T\@/tb/g;
 	my $plan = $node->safe_psql('postgres', $force . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $gi");
-	if ($what eq 'asof')
-	{
-		# A LATERAL subquery's rel is not parallel-safe in PostgreSQL's
-		# planner: the as-of join stays serial, and right.
-		like($plan, qr/GpuIndexJoin/, "$what: GpuIndexJoin");
-	}
-	else
-	{
-		like($plan, qr/Gather.*GpuIndexJoin/s, "$what: a Gather over GpuIndexJoin");
-		like($plan, qr/Workers Launched: [1-9]/, "$what: workers launched");
-	}
+	# (as-of joins too: PostgreSQL keeps a LIMIT subquery's join serial, but
+	# GpuIndexJoin never runs the subquery, so its rel may go parallel)
+	like($plan, qr/Gather.*GpuIndexJoin/s, "$what: a Gather over GpuIndexJoin");
+	like($plan, qr/Workers Launched: [1-9]/, "$what: workers launched");
+	like($plan, qr/Gather.*Partial Aggregate.*GpuIndexJoin/s,
+		"$what: partial aggregates in the workers")
+	  if $what eq 'asof_count';
 	my $want = rows_of($node, 'SET gpuidx.enable_customjoin = off; ', $bt);
 	my $got = rows_of($node, $force, $gi);
 	ok($want =~ /^[1-9]/ || $what eq 'anti', "$what: the reference has rows");

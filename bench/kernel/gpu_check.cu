@@ -118,7 +118,9 @@ same(const std::vector<int64_t> &k, int op, const std::vector<int64_t> &p,
 
 /*
  * Reorder the probes, range ends alongside: 1 sorted by probe, 2 clustered
- * (sorted, then runs of 64 in shuffled order), 0 leaves them as they are.
+ * (sorted, then runs of 64 in shuffled order), 3 nearly sorted (sorted, then
+ * one in 32 swapped with a probe up to 40 places on), 0 leaves them as they
+ * are.
  */
 static void
 order_probes(std::vector<int64_t> &p, std::vector<int64_t> &ph, int order)
@@ -141,6 +143,10 @@ order_probes(std::vector<int64_t> &p, std::vector<int64_t> &ph, int order)
 			if (o != r - 1 && (r - 1) * run + run <= q)
 				std::swap_ranges(idx.begin() + (r - 1) * run, idx.begin() + r * run, idx.begin() + o * run);
 		}
+	if (order == 3)
+		for (size_t i = 0; i + 1 < q; i++)
+			if (next_rand() % 32 == 0)
+				std::swap(idx[i], idx[std::min(q - 1, i + 1 + (size_t) (next_rand() % 40))]);
 	for (size_t i = 0; i < q; i++)
 		p2[i] = p[idx[i]], ph2[i] = ph[idx[i]];
 	p.swap(p2);
@@ -182,8 +188,12 @@ static void
 check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t> p,
 			 std::vector<int64_t> ph, const char *form, size_t n, int w, int shape)
 {
-	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1}, {0, 0, 4, 1, 1}, {0, 0, 8, 1, 3},
-	{0, 0, 2, 1, 2}, {0, 0, 2, 1, 0}};
+	/* tiles: window none / 1 / 3 / 2 / 32 leaves; run search (last field)
+	 * for tiles in order (0), every narrow tile (1) or none (-1) */
+	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0}, {0, 0, 4, 1, 1, 0}, {0, 0, 8, 1, 3, 0},
+	{0, 0, 2, 1, 2, 0}, {0, 0, 2, 1, 0, 0}, {0, 0, 2, 1, 0, 1}, {0, 0, 4, 1, 2, 1},
+	{0, 0, 8, 1, 1, 1}, {0, 0, 2, 1, 0, -1}};
+	const int	ntiles = (int) (sizeof(tiles) / sizeof(tiles[0]));
 	size_t		q = p.size();
 	std::vector<uint64_t> rf(q), rl(q), f(q), l(q);
 	int64_t    *dpr = NULL,
@@ -197,7 +207,7 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	cudaMalloc(&dph, q * 8 + 8);
 	cudaMalloc(&df, q * 8 + 8);
 	cudaMalloc(&dl, q * 8 + 8);
-	for (int order = 0; order < 3; order++)
+	for (int order = 0; order < 4; order++)
 	{
 		order_probes(p, ph, order);
 		for (size_t i = 0; order > 0 && i < q; i++)
@@ -207,8 +217,8 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 		cudaMemcpy(dph, ph.data(), q * 8, cudaMemcpyHostToDevice);
 		for (int op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
 		{
-			std::vector<GiGpuPolicy> pols(tiles, tiles + 5);
-			GiGpuPolicy ref = {0, 0, 2, -1, 0};
+			std::vector<GiGpuPolicy> pols(tiles, tiles + ntiles);
+			GiGpuPolicy ref = {0, 0, 2, -1, 0, -1};
 
 			snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d per-probe",
 					 form, op, n, w, shape, order);
@@ -218,7 +228,7 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 			for (int mode = 0; mode <= 1 && !quick; mode++)
 				for (int g = 2; g <= 32; g *= 2)
 					if (w != 8 || g != 32)
-						pols.push_back(GiGpuPolicy{mode, (int) (next_rand() % 3) * 6, g, 0, 0});
+						pols.push_back(GiGpuPolicy{mode, (int) (next_rand() % 3) * 6, g, 0, 0, 0});
 			for (const GiGpuPolicy &pol : pols)
 			{
 				size_t		bad = q;
@@ -227,9 +237,9 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				for (size_t i = 0; i < q && bad == q; i++)
 					if (f[i] != rf[i] || l[i] != rl[i])
 						bad = i;
-				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d",
+				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d",
 						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
-						 pol.tile, pol.window);
+						 pol.tile, pol.window, pol.run);
 				if (bad < q)
 					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
 						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],

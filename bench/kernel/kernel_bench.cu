@@ -7,7 +7,13 @@
  * same run, end-to-end throughput through gi_image_query against the CPU
  * engine, and a sweep of the query policy (sorted bits, group size).
  *
- *   kernel_bench [--small] [--max-n N] [--max-q Q]
+ * With --paths, every query row is also timed on each search path (the
+ * tiled search without and with the run search forced, the per-probe
+ * kernel) beside the binary search, in a table of its own; --device-only
+ * leaves out the host-side parts (host builds, end to end, CPU engine) at
+ * every size, as 10^9 keys always do.
+ *
+ *   kernel_bench [--small] [--max-n N] [--max-q Q] [--min-n N] [--paths] [--device-only]
  */
 #include "gpu_engine.cuh"
 #include "bench_util.cuh"
@@ -24,7 +30,9 @@
 #include <string>
 #include <vector>
 
-static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles;
+static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_paths;
+static bool g_paths;				/* --paths */
+static bool g_device_only;		/* --device-only */
 
 #define HUGE_N 1000000000ull	/* from here on: device-resident parts only */
 
@@ -251,8 +259,9 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 				t_bld,
 				t_sorted;
 
-	/* 10^9 keys: device-resident parts only (no payloads, no host copies) */
-	bool		huge = n >= HUGE_N;
+	/* 10^9 keys (or --device-only): device-resident parts only (no
+	 * payloads, no host copies) */
+	bool		huge = n >= HUGE_N || g_device_only;
 
 	fprintf(stderr, "== %s n=%" PRIu64 " %s\n", kname, n, dist_name[dist]);
 	CUDA_OK(cudaMalloc(&uk, n * sizeof(K)));
@@ -410,6 +419,41 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 									  median(tt), median(ts), tq / 1e9, median(tb), bq / 1e9, tq / bq,
 									  100.0 * bound_ms / median(tt), bad));
 				fprintf(stderr, "%s\n", t_query.back().c_str());
+				if (g_paths)
+				{				/* the same batch on each search path */
+					static const int pv[][2] = {{1, -1}, {1, 1}, {-1, -1}};	/* tile, run */
+					double		pq[3];
+					unsigned long long pbad = 0;
+					GiGpuPolicy old;
+
+					gi_gpu_dev_get_policy(&old);
+					for (int v = 0; v < 3; v++)
+					{
+						GiGpuPolicy pol = old;
+						std::vector<double> tp;
+
+						pol.tile = pv[v][0];
+						pol.run = pv[v][1];
+						gi_gpu_dev_set_policy(&pol);
+						for (int r = 0; r <= reps; r++)
+						{
+							double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
+
+							if (r > 0)
+								tp.push_back(ms);
+						}
+						pq[v] = q / (median(tp) / 1e3);
+						pbad += mismatches(f1, l1, f2, l2, q);
+					}
+					gi_gpu_dev_set_policy(&old);
+					t_paths.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | **%.2fx** | %.2fx | %.2fx | %.2fx | %.0f%% | %llu |",
+										  kname, (double) n, dist_name[dist], (double) q,
+										  op == GI_OP_POINT ? "point" : "pred", order_name[order],
+										  bq / 1e9, tq / 1e9, pq[0] / 1e9, pq[1] / 1e9, pq[2] / 1e9,
+										  tq / bq, pq[0] / bq, pq[1] / bq, pq[2] / bq,
+										  100.0 * bound_ms / (q / pq[1] * 1e3), pbad));
+					fprintf(stderr, "%s\n", t_paths.back().c_str());
+				}
 			}
 
 		/* policy sweep on the largest configuration */
@@ -421,8 +465,9 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 			for (int order = 0; order < 3; order++)
 				for (int v = 0; v < 5; v++)
 				{				/* per-probe kernel, tiles (window cap 32, 8, none), group 4 */
-					static const GiGpuPolicy tv[] = {{0, 0, 2, -1, 0}, {0, 0, 2, 1, 0}, {0, 0, 2, 1, 8},
-					{0, 0, 2, 1, -1}, {0, 0, 4, 1, 0}};
+					/* (the tiled rows without the run search, as recorded before it) */
+					static const GiGpuPolicy tv[] = {{0, 0, 2, -1, 0, -1}, {0, 0, 2, 1, 0, -1}, {0, 0, 2, 1, 8, -1},
+					{0, 0, 2, 1, -1, -1}, {0, 0, 4, 1, 0, -1}};
 					const int64_t *probes = order == 0 ? pr : order == 1 ? ps : pc;
 					std::vector<double> tt;
 
@@ -443,7 +488,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 			for (int bits = -1; bits <= 16; bits += (bits < 0 ? 1 : 8))
 				for (int g = 2; g <= 8; g *= 2)
 				{
-					GiGpuPolicy p = {bits < 0 ? 0 : 1, bits, g, -1, 0};
+					GiGpuPolicy p = {bits < 0 ? 0 : 1, bits, g, -1, 0, 0};
 					std::vector<double> tt;
 
 					if (bits == 0)
@@ -526,7 +571,8 @@ int
 main(int argc, char **argv)
 {
 	uint64_t	max_n = 100000000ull,
-				max_q = 100000000ull;
+				max_q = 100000000ull,
+				min_n = 1000000ull;
 	bool		small = false;
 	int			reps = 3;
 	char		why[256];
@@ -540,6 +586,12 @@ main(int argc, char **argv)
 			max_n = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--max-q") && i + 1 < argc)
 			max_q = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--min-n") && i + 1 < argc)
+			min_n = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--paths"))
+			g_paths = true;
+		else if (!strcmp(argv[i], "--device-only"))
+			g_device_only = true;
 	}
 	if (!gi_gpu_available(why, sizeof(why)))
 	{
@@ -560,7 +612,8 @@ main(int argc, char **argv)
 	else
 	{
 		for (uint64_t n = 1000000; n <= max_n; n *= 10)
-			ns.push_back(n);
+			if (n >= min_n)
+				ns.push_back(n);
 		qs.push_back(1000000);
 		if (max_q > 1000000)
 			qs.push_back(max_q);
@@ -586,6 +639,11 @@ main(int argc, char **argv)
 	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9)\n\n");
 	print_table("| key | n | dist | probes | op | probe order | tree ms | of which sort ms | tree Gq/s | bsearch ms | bsearch Gq/s | tree/bsearch | of bandwidth bound | mismatches |", t_query);
 	printf("\nBandwidth bound: probes (8 B) + answers (16 B) + the leaves touched (at most all, at most 128 B a probe) over the measured copy bandwidth; the column is bound time / tree time.\n");
+	if (g_paths)
+	{
+		printf("\n### Search paths per query row (Gq/s; default = the engine's choice; tiled = the tiled search without the run search; run = the run search for every narrow tile; per-probe = one descent a probe)\n\n");
+		print_table("| key | n | dist | probes | op | probe order | bsearch | default | tiled | run | per-probe | default/bsearch | tiled/bsearch | run/bsearch | per-probe/bsearch | run of bandwidth bound | mismatches (3 paths vs bsearch) |", t_paths);
+	}
 	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
 	print_table("| key | n | dist | op | GPU probes | GPU ms (transfer / sort / search) | GPU Gq/s | CPU probes | CPU ms | CPU Gq/s | GPU/CPU | mismatches |", t_e2e);
 	if (!t_sweep.empty())

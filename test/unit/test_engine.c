@@ -712,6 +712,8 @@ int			gi_test_agg_main(void);
 void		gi_test_agg_counts(long *passed, long *failed);
 int			gi_test_threads_main(void);
 void		gi_test_threads_counts(long *passed, long *failed);
+int			gi_test_sorted_main(void);
+void		gi_test_sorted_counts(long *passed, long *failed);
 
 /* Run everything; print the summary line. */
 int
@@ -816,6 +818,16 @@ main(void)
 		gi_test_threads_counts(&tp, &tf);
 		tr.passed += tp;
 		tr.failed += tf;
+	}
+	/* The GPU B+ tree's run search for probes in order (test_sorted.c). */
+	{
+		long		rp,
+					rf;
+
+		gi_test_sorted_main();
+		gi_test_sorted_counts(&rp, &rf);
+		tr.passed += rp;
+		tr.failed += rf;
 	}
 	if (tr.skipped > 0)
 		printf("test_engine: %ld skipped (the GPU engine reports veb unsupported)\n",
