@@ -669,7 +669,8 @@ gi_gpu_aggregate(GiImage *image, const uint64_t *first, const uint64_t *last,
 	if (h_first.size() >= UINT32_MAX)
 		return gi_set_error(err, GI_ERR_UNSUPPORTED, "more than 2^32 ranges in one call");
 
-	st = gi_gpu_dev_stream(image);
+	/* (a query: the calling thread's own stream, as gi_gpu_query's) */
+	CKS(gi_gpu_thread_stream(&st, err));
 	words = (image->n + 63) / 64;
 	if (total > 0)
 	{

@@ -1481,6 +1481,14 @@ gi_gpu_btree_key_view(GiImage *image, GiKeyView *view, GiError *err)
 		view->h = img->geo.leaf.h;
 		return GI_OK;
 	}
+
+	/*
+	 * Aggregations may run on one image at once, as selections: the first
+	 * to come gathers the copy, the others wait for it and find it there.
+	 */
+	static std::mutex gather_lock;
+	std::lock_guard<std::mutex> guard(gather_lock);
+
 	if (img->kw == 4)
 		CKS(refresh_rank_keys<int32_t>(img, err));
 	else

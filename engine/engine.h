@@ -361,7 +361,8 @@ typedef struct GiIncludeColumns
  * caller keeps them under its device memory limit); the CPU engine keeps
  * nothing (its twin reads the host rows).  An insertion into the image
  * drops them (attach them again for the new entries).  On an error the
- * image keeps no columns.
+ * image keeps no columns.  This changes the image: not while it is queried
+ * or aggregated.
  */
 GiStatus	gi_image_attach_columns(GiImage *image, const GiIncludeColumns *cols,
 									GiError *err);
@@ -384,7 +385,10 @@ GiStatus	gi_image_attach_columns(GiImage *image, const GiIncludeColumns *cols,
  * caller adds up on the host instead); host is not read.  The CPU engine adds up the host arrays host describes
  * (gi_host_aggregate's loop, on its threads), whose nbase + ndelta must be
  * the image's entry count.  On an error cols, *counted are unchanged and
- * *fetch is NULL.
+ * *fetch is NULL.  Threads as for gi_image_query (the GPU engine runs on
+ * the calling thread's stream; after insertions the first call gathers the
+ * rank-ordered key and payload copies under a lock, the others wait for
+ * it).
  */
 GiStatus	gi_image_aggregate(GiImage *image, const GiAggEntries *host,
 							   const uint64_t *first, const uint64_t *last,
