@@ -1060,6 +1060,8 @@ gi_gpu_btree_ins_free(GpuIns *ins)
 		cudaFree(ins->inner2);
 	if (ins->prefix2)
 		cudaFree(ins->prefix2);
+	if (ins->rank_keys)
+		cudaFree(ins->rank_keys);
 	free(ins->h_kseg);
 	free(ins->h_pseg);
 	free(ins);
@@ -1072,8 +1074,9 @@ dir_bytes(const GpuDir *d, int kw)
 	return d->cap ? d->cap * (sizeof(uint32_t) + kw) + (d->cap + 1) * sizeof(uint64_t) : 0;
 }
 
-/* Device bytes of segments, both directory sets, the spare internal levels
- * and the segment lists (the internal levels in use are in device_bytes). */
+/* Device bytes of segments, both directory sets, the spare internal levels,
+ * the segment lists and the rank-ordered key copy (the internal levels in
+ * use are in device_bytes). */
 uint64_t
 gi_gpu_btree_ins_bytes(const GpuIns *ins)
 {
@@ -1081,7 +1084,7 @@ gi_gpu_btree_ins_bytes(const GpuIns *ins)
 		return 0;
 	return ins->seg_bytes + dir_bytes(&ins->dir, ins->kw) + dir_bytes(&ins->spare, ins->kw) +
 		(ins->inner2 ? ins->inner_cap2 * NODE_BYTES + (ins->inner_cap2 + 1) * sizeof(uint32_t) : 0) +
-		2 * ins->list_cap * sizeof(void *);
+		2 * ins->list_cap * sizeof(void *) + ins->rank_keys_bytes;
 }
 
 /* Build the internal levels over leaf max keys (see gpu_btree_int.cuh). */

@@ -94,6 +94,11 @@ typedef struct GpuIns
 	uint64_t	inner_cap2;
 	bool		has_pay;
 	bool		payloads_stale; /* hdr.device_payloads needs a refresh */
+	void	   *rank_keys;		/* the keys in rank order (kw bytes each),
+								 * gathered from the leaves for device
+								 * aggregation; NULL until then and after
+								 * each insertion */
+	uint64_t	rank_keys_bytes;
 	int			kw;
 	uint64_t	seg_bytes;		/* device bytes of the segments */
 } GpuIns;
@@ -199,5 +204,27 @@ uint64_t	gi_gpu_btree_ins_bytes(const GpuIns *ins);
  * images never inserted into).
  */
 GiStatus	gi_gpu_btree_refresh_payloads(GiImage *image, GiError *err);
+
+/*
+ * How a kernel reads the key at a position (device aggregation): from the
+ * rank-ordered array dense, or, when dense is NULL, from the static leaf
+ * level (the cut ave / h: leaf node and slot by gi_cut_locate, M slots a
+ * node).  kw is 4 (int32) or 8 (int64).
+ */
+typedef struct GiKeyView
+{
+	int			kw;
+	const void *dense;
+	const void *leaves;
+	uint64_t	ave;
+	uint64_t	h;
+} GiKeyView;
+
+/*
+ * The key view of a B+ tree image: its static leaves, or (once insertable)
+ * the rank-ordered key copy gathered from the leaves (kept with the
+ * image until the next insertion, and counted in its device bytes).
+ */
+GiStatus	gi_gpu_btree_key_view(GiImage *image, GiKeyView *view, GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_CUH */

@@ -650,6 +650,26 @@ gather_payloads_kernel(uint64_t *const *pseg, int shift, const uint32_t *dir_nod
 	}
 }
 
+/* The rank-ordered key copy from the leaves (one thread per slot). */
+template <class K>
+__global__ void
+gather_keys_kernel(K *const *kseg, int shift, const uint32_t *dir_node,
+				   const uint64_t *dir_base, uint64_t nleaves, K *out)
+{
+	constexpr int M = Node<K>::M;
+
+	for (uint64_t x = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; x < nleaves * M;
+		 x += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint64_t	j = x / M;
+		uint32_t	s = (uint32_t) (x % M);
+		uint64_t	b0 = dir_base[j];
+
+		if (s < dir_base[j + 1] - b0)
+			out[b0 + s] = node_keys<K>(kseg, shift, dir_node[j])[s];
+	}
+}
+
 /* flag[0] = 1 if two equal keys of the sorted batch carry payloads out of
  * order (then the batch is sorted again by payload first); flag[1] = the OR
  * of all payloads (the payload sort then covers only the bits in use). */
@@ -936,6 +956,47 @@ refresh_payloads(GpuImage *img, GiError *err)
 	return GI_OK;
 }
 
+/* Free the rank-ordered key copy (an insertion made it stale). */
+static void
+drop_rank_keys(GpuIns *ins)
+{
+	if (ins->rank_keys)
+		cudaFree(ins->rank_keys);
+	ins->rank_keys = NULL;
+	ins->rank_keys_bytes = 0;
+}
+
+/*
+ * Gather the keys in rank order from the leaves into ins->rank_keys unless
+ * it is there (device aggregation reads keys by position; every insertion
+ * drops it).
+ */
+template <class K>
+static GiStatus
+refresh_rank_keys(GpuImage *img, GiError *err)
+{
+	GpuIns	   *ins = img->ins;
+	DevBuf		out;
+
+	if (ins->rank_keys)
+		return GI_OK;
+	if (img->mem_limit &&
+		held_bytes(img) + img->hdr.n * sizeof(K) > img->mem_limit)
+		return gi_set_error(err, GI_ERR_DEVICE_OOM,
+							"the keys in rank order (%llu bytes) would pass the device memory "
+							"limit of %zu bytes (gpuidx.device_memory_limit)",
+							(unsigned long long) (img->hdr.n * sizeof(K)), img->mem_limit);
+	CKS(gi_gpu_alloc(out, (img->hdr.n ? img->hdr.n : 1) * sizeof(K), "the keys in rank order", err));
+	gather_keys_kernel<K><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, img->stream>>>(
+		(K *const *) ins->d_kseg, ins->seg_shift, ins->dir.node, ins->dir.base, ins->nleaves,
+		(K *) out.p);
+	CKL("gather_keys_kernel");
+	CK(cudaStreamSynchronize(img->stream));
+	ins->rank_keys = out.release();
+	ins->rank_keys_bytes = img->hdr.n * sizeof(K);
+	return GI_OK;
+}
+
 /* Bytes of an arena piece (256-byte aligned, as cudaMalloc's). */
 static size_t
 span(size_t bytes)
@@ -1093,6 +1154,7 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 		img->distinct = changes + 1;
 		img->kmin = ends[0];
 		img->kmax = ends[1];
+		drop_rank_keys(img->ins);
 		if (bp)
 		{						/* engine.c tells payload images by this copy */
 			img->ins->payloads_stale = true;
@@ -1229,6 +1291,7 @@ insert_dev(GpuImage *img, const K *keys, const uint64_t *pays, uint64_t b, bool 
 	img->distinct += fresh;
 	img->kmin = std::min<int64_t>(img->kmin, ends[0]);
 	img->kmax = std::max<int64_t>(img->kmax, ends[1]);
+	drop_rank_keys(ins);
 	if (bp)
 		ins->payloads_stale = true;
 
@@ -1398,6 +1461,40 @@ gi_gpu_btree_refresh_payloads(GiImage *image, GiError *err)
 	if (img->kw == 4)
 		return refresh_payloads<int32_t>(img, err);
 	return refresh_payloads<int64_t>(img, err);
+}
+
+/* How a kernel reads keys by position (gpu_btree.cuh). */
+GiStatus
+gi_gpu_btree_key_view(GiImage *image, GiKeyView *view, GiError *err)
+{
+	GpuImage   *img = (GpuImage *) image;
+
+	memset(view, 0, sizeof(*view));
+	view->kw = img->kw;
+	if (img->broken)
+		return gi_set_error(err, GI_ERR_INVALID,
+							"the image was left unusable by a failed insertion; free it and rebuild");
+	if (!img->ins)
+	{							/* the static leaf level, read by the cut */
+		view->leaves = img->d_leaves;
+		view->ave = img->geo.leaf.ave;
+		view->h = img->geo.leaf.h;
+		return GI_OK;
+	}
+
+	/*
+	 * Aggregations may run on one image at once, as selections: the first
+	 * to come gathers the copy, the others wait for it and find it there.
+	 */
+	static std::mutex gather_lock;
+	std::lock_guard<std::mutex> guard(gather_lock);
+
+	if (img->kw == 4)
+		CKS(refresh_rank_keys<int32_t>(img, err));
+	else
+		CKS(refresh_rank_keys<int64_t>(img, err));
+	view->dense = img->ins->rank_keys;
+	return GI_OK;
 }
 
 /* gi_gpu_dev_refresh_payloads: the same, for benchmarks. */

@@ -11,12 +11,19 @@
  * registers (NULLs without a branch either).  A block whose entries are all
  * picked is walked as one contiguous run.  The slices' totals are merged
  * and their TIDs made contiguous at the end.  No PostgreSQL headers here.
+ *
+ * gi_cpu_aggregate (gi_image_aggregate for CPU images) is the same loop over
+ * position ranges: each range's delta and base shares, each contiguous in
+ * its host arrays, in chunks of AGG_CHUNK entries.  The per-entry
+ * arithmetic (visibility, halves) is engine/agg_twin.h, shared with the GPU
+ * twin (cuda/gpu_agg.cu).
  */
-#include "engine.h"
-#include "engine_util.h"
+#include "engine_impl.h"
+#include "agg_twin.h"
 #include "cpu_pool.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Entries per pass of the column loops. */
@@ -49,11 +56,7 @@ typedef struct AggJob
 static inline bool
 block_set(const AggJob *job, uint64_t blk)
 {
-	if (blk >= job->vm_blocks)
-		return false;
-	if (job->vm_full)
-		return true;
-	return ((job->vm[blk >> 2] >> ((blk & 3) << 1)) & 1) != 0;
+	return gi_agg_block_visible(job->vm, job->vm_blocks, job->vm_full, blk);
 }
 
 /* Read a value of type T at byte offset off of a row. */
@@ -117,15 +120,15 @@ int_rows_run(GiAggColumn *col, GiAggKind kind, bool dense, const char *rows,
 		x = isnull ? 0 : x;
 		if (kind == GI_AGG_INT64)
 		{
-			sum += x >> 32;
-			sum_lo += (uint64_t) x & 0xffffffffu;
+			sum += gi_agg_hi(x);
+			sum_lo += gi_agg_lo(x);
 		}
 		else
 			sum += x;
 	}
 	col->nonnull += nonnull;
 	if (kind == GI_AGG_INT64)
-		col->sum += (__int128) sum * ((__int128) 1 << 32) + (__int128) sum_lo;
+		col->sum += gi_agg_join(sum, sum_lo);
 	else
 		col->sum += sum;
 	col->imin = mn;
@@ -239,13 +242,13 @@ key_run(GiAggColumn *col, bool dense, const int64_t *keys, const int32_t *sel, i
 	{
 		int64_t		x = keys[PICKED(dense, sel, j)];
 
-		sum_hi += x >> 32;
-		sum_lo += (uint64_t) x & 0xffffffffu;
+		sum_hi += gi_agg_hi(x);
+		sum_lo += gi_agg_lo(x);
 		mn = x < mn ? x : mn;
 		mx = x > mx ? x : mx;
 	}
 	col->nonnull += n;
-	col->sum += (__int128) sum_hi * ((__int128) 1 << 32) + (__int128) sum_lo;
+	col->sum += gi_agg_join(sum_hi, sum_lo);
 	col->imin = mn;
 	col->imax = mx;
 }
@@ -268,6 +271,7 @@ reset_column(GiAggColumn *col, const GiAggColumn *like)
 	col->kind = like->kind;
 	col->offset = like->offset;
 	col->nullbit = like->nullbit;
+	col->column = like->column;
 	col->imin = INT64_MAX;
 	col->imax = INT64_MIN;
 	col->fmin = INFINITY;
@@ -311,7 +315,7 @@ pick_block(const AggJob *job, const uint64_t *tids, size_t m, int32_t *sel,
 
 		for (i = 0; i < m; i++)
 		{
-			bool		vis = (tids[i] >> 16) < lim;
+			bool		vis = gi_agg_block_visible(NULL, lim, true, gi_agg_tid_block(tids[i]));
 
 			sel[nsel] = (int32_t) i;
 			out[nf] = tids[i];
@@ -323,7 +327,7 @@ pick_block(const AggJob *job, const uint64_t *tids, size_t m, int32_t *sel,
 	{
 		for (i = 0; i < m; i++)
 		{
-			bool		vis = block_set(job, tids[i] >> 16);
+			bool		vis = block_set(job, gi_agg_tid_block(tids[i]));
 
 			sel[nsel] = (int32_t) i;
 			out[nf] = tids[i];
@@ -435,5 +439,152 @@ gi_host_aggregate(const int64_t *keys, const uint64_t *tids, const char *rows,
 			memmove(fetch + *nfetch, fetch + begin, sizeof(uint64_t) * job.slice_fetch[s]);
 		*nfetch += job.slice_fetch[s];
 	}
+	return GI_OK;
+}
+
+/* ---------- position ranges (gi_image_aggregate, CPU engine) ---------- */
+
+/* Entries handed to gi_host_aggregate at a time (bounds the fetch room). */
+#define AGG_CHUNK (1 << 22)
+
+/* A growing fetch list. */
+typedef struct FetchList
+{
+	uint64_t   *p;
+	size_t		n;
+	size_t		cap;
+} FetchList;
+
+/* Room in the list for m more TIDs. */
+static GiStatus
+fetch_reserve(FetchList *f, size_t m, GiError *err)
+{
+	size_t		cap;
+	uint64_t   *p;
+
+	if (f->n + m <= f->cap)
+		return GI_OK;
+	cap = f->cap * 2 > f->n + m ? f->cap * 2 : f->n + m;
+	cap = cap < 1024 ? 1024 : cap;
+	p = realloc(f->p, cap * sizeof(uint64_t));
+	if (p == NULL)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for %zu heap fetches", cap);
+	f->p = p;
+	f->cap = cap;
+	return GI_OK;
+}
+
+/* Add up m consecutive entries of one part of the host arrays. */
+static GiStatus
+agg_share(const GiAggEntries *h, const int64_t *keys, const uint64_t *tids,
+		  const char *rows, size_t m, const uint8_t *vm, uint64_t vm_blocks,
+		  bool vm_full, GiAggColumn *cols, int ncols, int64_t *counted,
+		  FetchList *f, GiError *err)
+{
+	size_t		done;
+
+	for (done = 0; done < m; done += AGG_CHUNK)
+	{
+		size_t		k = m - done < AGG_CHUNK ? m - done : AGG_CHUNK;
+		size_t		nf = 0;
+		GiStatus	st;
+
+		if ((st = fetch_reserve(f, k, err)) != GI_OK)
+			return st;
+		st = gi_host_aggregate(keys ? keys + done : NULL, tids + done,
+							   rows ? rows + done * (size_t) h->row_bytes : NULL,
+							   h->row_bytes, k, vm, vm_blocks, vm_full, cols, ncols,
+							   counted, f->p + f->n, &nf, err);
+		if (st != GI_OK)
+			return st;
+		f->n += nf;
+	}
+	return GI_OK;
+}
+
+/* Delta entries whose position is below pos. */
+static size_t
+delta_before(const GiAggEntries *h, uint64_t pos)
+{
+	size_t		lo = 0,
+				hi = h->ndelta;
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if ((uint64_t) h->drank[mid] < pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Add up position ranges over the host arrays (engine_impl.h): each
+ * range's delta share and base share, each contiguous in its arrays (the
+ * totals do not depend on the order), into copies of the totals that are
+ * stored only when every range is done.
+ */
+GiStatus
+gi_cpu_aggregate(const GiAggEntries *h, const uint64_t *first, const uint64_t *last,
+				 size_t nranges, const uint8_t *vm, uint64_t vm_blocks, bool vm_full,
+				 GiAggColumn *cols, int ncols, int64_t *counted, uint64_t **fetch,
+				 size_t *nfetch, GiError *err)
+{
+	GiAggColumn work[16];
+	int64_t		got = 0;
+	FetchList	f = {NULL, 0, 0};
+	GiStatus	st = GI_OK;
+	size_t		r;
+	int			c;
+
+	if (h->tids == NULL || (h->ndelta > 0 && h->dtids == NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "missing aggregation arrays");
+	for (c = 0; c < ncols; c++)
+		if ((cols[c].kind == GI_AGG_KEY && (h->keys == NULL || (h->ndelta > 0 && h->dkeys == NULL))) ||
+			(cols[c].kind != GI_AGG_KEY && (h->rows == NULL || (h->ndelta > 0 && h->drows == NULL))))
+			return gi_set_error(err, GI_ERR_INVALID, "missing aggregation arrays");
+	if (ncols > 0)
+		memcpy(work, cols, sizeof(GiAggColumn) * ncols);
+	for (r = 0; r < nranges && st == GI_OK; r++)
+	{
+		size_t		d0 = 0,
+					d1 = 0;
+
+		if (last[r] <= first[r])
+			continue;
+		if (h->ndelta > 0)
+		{
+			d0 = delta_before(h, first[r]);
+			d1 = delta_before(h, last[r]);
+			if (d1 > d0)
+				st = agg_share(h, h->dkeys ? h->dkeys + d0 : NULL, h->dtids + d0,
+							   h->drows ? h->drows + d0 * (size_t) h->row_bytes : NULL,
+							   d1 - d0, vm, vm_blocks, vm_full, work, ncols, &got, &f, err);
+		}
+		if (st == GI_OK && (last[r] - d1) > (first[r] - d0))
+		{
+			size_t		b0 = first[r] - d0;
+
+			st = agg_share(h, h->keys ? h->keys + b0 : NULL, h->tids + b0,
+						   h->rows ? h->rows + b0 * (size_t) h->row_bytes : NULL,
+						   (last[r] - d1) - b0, vm, vm_blocks, vm_full, work, ncols, &got,
+						   &f, err);
+		}
+	}
+	if (st == GI_OK && f.p == NULL)
+		st = fetch_reserve(&f, 1, err);
+	if (st != GI_OK)
+	{
+		free(f.p);
+		return st;
+	}
+	if (ncols > 0)
+		memcpy(cols, work, sizeof(GiAggColumn) * ncols);
+	*counted += got;
+	*fetch = f.p;
+	*nfetch = f.n;
 	return GI_OK;
 }

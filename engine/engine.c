@@ -49,6 +49,7 @@ keep_cpu_payloads(GiImage *image, const uint64_t *payloads, size_t n,
 {
 	image->payloads = NULL;
 	image->device_payloads = NULL;
+	image->device_columns = NULL;
 	if (payloads == NULL)
 		return GI_OK;
 	image->payloads = malloc((n ? n : 1) * sizeof(uint64_t));
@@ -70,6 +71,7 @@ keep_gpu_payloads(GiImage *image, const uint64_t *payloads, size_t n,
 
 	image->payloads = NULL;
 	image->device_payloads = NULL;
+	image->device_columns = NULL;
 	if (payloads == NULL)
 		return GI_OK;
 	st = gi_gpu_attach_payloads(image, payloads, n, err);
@@ -166,6 +168,7 @@ gi_image_free(GiImage *image)
 		return;
 	if (image->engine == GI_ENGINE_GPU)
 	{
+		gi_gpu_detach_columns(image);
 		gi_gpu_detach_payloads(image);
 		gi_gpu_free(image);
 	}
@@ -196,7 +199,11 @@ gi_image_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 		return gi_set_error(err, GI_ERR_INVALID,
 							"insertion payloads must be given exactly when the image keeps payloads");
 	if (image->engine == GI_ENGINE_GPU)
+	{
+		/* the kept columns would miss the new entries: drop them */
+		gi_gpu_detach_columns(image);
 		return gi_gpu_insert(image, keys, payloads, n, err);
+	}
 	return gi_cpu_insert(image, keys, payloads, n, err);
 }
 
@@ -266,6 +273,70 @@ gi_compact(GiEngineKind engine, const uint64_t *mask, const void *values,
 	return gi_cpu_compact(mask, values, value_bytes, n, chunk_bits, out, nout, err);
 }
 
+/* Keep INCLUDE columns with an image for device aggregation. */
+GiStatus
+gi_image_attach_columns(GiImage *image, const GiIncludeColumns *cols, GiError *err)
+{
+	int			c;
+
+	gi_clear_error(err);
+	if (image == NULL || cols == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "missing column arguments");
+	if (cols->ncols < 0 || cols->ncols > 16)
+		return gi_set_error(err, GI_ERR_INVALID, "at most 16 included columns");
+	for (c = 0; c < cols->ncols; c++)
+	{
+		int			w = cols->width[c];
+
+		if (w != 1 && w != 2 && w != 4 && w != 8)
+			return gi_set_error(err, GI_ERR_INVALID, "column width %d is not 1, 2, 4 or 8", w);
+		if (image->n > 0 && cols->values[c] == NULL)
+			return gi_set_error(err, GI_ERR_INVALID, "missing column values");
+	}
+	if (image->engine == GI_ENGINE_GPU)
+		return gi_gpu_attach_columns(image, cols, err);
+	return GI_OK;				/* the CPU twin reads the host rows */
+}
+
+/* Add up the entries of position ranges (GpuIndexAgg). */
+GiStatus
+gi_image_aggregate(GiImage *image, const GiAggEntries *host, const uint64_t *first,
+				   const uint64_t *last, size_t nranges, const uint8_t *vm,
+				   uint64_t vm_blocks, bool vm_full, GiAggColumn *cols, int ncols,
+				   int64_t *counted, uint64_t **fetch, size_t *nfetch, GiError *err)
+{
+	size_t		i;
+
+	gi_clear_error(err);
+	if (fetch == NULL || nfetch == NULL || counted == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "missing aggregation arguments");
+	*fetch = NULL;
+	*nfetch = 0;
+	if (image == NULL)
+		return gi_set_error(err, GI_ERR_INVALID, "no image");
+	if (ncols < 0 || ncols > 16 || (ncols > 0 && cols == NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "at most 16 aggregated columns");
+	if (nranges > 0 && (first == NULL || last == NULL))
+		return gi_set_error(err, GI_ERR_INVALID, "missing aggregation ranges");
+	if (vm == NULL && vm_blocks > 0 && !vm_full)
+		return gi_set_error(err, GI_ERR_INVALID, "missing visibility map");
+	for (i = 0; i < nranges; i++)
+		if (first[i] > last[i] || last[i] > image->n)
+			return gi_set_error(err, GI_ERR_INVALID,
+								"range [%llu, %llu) is not within the image's %llu entries",
+								(unsigned long long) first[i], (unsigned long long) last[i],
+								(unsigned long long) image->n);
+	if (image->engine == GI_ENGINE_GPU)
+		return gi_gpu_aggregate(image, first, last, nranges, vm, vm_blocks, vm_full,
+								cols, ncols, counted, fetch, nfetch, err);
+	if (host == NULL || host->nbase + host->ndelta != image->n ||
+		(host->ndelta > 0 && host->drank == NULL))
+		return gi_set_error(err, GI_ERR_INVALID,
+							"the host arrays do not hold the image's entries");
+	return gi_cpu_aggregate(host, first, last, nranges, vm, vm_blocks, vm_full, cols,
+							ncols, counted, fetch, nfetch, err);
+}
+
 /* Release engine-allocated memory. */
 void
 gi_free(void *p)
@@ -289,6 +360,12 @@ gi_image_info(const GiImage *image, GiImageInfo *info)
 		info->host_bytes += image->n * sizeof(uint64_t);
 	if (image->device_payloads)
 		info->device_bytes += image->n * sizeof(uint64_t);
+	/* The INCLUDE columns kept for gi_image_aggregate. */
+	if (image->engine == GI_ENGINE_GPU)
+	{
+		gi_gpu_columns_info(image, &info->include_columns, &info->include_device_bytes);
+		info->device_bytes += info->include_device_bytes;
+	}
 }
 
 /* Is there a usable GPU (lazily initializes CUDA)? */

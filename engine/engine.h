@@ -127,6 +127,9 @@ typedef struct GiImageInfo
 								 * finding leaves; build_ms: merge, split and
 								 * write leaves plus the internal levels;
 								 * transfer_ms: copies */
+	/* Added for device aggregation (gi_image_attach_columns). */
+	int			include_columns;	/* INCLUDE columns kept on the device */
+	uint64_t	include_device_bytes;	/* their bytes (in device_bytes too) */
 } GiImageInfo;
 
 typedef struct GiImage GiImage;
@@ -284,6 +287,9 @@ typedef struct GiAggColumn
 	GiAggKind	kind;
 	int			offset;			/* the value's byte offset in a row */
 	uint16_t	nullbit;		/* its NULL bit in the row's mask */
+	int			column;			/* its INCLUDE column number, for the
+								 * columns an image keeps on the device
+								 * (gi_image_attach_columns) */
 	int64_t		nonnull;
 	gi_int128	sum;
 	int64_t		imin;
@@ -310,6 +316,86 @@ GiStatus	gi_host_aggregate(const int64_t *keys, const uint64_t *tids,
 							  const uint8_t *vm, uint64_t vm_blocks,
 							  bool vm_full, GiAggColumn *cols, int ncols, int64_t *counted,
 							  uint64_t *fetch, size_t *nfetch, GiError *err);
+
+/*
+ * The host arrays of an image's entries, as the CPU twin of
+ * gi_image_aggregate reads them: rank order held as a sorted base part and
+ * a sorted delta part, drank[j] (ascending) the position of delta entry j
+ * among all nbase + ndelta entries (src/'s image arrays; ndelta may be 0).
+ * Rows as for gi_host_aggregate (rows / drows may be NULL when no column
+ * is a row column, keys / dkeys when none is the key).
+ */
+typedef struct GiAggEntries
+{
+	const int64_t *keys;
+	const uint64_t *tids;
+	const char *rows;
+	size_t		nbase;
+	const int64_t *dkeys;
+	const uint64_t *dtids;
+	const char *drows;
+	const int64_t *drank;
+	size_t		ndelta;
+	int			row_bytes;
+} GiAggEntries;
+
+/*
+ * INCLUDE columns in the columnar form the device adds up: ncols columns
+ * (at most 16) of an image's n entries in rank order, column c's values
+ * width[c] bytes each (1, 2, 4 or 8; bool as 0/1) at values[c], its NULLs
+ * as a bitmap nulls[c] (bit i % 8 of byte i / 8 set: entry i is NULL; a
+ * NULL pointer: no NULLs).
+ */
+typedef struct GiIncludeColumns
+{
+	int			ncols;
+	int			width[16];
+	const void *values[16];
+	const uint8_t *nulls[16];
+} GiIncludeColumns;
+
+/*
+ * Keep INCLUDE columns with an image for gi_image_aggregate, replacing any
+ * kept before.  The GPU engine copies them to the device (gi_image_info:
+ * include_columns, include_device_bytes, counted in device_bytes too; the
+ * caller keeps them under its device memory limit); the CPU engine keeps
+ * nothing (its twin reads the host rows).  An insertion into the image
+ * drops them (attach them again for the new entries).  On an error the
+ * image keeps no columns.  This changes the image: not while it is queried
+ * or aggregated.
+ */
+GiStatus	gi_image_attach_columns(GiImage *image, const GiIncludeColumns *cols,
+									GiError *err);
+
+/*
+ * Add up the entries at the positions of nranges disjoint ranges
+ * [first[i], last[i]) of an image (GpuIndexAgg): as gi_host_aggregate, the
+ * entries whose heap block is set in the visibility map copy (vm,
+ * vm_blocks, vm_full as there) are counted into *counted and their values
+ * added to cols; the TIDs of the others go to *fetch (allocated by the
+ * engine with malloc, at least one element; release with gi_free), their
+ * count to *nfetch, in no particular order.
+ *
+ * The GPU engine adds up on the device from what the image holds there:
+ * the payloads in rank order (the image must keep payloads), for a B+
+ * tree the keys, and the INCLUDE columns attached (gi_image_attach_columns;
+ * a row column is read from column `column`, whose width must be its
+ * kind's).  A row column the device does not hold, or a key column of a
+ * vEB image, answers GI_ERR_UNSUPPORTED before anything is added (the
+ * caller adds up on the host instead); host is not read.  The CPU engine adds up the host arrays host describes
+ * (gi_host_aggregate's loop, on its threads), whose nbase + ndelta must be
+ * the image's entry count.  On an error cols, *counted are unchanged and
+ * *fetch is NULL.  Threads as for gi_image_query (the GPU engine runs on
+ * the calling thread's stream; after insertions the first call gathers the
+ * rank-ordered key and payload copies under a lock, the others wait for
+ * it).
+ */
+GiStatus	gi_image_aggregate(GiImage *image, const GiAggEntries *host,
+							   const uint64_t *first, const uint64_t *last,
+							   size_t nranges, const uint8_t *vm, uint64_t vm_blocks,
+							   bool vm_full, GiAggColumn *cols, int ncols,
+							   int64_t *counted, uint64_t **fetch, size_t *nfetch,
+							   GiError *err);
 
 /*
  * Hint that host memory [p, p + size) be backed by transparent huge pages

@@ -28,6 +28,9 @@ struct GiImage
 	uint64_t   *payloads;		/* CPU engine: host copy for gi_image_select
 								 * (set by engine.c); NULL if built without */
 	void	   *device_payloads;	/* GPU engine: device copy, likewise */
+	void	   *device_columns; /* GPU engine: INCLUDE columns kept for
+								 * aggregation (cuda/gpu_agg.cu); NULL if
+								 * none */
 };
 
 /* CPU engine (engine/cpu_*.c). */
@@ -87,6 +90,28 @@ GiStatus	gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 						 const int64_t *probes_hi, size_t nprobes,
 						 uint64_t *first, uint64_t *last, GiError *err);
 void		gi_gpu_info(const GiImage *image, GiImageInfo *info);
+
+/*
+ * Adding up position ranges (gi_image_aggregate; engine.c checked the
+ * ranges against the image and the columns): engine/cpu_agg.c over the
+ * host arrays, cuda/gpu_agg.cu on the device.
+ */
+GiStatus	gi_cpu_aggregate(const GiAggEntries *host, const uint64_t *first,
+							 const uint64_t *last, size_t nranges, const uint8_t *vm,
+							 uint64_t vm_blocks, bool vm_full, GiAggColumn *cols,
+							 int ncols, int64_t *counted, uint64_t **fetch,
+							 size_t *nfetch, GiError *err);
+GiStatus	gi_gpu_aggregate(GiImage *image, const uint64_t *first,
+							 const uint64_t *last, size_t nranges, const uint8_t *vm,
+							 uint64_t vm_blocks, bool vm_full, GiAggColumn *cols,
+							 int ncols, int64_t *counted, uint64_t **fetch,
+							 size_t *nfetch, GiError *err);
+
+/* INCLUDE columns on the device (cuda/gpu_agg.cu): keep, drop, describe. */
+GiStatus	gi_gpu_attach_columns(GiImage *image, const GiIncludeColumns *cols,
+								  GiError *err);
+void		gi_gpu_detach_columns(GiImage *image);
+void		gi_gpu_columns_info(const GiImage *image, int *ncols, uint64_t *bytes);
 
 /* Shared by both engines: sort (key, payload) pairs on the host. */
 GiStatus	gi_host_sort_pairs(const int64_t *keys, const uint64_t *payloads,

@@ -110,3 +110,42 @@ gi_gpu_insert(GiImage *image, const int64_t *keys, const uint64_t *payloads,
 	(void) image, (void) keys, (void) payloads, (void) n;
 	return gi_set_error(err, GI_ERR_NO_DEVICE, "built without CUDA");
 }
+
+/* Refuse: no GPU in this build. */
+GiStatus
+gi_gpu_aggregate(GiImage *image, const uint64_t *first, const uint64_t *last,
+				 size_t nranges, const uint8_t *vm, uint64_t vm_blocks, bool vm_full,
+				 GiAggColumn *cols, int ncols, int64_t *counted, uint64_t **fetch,
+				 size_t *nfetch, GiError *err)
+{
+	(void) image, (void) first, (void) last, (void) nranges, (void) vm;
+	(void) vm_blocks, (void) vm_full, (void) cols, (void) ncols, (void) counted;
+	(void) fetch, (void) nfetch;
+	return gi_set_error(err, GI_ERR_NO_DEVICE,
+						"gpuidx was built without CUDA (no nvcc on the build host)");
+}
+
+/* Refuse: no GPU in this build. */
+GiStatus
+gi_gpu_attach_columns(GiImage *image, const GiIncludeColumns *cols, GiError *err)
+{
+	(void) image, (void) cols;
+	return gi_set_error(err, GI_ERR_NO_DEVICE,
+						"gpuidx was built without CUDA (no nvcc on the build host)");
+}
+
+/* Nothing to drop: no GPU image can exist in this build. */
+void
+gi_gpu_detach_columns(GiImage *image)
+{
+	(void) image;
+}
+
+/* No columns: no GPU image can exist in this build. */
+void
+gi_gpu_columns_info(const GiImage *image, int *ncols, uint64_t *bytes)
+{
+	(void) image;
+	*ncols = 0;
+	*bytes = 0;
+}

@@ -10,7 +10,9 @@
 -- vacuumed (the heap for those pages), inside a transaction that changes
 -- rows (its own changes count), after its rollback, and after VACUUM.  Heap
 -- fetches are read from EXPLAIN ANALYZE (FORMAT JSON) and shown only as
--- none / partly / all.
+-- none / partly / all.  On a GPU image the entries are added up on the
+-- device from gpuidx.gpu_min_agg_entries on, on the host below: both are
+-- checked, and where each query added up (added_on).
 --
 \set schema gi_agg
 \i sql/include/setup.sql
@@ -161,6 +163,49 @@ BEGIN
   END LOOP;
 END $f$;
 
+-- added_on(q, idx, reads): whether q's GpuIndexAgg node (forced, under
+-- EXPLAIN ANALYZE) added up where it should (Aggregated On): on the device
+-- for a GPU image outside service mode over at least
+-- gpuidx.gpu_min_agg_entries entries, unless q reads the key (reads 'key')
+-- of a veb image (it holds no keys by position on the device); on the host
+-- otherwise.  reads 'include': q reads INCLUDE columns, not the key; where
+-- it added up on the device, gpuidx_info must count the included columns'
+-- device bytes (columns_kept)
+CREATE FUNCTION added_on(q text, idx regclass, reads text)
+RETURNS TABLE(node text, as_expected boolean, columns_kept boolean)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  plan jsonb;
+  n jsonb;
+  info jsonb := gpuidx_info(idx);
+  service boolean := (info->>'service')::boolean OR
+    (current_setting('shared_preload_libraries') LIKE '%gpuidx%' AND
+     current_setting('gpuidx.service') = 'on');
+  expected text;
+  names text[] := '{gpuidx.enable_customscan, enable_seqscan, enable_indexscan, enable_bitmapscan, enable_indexonlyscan}';
+  i int;
+BEGIN
+  FOR i IN 1 .. cardinality(names) LOOP
+    PERFORM set_config(names[i], 'off', true);
+  END LOOP;
+  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, TIMING OFF, SUMMARY OFF) ' || q INTO plan;
+  FOR i IN 1 .. cardinality(names) LOOP
+    PERFORM set_config(names[i], 'on', true);
+  END LOOP;
+  FOR n IN SELECT jsonb_path_query(plan, 'strict $.** ? (@."Node Type" == "Custom Scan")') LOOP
+    node := n->>'Custom Plan Provider';
+    expected := CASE WHEN info->>'engine' = 'gpu' AND NOT service
+                       AND (reads <> 'key' OR info->>'structure' = 'btree')
+                       AND (n->>'Entries')::bigint > 0
+                       AND (n->>'Entries')::bigint >= current_setting('gpuidx.gpu_min_agg_entries')::bigint
+                     THEN 'gpu' ELSE 'host' END;
+    as_expected := n->>'Aggregated On' = expected;
+    columns_kept := reads <> 'include' OR expected = 'host' OR
+      (gpuidx_info(idx)->>'include_device_bytes')::bigint > 0;
+    RETURN NEXT;
+  END LOOP;
+END $f$;
+
 -- every check of one state of the tables
 CREATE FUNCTION all_checks()
 RETURNS TABLE(what text, node boolean, result text, same_btree boolean,
@@ -206,6 +251,11 @@ UNION ALL SELECT * FROM acheck('int2 key', $$SELECT count(*), count(k), sum(k), 
     FROM @T@ WHERE k >= -32768$$, 'w')
 UNION ALL SELECT * FROM acheck('int2 key, int8 bound', $$SELECT count(*), sum(k) FROM @T@ WHERE k > 30000::int8 AND k < 99999::int8$$, 'w')
 $f$;
+
+-- Sections 1 to 7 add up on the device whatever the entry count where the
+-- image is a GPU one (a CPU image adds up on the host either way); section
+-- 8 goes back to the default crossover, then runs its checks under both.
+SET gpuidx.gpu_min_agg_entries = 0;
 
 -- 1. every page all-visible: the plan, and every entry from the image
 EXPLAIN (COSTS OFF) SELECT count(*), sum(c_i4), avg(c_i8), min(c_ts), max(k)
@@ -289,6 +339,8 @@ VACUUM t, tb, u, ub;
 SELECT * FROM fetches($$SELECT count(*), sum(c_i4) FROM t WHERE k BETWEEN 100 AND 400$$);
 SELECT * FROM all_checks();
 
+RESET gpuidx.gpu_min_agg_entries;
+
 -- 8. a larger table: ranges of whole blocks of entries on all-visible pages
 -- (the host loop's contiguous path), = ANY of more keys than the staging
 -- buffer holds (65536), then a part of the pages changed and rows inserted
@@ -324,15 +376,42 @@ UNION ALL SELECT * FROM acheck('m empty', $$SELECT count(*), sum(v), min(s) FROM
 $f$;
 SELECT * FROM fetches($$SELECT count(*), sum(v) FROM m WHERE k BETWEEN -44000 AND 43000$$);
 SELECT * FROM m_checks();
+SELECT * FROM added_on($$SELECT count(*) FROM m WHERE k BETWEEN -44000 AND 43000$$, 'm_gi', 'count');
+SELECT * FROM added_on($$SELECT sum(k), min(k) FROM m WHERE k BETWEEN -44000 AND 43000$$, 'm_gi', 'key');
+SELECT * FROM added_on($$SELECT count(*), sum(v) FROM m WHERE k BETWEEN -44000 AND 43000$$, 'm_gi', 'include');
+SET gpuidx.gpu_min_agg_entries = 0;
+SELECT * FROM m_checks();
+SELECT * FROM added_on($$SELECT count(*) FROM m WHERE k = ANY ('{1, 2, 3}')$$, 'm_gi', 'count');
+SELECT * FROM added_on($$SELECT sum(k), min(k) FROM m WHERE k = ANY ('{1, 2, 3}')$$, 'm_gi', 'key');
+SELECT * FROM added_on($$SELECT count(*), sum(v) FROM m WHERE k = ANY ('{1, 2, 3}')$$, 'm_gi', 'include');
+RESET gpuidx.gpu_min_agg_entries;
 UPDATE m SET v = -v WHERE id % 50 = 7 AND id < 20000;
 UPDATE mb SET v = -v WHERE id % 50 = 7 AND id < 20000;
 INSERT INTO m SELECT -g, g * 7 % 90000 - 45000, g, NULL, -g, NULL FROM generate_series(1, 3000) g;
 INSERT INTO mb SELECT -g, g * 7 % 90000 - 45000, g, NULL, -g, NULL FROM generate_series(1, 3000) g;
 SELECT * FROM fetches($$SELECT count(*), sum(v) FROM m WHERE k BETWEEN -44000 AND 43000$$);
 SELECT * FROM m_checks();
+SELECT * FROM added_on($$SELECT count(*) FROM m WHERE k BETWEEN -44000 AND 43000$$, 'm_gi', 'count');
+SELECT * FROM added_on($$SELECT sum(k), min(k) FROM m WHERE k BETWEEN -44000 AND 43000$$, 'm_gi', 'key');
+SELECT * FROM added_on($$SELECT count(*), sum(v) FROM m WHERE k BETWEEN -44000 AND 43000$$, 'm_gi', 'include');
+SET gpuidx.gpu_min_agg_entries = 0;
+SELECT * FROM m_checks();
+SELECT * FROM added_on($$SELECT count(*) FROM m WHERE k = ANY ('{1, 2, 3}')$$, 'm_gi', 'count');
+SELECT * FROM added_on($$SELECT sum(k), min(k) FROM m WHERE k = ANY ('{1, 2, 3}')$$, 'm_gi', 'key');
+SELECT * FROM added_on($$SELECT count(*), sum(v) FROM m WHERE k = ANY ('{1, 2, 3}')$$, 'm_gi', 'include');
+RESET gpuidx.gpu_min_agg_entries;
 VACUUM m, mb;
 SELECT * FROM fetches($$SELECT count(*), sum(v) FROM m WHERE k BETWEEN -44000 AND 43000$$);
 SELECT * FROM m_checks();
+SELECT * FROM added_on($$SELECT count(*) FROM m WHERE k BETWEEN -44000 AND 43000$$, 'm_gi', 'count');
+SELECT * FROM added_on($$SELECT sum(k), min(k) FROM m WHERE k BETWEEN -44000 AND 43000$$, 'm_gi', 'key');
+SELECT * FROM added_on($$SELECT count(*), sum(v) FROM m WHERE k BETWEEN -44000 AND 43000$$, 'm_gi', 'include');
+SET gpuidx.gpu_min_agg_entries = 0;
+SELECT * FROM m_checks();
+SELECT * FROM added_on($$SELECT count(*) FROM m WHERE k = ANY ('{1, 2, 3}')$$, 'm_gi', 'count');
+SELECT * FROM added_on($$SELECT sum(k), min(k) FROM m WHERE k = ANY ('{1, 2, 3}')$$, 'm_gi', 'key');
+SELECT * FROM added_on($$SELECT count(*), sum(v) FROM m WHERE k = ANY ('{1, 2, 3}')$$, 'm_gi', 'include');
+RESET gpuidx.gpu_min_agg_entries;
 
 -- 9. security: no SELECT privilege is an error; with row-level security
 -- enabled the path is not offered and the policy applies

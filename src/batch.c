@@ -706,11 +706,13 @@ append_timings(StringInfo s, const char *name, const GiTimings *t)
 
 /*
  * The included columns (name, type, bytes per entry) and the bytes the
- * image's rows of them take on the host and the device (none yet: the
- * engine image holds keys and TIDs only).
+ * image's rows of them take on the host, and on the device (device_bytes:
+ * the columns a GPU image keeps for GpuIndexAgg, gi_image_attach_columns;
+ * 0 until a query added them up there).
  */
 static void
-append_included(StringInfo s, Relation index, const GpuidxImageData *img)
+append_included(StringInfo s, Relation index, const GpuidxImageData *img,
+				uint64 device_bytes)
 {
 	const GpuidxLayout *layout = gpuidx_layout(index);
 	TupleDesc	desc = RelationGetDescr(index);
@@ -729,8 +731,8 @@ append_included(StringInfo s, Relation index, const GpuidxImageData *img)
 		appendStringInfo(s, ", \"bytes\": %d}", layout->width[c]);
 	}
 	appendStringInfo(s, "], \"include_host_bytes\": " UINT64_FORMAT
-					 ", \"include_device_bytes\": 0",
-					 (uint64) (img->n + img->nnull) * img->row_bytes);
+					 ", \"include_device_bytes\": " UINT64_FORMAT,
+					 (uint64) (img->n + img->nnull) * img->row_bytes, device_bytes);
 }
 
 PG_FUNCTION_INFO_V1(gpuidx_info);
@@ -785,7 +787,7 @@ gpuidx_info(PG_FUNCTION_ARGS)
 					 (uint64) img->nnull * img->row_bytes,
 					 (uint64) info.device_bytes);
 	appendStringInfo(&s, ", \"service\": %s", img->shared ? "true" : "false");
-	append_included(&s, b.index, img);
+	append_included(&s, b.index, img, info.include_device_bytes);
 	appendStringInfoString(&s, ", \"device\": ");
 	escape_json(&s, info.device_name);
 	appendStringInfo(&s, ", \"load_ms\": %.3f", img->load_ms);

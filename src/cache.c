@@ -1319,6 +1319,157 @@ gpuidx_select_image(GpuidxImageData *img, GiOp op, const int64 *probes,
 	return true;
 }
 
+/* Drop img's engine image after a device failure (the arrays stay: scans
+ * may hold them); the next query builds it again. */
+static void
+drop_failed_image(GpuidxImageData *img, const GiError *err)
+{
+	if (err->status == GI_ERR_DEVICE || err->status == GI_ERR_DEVICE_OOM)
+	{
+		gi_image_free(img->image);
+		img->image = NULL;
+		img->stale = true;
+	}
+}
+
+/*
+ * Keep img's INCLUDE columns on the device for GpuIndexAgg (a GPU image),
+ * unless they are there already: the host rows turned into one array per
+ * column in rank order and a NULL bitmap, attached to the engine image
+ * (gi_image_attach_columns; an insertion into the image drops them, so
+ * they are attached again after one).  Under gpuidx.device_memory_limit:
+ * false, attaching nothing, when they do not fit (the caller adds up on
+ * the host).
+ */
+static bool
+attach_include_columns(GpuidxImageData *img, const GpuidxLayout *layout)
+{
+	GiIncludeColumns ic;
+	GiImageInfo info;
+	GiError		err;
+	char	   *values[GPUIDX_MAX_INCLUDE];
+	uint8	   *nulls[GPUIDX_MAX_INCLUDE];
+	bool		any_null[GPUIDX_MAX_INCLUDE];
+	uint64		bytes;
+	int64		pos,
+				b = 0,
+				d = 0;
+	int			nc = layout->ninclude,
+				c;
+
+	gi_image_info(img->image, &info);
+	if (info.include_columns == nc)
+		return true;
+	bytes = (uint64) img->n * layout->value_bytes + (uint64) nc * ((img->n + 7) / 8);
+	if (gpuidx_device_memory_limit_mb > 0)
+	{
+		uint64		limit = (uint64) gpuidx_device_memory_limit_mb * 1024 * 1024;
+
+		evict_for_device(limit, bytes, img->indexoid);
+		if (device_bytes_in_use(NULL) + bytes > limit)
+			return false;
+	}
+	memset(&ic, 0, sizeof(ic));
+	ic.ncols = nc;
+	for (c = 0; c < nc; c++)
+	{
+		values[c] = gpuidx_alloc_huge((Size) img->n * layout->width[c]);
+		nulls[c] = gpuidx_alloc_huge((Size) (img->n + 7) / 8);
+		memset(nulls[c], 0, (Size) (img->n + 7) / 8);
+		any_null[c] = false;
+	}
+	/* the rows in rank order: the delta's entries at their drank */
+	for (pos = 0; pos < img->n; pos++)
+	{
+		const char *row;
+		uint16		mask;
+
+		if (d < img->ndelta && img->drank[d] == pos)
+			row = img->drows + (Size) (d++) * img->row_bytes;
+		else
+			row = img->rows + (Size) (b++) * img->row_bytes;
+		memcpy(&mask, row, sizeof(uint16));
+		for (c = 0; c < nc; c++)
+		{
+			memcpy(values[c] + (Size) pos * layout->width[c],
+				   row + sizeof(uint16) + layout->value_offset[c], layout->width[c]);
+			if (mask & (1 << c))
+			{
+				nulls[c][pos / 8] |= (uint8) (1 << (pos % 8));
+				any_null[c] = true;
+			}
+		}
+	}
+	for (c = 0; c < nc; c++)
+	{
+		ic.width[c] = layout->width[c];
+		ic.values[c] = values[c];
+		ic.nulls[c] = any_null[c] ? nulls[c] : NULL;
+	}
+	if (gi_image_attach_columns(img->image, &ic, &err) != GI_OK &&
+		err.status != GI_ERR_DEVICE_OOM)
+	{
+		drop_failed_image(img, &err);
+		gpuidx_raise_engine_error(&err, "copying included columns to the device");
+	}
+	for (c = 0; c < nc; c++)
+	{
+		pfree(values[c]);
+		pfree(nulls[c]);
+	}
+	return err.status == GI_OK;
+}
+
+/*
+ * Add up the entries at position ranges [first, last) of a GPU image on
+ * the device (gi_image_aggregate), with the visibility map
+ * copy vm: totals into cols and *counted, the TIDs of entries not on
+ * all-visible pages into *fetch (palloc'd in the current context, *nfetch
+ * of them).  layout: the index's, when a column is an INCLUDE one (its
+ * columns are then put on the device first).  Returns false, having added
+ * nothing, where the caller adds up on the host instead: a CPU image,
+ * service mode (the service holds the engine images), columns that do not
+ * fit the device memory limit, and columns or structures the device does
+ * not add up (GI_ERR_UNSUPPORTED).
+ */
+bool
+gpuidx_aggregate_image(GpuidxImageData *img, const GpuidxLayout *layout,
+					   const uint64 *first, const uint64 *last, int64 nranges,
+					   const uint8 *vm, BlockNumber vm_blocks, bool vm_full,
+					   GiAggColumn *cols, int ncols, int64 *counted, uint64 **fetch,
+					   int64 *nfetch)
+{
+	GiError		err;
+	uint64_t   *out = NULL;
+	size_t		nout = 0;
+
+	if (gpuidx_service_mode() || img->shared)
+		return false;
+	gpuidx_image_build_engine(img);
+	/* (the CPU engine's twin is the host loop, which the caller runs with
+	 * its interrupt checks and staging) */
+	if (img->image == NULL || img->engine != GI_ENGINE_GPU)
+		return false;
+	if (layout != NULL && layout->ninclude > 0 && !attach_include_columns(img, layout))
+		return false;
+	/* (the device reads no host arrays) */
+	if (gi_image_aggregate(img->image, NULL, (const uint64_t *) first,
+						   (const uint64_t *) last, (size_t) nranges, vm,
+						   (uint64_t) vm_blocks, vm_full, cols, ncols,
+						   (int64_t *) counted, &out, &nout, &err) != GI_OK)
+	{
+		if (err.status == GI_ERR_UNSUPPORTED)
+			return false;
+		drop_failed_image(img, &err);
+		gpuidx_raise_engine_error(&err, "adding up index entries");
+	}
+	*fetch = gpuidx_alloc_huge(sizeof(uint64) * Max(nout, 1));
+	memcpy(*fetch, out, sizeof(uint64) * nout);
+	gi_free(out);
+	*nfetch = (int64) nout;
+	return true;
+}
+
 /* First position of the run of equal keys containing pos. */
 int64
 gpuidx_run_start(const GpuidxImageData *img, int64 pos)

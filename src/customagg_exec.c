@@ -19,8 +19,13 @@
  *
  * This is what an index-only scan does, with no per-row executor work.
  * The interlock with VACUUM is the image pin's (cache.c): no entry of a
- * pinned image points to a TID VACUUM has freed.  The adding up runs on the
- * host for both engines (the INCLUDE columns are host arrays only).
+ * pinned image points to a TID VACUUM has freed.  On a GPU image, a run of
+ * at least gpuidx.gpu_min_agg_entries entries is added up on the device
+ * instead (gi_image_aggregate through gpuidx_aggregate_image: the same
+ * picking and totals, the INCLUDE columns copied to the device as columns
+ * when first needed, the fetch list copied back); in service mode the
+ * service holds the engine images, so runs stay on the host there.
+ * EXPLAIN ANALYZE's Aggregated On says which.
  *
  * Results are PostgreSQL's: count is int8; sum of int2/int4 is int8 (an
  * int128 total outside int8 raises "bigint out of range", where
@@ -151,6 +156,8 @@ typedef struct GpuidxAggState
 	int64		stat_entries;
 	int64		stat_image;
 	int64		stat_fetches;
+	int64		stat_device_runs;	/* runs added up on the device */
+	int64		stat_host_runs; /* runs added up on the host */
 	double		ms_load;
 	double		ms_search;
 	double		ms_image;
@@ -232,6 +239,7 @@ find_column(GpuidxAggState *state, int src, Oid type)
 	col->type = type;
 	col->attno = state->index->rd_index->indkey.values[src == GPUIDX_AGG_SRC_KEY ? 0 : nkeys + src];
 	col->t.kind = src == GPUIDX_AGG_SRC_KEY ? GI_AGG_KEY : value_kind(type);
+	col->t.column = src;		/* (the key's -1 is never read) */
 	if (src >= 0)
 	{
 		if (src >= layout->ninclude)
@@ -586,6 +594,49 @@ stage_positions(GpuidxAggState *state, int64 first, int64 last)
 	split_positions(state, first, last, stage_span);
 }
 
+/*
+ * Add up every range on the device (gi_image_aggregate through
+ * gpuidx_aggregate_image, which puts the INCLUDE columns on the device
+ * first when a column is one) when the image is on the GPU and the run
+ * holds at least gpuidx.gpu_min_agg_entries entries.  Returns false,
+ * having added nothing, when the host is to add up.
+ */
+static bool
+agg_on_device(GpuidxAggState *state, const uint64 *first, const uint64 *last, int64 n)
+{
+	int64		total = 0,
+				counted = 0,
+				nfetch = 0;
+	uint64	   *fetch = NULL;
+	int64		i;
+	int			c;
+
+	if (state->img->engine != GI_ENGINE_GPU)
+		return false;
+	for (i = 0; i < n; i++)
+		total += (int64) (last[i] - first[i]);
+	if (total == 0 || total < gpuidx_gpu_min_agg_entries)
+		return false;
+	for (c = 0; c < state->ncols; c++)
+		state->totals[c] = state->cols[c].t;
+	if (!gpuidx_aggregate_image(state->img,
+								state->need_rows ? gpuidx_layout(state->index) : NULL,
+								first, last, n, state->vm, state->vm_blocks,
+								state->vm_full, state->totals, state->ncols, &counted,
+								&fetch, &nfetch))
+		return false;
+	for (c = 0; c < state->ncols; c++)
+		state->cols[c].t = state->totals[c];
+	state->rows += counted;
+	state->stat_image += counted;
+	state->stat_entries += total;
+	/* (the fetch list is empty before: the device took every range) */
+	Assert(state->nfetch == 0);
+	state->fetch = fetch;
+	state->nfetch = state->fetch_cap = nfetch;
+	return true;
+}
+
 /* ---------- the heap ---------- */
 
 /* Add one heap value of a column (a Datum of its base type). */
@@ -704,16 +755,22 @@ agg_run(GpuidxAggState *state, GpuidxIntervals iv, Snapshot snapshot)
 		/* After the pin: no all-visible bit may predate an entry we miss. */
 		if (gpuidx_can_skip_heap())
 			copy_vismap(state, RelationGetNumberOfBlocks(state->table));
-		for (i = 0; i < iv.n; i++)
+		if (agg_on_device(state, first, last, iv.n))
+			state->stat_device_runs++;
+		else
 		{
-			if (i + STAGE_PREFETCH < iv.n)
-				stage_prefetch(state, (int64) first[i + STAGE_PREFETCH]);
-			if (last[i] - first[i] >= SHORT_RANGE)
-				agg_positions(state, (int64) first[i], (int64) last[i]);
-			else if (last[i] > first[i])
-				stage_positions(state, (int64) first[i], (int64) last[i]);
+			state->stat_host_runs++;
+			for (i = 0; i < iv.n; i++)
+			{
+				if (i + STAGE_PREFETCH < iv.n)
+					stage_prefetch(state, (int64) first[i + STAGE_PREFETCH]);
+				if (last[i] - first[i] >= SHORT_RANGE)
+					agg_positions(state, (int64) first[i], (int64) last[i]);
+				else if (last[i] > first[i])
+					stage_positions(state, (int64) first[i], (int64) last[i]);
+			}
+			stage_flush(state);
 		}
-		stage_flush(state);
 		state->ms_image += gpuidx_lap_ms(&t);
 		agg_heap(state, snapshot);
 		state->ms_heap += gpuidx_lap_ms(&t);
@@ -926,7 +983,9 @@ explain_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Engine", gpuidx_engine_label(state->engine,
 														  state->stat_engine_calls,
 														  state->stat_host_calls), es);
-		ExplainPropertyText("Aggregated On", "host", es);
+		ExplainPropertyText("Aggregated On",
+							state->stat_device_runs == 0 ? "host" :
+							state->stat_host_runs == 0 ? "gpu" : "gpu and host", es);
 		ExplainPropertyInteger("Probes", NULL, state->stat_probes, es);
 		ExplainPropertyInteger("Entries", NULL, state->stat_entries, es);
 		ExplainPropertyInteger("From Image", NULL, state->stat_image, es);

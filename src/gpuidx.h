@@ -218,6 +218,7 @@ extern bool gpuidx_enable_customscan;
 extern bool gpuidx_enable_customjoin;
 extern bool gpuidx_enable_customagg;
 extern int	gpuidx_gpu_min_batch;
+extern int	gpuidx_gpu_min_agg_entries;
 extern bool gpuidx_enable_batch_insert;
 
 extern void gpuidx_define_gucs(void);
@@ -492,6 +493,13 @@ extern bool gpuidx_query_image(GpuidxImageData *img, GiOp op,
 extern bool gpuidx_select_image(GpuidxImageData *img, GiOp op,
 								const int64 *probes, const int64 *probes_hi,
 								int64 nprobes, uint64 **out, int64 *nout);
+extern bool gpuidx_aggregate_image(GpuidxImageData *img,
+								   const GpuidxLayout *layout,
+								   const uint64 *first, const uint64 *last,
+								   int64 nranges, const uint8 *vm,
+								   BlockNumber vm_blocks, bool vm_full,
+								   GiAggColumn *cols, int ncols,
+								   int64 *counted, uint64 **fetch, int64 *nfetch);
 /* hostsearch.c */
 extern int64 gpuidx_lower_bound(const GpuidxImageData *img, int64 key);
 extern int64 gpuidx_upper_bound(const GpuidxImageData *img, int64 key);
