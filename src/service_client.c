@@ -249,9 +249,13 @@ gpuidx_service_query(GpuidxImageData *img, GiEngineKind engine, GiOp op,
 	GpuidxServiceRequest *req = my_request();
 	uint32		starts;
 	int64		done;
+	double		engine_ms = 0;
+	instr_time	t0,
+				t1;
 
 	if (req == NULL || !img->shared || !gpuidx_service_running())
 		return false;
+	INSTR_TIME_SET_CURRENT(t0);
 	starts = gpuidx_service_shared->service_starts;
 	if (!wait_slot_free(req))
 		return false;
@@ -263,8 +267,15 @@ gpuidx_service_query(GpuidxImageData *img, GiEngineKind engine, GiOp op,
 						 probes_hi ? probes_hi + done : NULL, n,
 						 first + done, last + done, starts))
 			return false;
+		engine_ms += req->engine_ms;
 		CHECK_FOR_INTERRUPTS();
 	}
+	/* where a batch's time goes: the service's engine, or the way there and back */
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	elog(DEBUG2, "gpuidx service: %lld probes answered by the %s engine in %.3f ms of a %.3f ms round trip",
+		 (long long) nprobes, gi_engine_name((GiEngineKind) req->engine_used), engine_ms,
+		 INSTR_TIME_GET_MILLISEC(t1));
 	return true;
 }
 
