@@ -33,6 +33,7 @@
 #include "postmaster/bgworker.h"
 #include "portability/instr_time.h"
 #include "postmaster/interrupt.h"
+#include "storage/dsm_impl.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/s_lock.h"
@@ -1000,6 +1001,41 @@ poll_for_requests(void)
 	return false;
 }
 
+/*
+ * Say once, at start, when the shared images will sit on 4 kB pages: with
+ * dynamic_shared_memory_type = posix they are files in /dev/shm, and
+ * unless that tmpfs is mounted with huge pages a backend faults in each
+ * page it first touches and misses the TLB on every random entry (README,
+ * service mode: large images).
+ */
+static void
+hint_shm_pages(void)
+{
+	FILE	   *f;
+	char		line[1024];
+	bool		huge = false;
+
+	if (dynamic_shared_memory_type != DSM_IMPL_POSIX ||
+		(f = fopen("/proc/mounts", "r")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f))
+	{
+		char		dev[256],
+					dir[256],
+					type[64],
+					opts[512];
+
+		if (sscanf(line, "%255s %255s %63s %511s", dev, dir, type, opts) == 4 &&
+			strcmp(dir, "/dev/shm") == 0)
+			huge = strstr(opts, "huge=always") || strstr(opts, "huge=within_size");
+	}
+	fclose(f);
+	if (!huge)
+		ereport(LOG,
+				(errmsg("gpuidx service: /dev/shm has no huge pages: shared images use 4 kB pages"),
+				 errhint("For images of 10^7 entries and more, mount /dev/shm with huge=within_size: a backend's first batch faults in far fewer pages.")));
+}
+
 /* The service's main loop. */
 void
 gpuidx_service_main(Datum arg)
@@ -1031,6 +1067,7 @@ gpuidx_service_main(Datum arg)
 		 s->gpu_usable ? "GPU engine" : "CPU engine: no usable GPU",
 		 nworkers > 0 ? psprintf("%d query threads", nworkers) :
 		 "one request at a time");
+	hint_shm_pages();
 
 	for (;;)
 	{
