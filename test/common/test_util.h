@@ -185,6 +185,16 @@ test_cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* qsort order of int64. */
+static inline int
+test_cmp_i64(const void *a, const void *b)
+{
+	int64_t		x = *(const int64_t *) a;
+	int64_t		y = *(const int64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* First i with keys[i] >= p (or > p when upper); keys sorted. */
 static inline uint64_t
 test_bound(const int64_t *keys, uint64_t n, int64_t p, bool upper)

@@ -28,16 +28,6 @@ static const char *mode_names[] = {"off", "auto", "on"};
 static const char *batch_names[] = {"sorted", "nearly sorted", "repeats", "outside",
 "dense", "sparse"};
 
-/* qsort order of int64. */
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t		x = *(const int64_t *) a;
-	int64_t		y = *(const int64_t *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * n sorted keys of width w: 0 heavy duplicates (long runs that cross
  * leaves), 1 the type's extremes among small values, 2 wide and mostly
@@ -75,7 +65,7 @@ make_keys(int64_t *k, size_t n, int w, int shape)
 				break;
 		}
 	}
-	qsort(k, n, sizeof(int64_t), cmp_i64);
+	qsort(k, n, sizeof(int64_t), test_cmp_i64);
 }
 
 /*
@@ -101,7 +91,7 @@ make_batch(const int64_t *k, size_t n, int w, int kind, int64_t *lo, int64_t *hi
 		else
 			lo[i] = test_between(&tr, test_sat_add(a, -3), test_sat_add(b, 3));
 	}
-	qsort(lo, np, sizeof(int64_t), cmp_i64);
+	qsort(lo, np, sizeof(int64_t), test_cmp_i64);
 	if (kind == 1)				/* nearly sorted: a few neighbours swapped */
 		for (i = 0; i + 1 < np; i++)
 			if (test_below(&tr, 50) == 0)
@@ -129,7 +119,7 @@ make_batch(const int64_t *k, size_t n, int w, int kind, int64_t *lo, int64_t *hi
 		for (i = np - tail; i < np; i++)
 			lo[i] = i >= np - tail / 3 ? INT64_MAX - (int64_t) (np - 1 - i) :
 				i >= np - 2 * tail / 3 ? tmax : test_sat_add(b, 1);
-		qsort(lo, np, sizeof(int64_t), cmp_i64);
+		qsort(lo, np, sizeof(int64_t), test_cmp_i64);
 	}
 	for (i = 0; i < np; i++)
 	{

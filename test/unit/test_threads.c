@@ -150,16 +150,6 @@ query_thread(void *arg)
 	return NULL;
 }
 
-/* qsort order of int64. */
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t		x = *(const int64_t *) a;
-	int64_t		y = *(const int64_t *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * Fill a batch of nprobes (sorted: ascending lower bounds) for op and its
  * brute-force answers over keys; a few probes lie far outside the keys
@@ -189,7 +179,7 @@ prepare_batch(QueryThread *q, GiImage *image, GiOp op, size_t nprobes, bool sort
 			test_between(&tr, -1100000, 1100000);
 	}
 	if (sorted)
-		qsort(q->probes, nprobes, sizeof(int64_t), cmp_i64);
+		qsort(q->probes, nprobes, sizeof(int64_t), test_cmp_i64);
 	for (j = 0; j < nprobes; j++)
 	{
 		q->hi[j] = q->probes[j] + (int64_t) test_below(&tr, 200);
