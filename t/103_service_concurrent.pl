@@ -1,8 +1,9 @@
 # Several backends' batches at once in the gpuidx service (service mode
 # only): pgbench clients run batches (= ANY, gpuidx_lookup,
 # gpuidx_predecessor, gpuidx_range_count) on a 10^5-row B+ tree index and a
-# vEB index while a writer inserts into them (new versions: deltas, batch
-# insertion in the service), each batch checked against a btree twin under
+# vEB index while writers insert, update and delete rows and VACUUM runs
+# (new versions: deltas, batch insertion in the service, folds), each batch
+# checked against a btree twin under
 # one REPEATABLE READ snapshot; a mismatch raises an error, which aborts its
 # pgbench client and fails the run.  Then cancels (statement_timeout) of
 # backends whose batch a query thread is answering, and the same load with
@@ -111,21 +112,35 @@ COMMIT;
 },
 		'write@1' => q{
 \set k random(0, 210000)
+\set id random(1, 100000)
+\set id2 random(1, 50000)
 BEGIN;
-INSERT INTO t VALUES (nextval('ids'), :k), (nextval('ids'), :k + 1);
-INSERT INTO tb VALUES (currval('ids') - 1, :k), (currval('ids'), :k + 1);
+WITH n AS (SELECT nextval('ids') AS i1, nextval('ids') AS i2),
+     a AS (INSERT INTO t SELECT i1, :k FROM n UNION ALL SELECT i2, :k + 1 FROM n)
+INSERT INTO tb SELECT i1, :k FROM n UNION ALL SELECT i2, :k + 1 FROM n;
 INSERT INTO u VALUES (nextval('ids'), :k - 105000);
 INSERT INTO ub VALUES (currval('ids'), :k - 105000);
+UPDATE t SET k = :k + 2 WHERE id = :id;
+UPDATE tb SET k = :k + 2 WHERE id = :id;
+DELETE FROM u WHERE id = :id2;
+DELETE FROM ub WHERE id = :id2;
 COMMIT;
+},
+		'vacuum@1' => q{
+VACUUM t;
+VACUUM u;
 },
 	);
 	return { map { my ($n, $w) = split /@/; ("$n$suffix\@$w" => $named{$_}) } keys %named };
 }
 
+# GPUIDX_STRESS_SCALE (default 1) multiplies the transactions: a long run
+# by hand, e.g. 20 for some minutes.
+my $tx = 30 * ($ENV{GPUIDX_STRESS_SCALE} // 1);
 $node->pgbench(
-	'--no-vacuum --client=8 --jobs=2 --transactions=30',
+	"--no-vacuum --client=8 --jobs=2 --transactions=$tx",
 	0,
-	[qr{processed: 240/240}],
+	[qr{processed: ${\($tx * 8)}/${\($tx * 8)}}],
 	[qr{^$}],
 	'8 clients: every batch equals the btree twin (4 query threads)',
 	scripts('_threads'));
