@@ -88,13 +88,24 @@ sqb_conf() {
 }
 
 # The image mode (BENCH_SERVICE=1: the gpuidx service, images shared by all
-# backends and parallel workers; else per backend), written last so that it
-# wins over earlier runs' lines in a kept data directory.
+# backends and parallel workers; else per backend) and BENCH_CONF's lines,
+# written last so that they win over earlier runs' lines in a kept data
+# directory.
 sqb_mode_conf() {
+    local line lines
     if [[ "${BENCH_SERVICE:-0}" == 1 ]]; then
         pgc_conf "shared_preload_libraries = 'gpuidx'"
     else
         pgc_conf "shared_preload_libraries = ''"
+    fi
+    # BENCH_CONF: extra postgresql.conf lines, ';'-separated, for diagnostic
+    # runs (the header's settings line shows what changed from the defaults;
+    # in a kept data directory the lines stay for later runs)
+    if [[ -n "${BENCH_CONF:-}" ]]; then
+        IFS=';' read -ra lines <<<"$BENCH_CONF"
+        for line in "${lines[@]}"; do
+            pgc_conf "$line"
+        done
     fi
 }
 
