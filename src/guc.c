@@ -27,6 +27,7 @@ int			gpuidx_service_workers = 4;
 int			gpuidx_service_memory_limit_mb = 4096;
 int			gpuidx_service_test_delay_ms = 0;
 double		gpuidx_service_spin_ms = 0.2;
+double		gpuidx_service_gpu_spin_ms = 2.0;
 
 static const struct config_enum_entry structure_options[] = {
 	{"btree", GI_STRUCT_BTREE, false},
@@ -152,6 +153,14 @@ gpuidx_define_gucs(void)
 							 "A small batch's answer comes back sooner than a latch wakeup; "
 							 "0 sleeps at once (the CPU stays free for others).",
 							 &gpuidx_service_spin_ms, 0.2, 0, 100,
+							 PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomRealVariable("gpuidx.service_gpu_spin",
+							 "How long polling may last around a batch the gpuidx service answers on the GPU.",
+							 "A backend polls for such an answer for about the time the GPU took on the "
+							 "image's last batch, at most this; the service, after answering on the GPU, "
+							 "polls for the next request this long before sleeping.  Never for the CPU "
+							 "engine (gpuidx.service_spin is its poll); 0: only gpuidx.service_spin.",
+							 &gpuidx_service_gpu_spin_ms, 2.0, 0, 100,
 							 PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuidx.service_test_delay",
 							"Testing only: the gpuidx service waits this long before each answer.",

@@ -192,6 +192,18 @@ typedef struct TransferMapping
 static TransferMapping *transfers = NULL;	/* one per request slot */
 static ServiceJob *jobs = NULL; /* one per request slot, for the pool */
 
+/*
+ * GPU traffic, for the idle poll (idle_poll_ms): when the main thread last
+ * answered a request on the GPU engine itself or saw the pool go idle after
+ * GPU queries, and whether it handed GPU queries to the pool since.
+ */
+static bool gpu_answered = false;
+static instr_time gpu_answered_at;
+static bool gpu_dispatched = false;
+
+/* Most probes the main thread answers itself though a pool runs (answer_here). */
+#define SERVICE_INLINE_MAX_PROBES	65536
+
 /* What the main thread did with a request it took. */
 typedef enum RequestOutcome
 {
@@ -682,6 +694,43 @@ must_wait(ServiceImage *si, int engine)
 }
 
 /*
+ * Should the main thread run request i's query itself, though a pool runs?
+ * Only for one client's small GPU batch: the GPU engine, at most
+ * SERVICE_INLINE_MAX_PROBES probes, no query in the pool (so nothing else
+ * is in flight on any image, and a device error may drop this one at once,
+ * as without a pool), and no other request waiting in its slot.
+ *
+ * Handing a query to a thread costs a thread wakeup (tens of microseconds
+ * on a VM) on each of one client's batches; the GPU answers 10^4 probes in
+ * a few hundred.  Answering here removes that wakeup and keeps nothing
+ * waiting for the thread.  The other way, a pool thread that polls the
+ * queue after its last GPU query, would also spend a core on each idle
+ * thread and still leave the main thread's own handoff; this one adds no
+ * state.  What it costs: a request that comes in meanwhile waits for this
+ * query (a small batch, hence the limit).  Several clients keep the pool
+ * busy or leave requests waiting, and then every query goes to the pool as
+ * before, so queries on one image still overlap.  The CPU engine never
+ * runs here: its query may need every core the query threads have.
+ * (The GPU engine runs the query on the main thread's own stream:
+ * engine.h.)
+ */
+static bool
+answer_here(int i, ServiceImage *si, int engine, int64 n)
+{
+	GpuidxServiceShared *s = gpuidx_service_shared;
+	int			k;
+
+	if (engine != GI_ENGINE_GPU || n > SERVICE_INLINE_MAX_PROBES ||
+		!service_pool_idle() || engine_inflight(si, engine) > 0)
+		return false;
+	for (k = 0; k < s->max_requests; k++)
+		if (k != i &&
+			pg_atomic_read_u32(&gpuidx_service_request(k)->state) == GPUIDX_REQ_SUBMITTED)
+			return false;
+	return true;
+}
+
+/*
  * Answer one request (its state is RUNNING) here, hand its query to the
  * pool, or leave it for later (the caller puts it back).
  */
@@ -748,7 +797,7 @@ answer(int i, GpuidxServiceRequest *req)
 		return REQUEST_ANSWERED;
 	}
 	build_ms = ms_since(t0);
-	if (service_pool_running())
+	if (service_pool_running() && !answer_here(i, si, engine, n))
 	{
 		ServiceJob *job = &jobs[i];
 
@@ -763,6 +812,8 @@ answer(int i, GpuidxServiceRequest *req)
 		job->build_ms = build_ms;
 		pg_atomic_fetch_add_u32(job->inflight, 1);
 		service_pool_submit(job);
+		if (engine == GI_ENGINE_GPU)
+			gpu_dispatched = true;
 		return REQUEST_DISPATCHED;
 	}
 	INSTR_TIME_SET_CURRENT(t0);
@@ -774,6 +825,11 @@ answer(int i, GpuidxServiceRequest *req)
 	req->engine_ms = build_ms + ms_since(t0);
 	req->engine_used = engine;
 	req->status = st;
+	if (engine == GI_ENGINE_GPU)
+	{
+		gpu_answered = true;
+		INSTR_TIME_SET_CURRENT(gpu_answered_at);
+	}
 	if (st != GI_OK)
 	{
 		strlcpy(req->message, err.message, sizeof(req->message));
@@ -976,17 +1032,53 @@ fail_orphaned_requests(void)
 }
 
 /*
- * Watch the request slots for a short while (gpuidx.service_spin) before
- * sleeping: true as soon as one is submitted.  A backend's next batch often
- * follows within microseconds, sooner than a latch wakeup.
+ * How long the idle main thread (no query in the pool) polls the request
+ * slots before sleeping: gpuidx.service_spin, or, for gpuidx.service_gpu_spin
+ * after the last GPU answer, until that has passed.  One client's next batch
+ * comes when its backend has done its part of the last one (heap, counting:
+ * about 1.5 ms for 10^4 probes and their rows on the H100 host), after
+ * service_spin is over; a poll still awake then saves the service's latch
+ * wakeup on every batch.  Only after GPU answers: the service's core is
+ * then not one that a CPU engine query needs (a poll by the service beside
+ * CPU engine queries made a 2-core host slower).
+ */
+static double
+idle_poll_ms(void)
+{
+	double		ms = gpuidx_service_spin_ms;
+
+	if (gpu_dispatched)
+	{
+		/* the pool is idle: its GPU queries have been answered */
+		gpu_dispatched = false;
+		gpu_answered = true;
+		INSTR_TIME_SET_CURRENT(gpu_answered_at);
+	}
+	if (gpu_answered)
+	{
+		double		left = gpuidx_service_gpu_spin_ms - ms_since(gpu_answered_at);
+
+		if (left > ms)
+			ms = left;
+		if (left <= 0)
+			gpu_answered = false;
+	}
+	return ms;
+}
+
+/*
+ * Watch the request slots for up to poll_ms before sleeping: true as soon as
+ * one is submitted (or an interrupt or a reload is pending, which the main
+ * loop takes).  A backend's next batch often follows within microseconds,
+ * sooner than a latch wakeup.
  */
 static bool
-poll_for_requests(void)
+poll_for_requests(double poll_ms)
 {
 	GpuidxServiceShared *s = gpuidx_service_shared;
 	instr_time	start;
 
-	if (gpuidx_service_spin_ms <= 0)
+	if (poll_ms <= 0)
 		return false;
 	INSTR_TIME_SET_CURRENT(start);
 	do
@@ -996,8 +1088,10 @@ poll_for_requests(void)
 		for (i = 0; i < s->max_requests; i++)
 			if (pg_atomic_read_u32(&gpuidx_service_request(i)->state) == GPUIDX_REQ_SUBMITTED)
 				return true;
+		if (InterruptPending || ConfigReloadPending)
+			return true;
 		pg_spin_delay();
-	} while (ms_since(start) < gpuidx_service_spin_ms);
+	} while (ms_since(start) < poll_ms);
 	return false;
 }
 
@@ -1090,9 +1184,10 @@ gpuidx_service_main(Datum arg)
 
 		/*
 		 * A backend that sends its next batch at once finds us awake (not
-		 * while query threads work: they may need this core).
+		 * while query threads work: they may need this core), and for a
+		 * while longer after GPU answers (idle_poll_ms).
 		 */
-		if (!deferred && service_pool_idle() && poll_for_requests())
+		if (!deferred && service_pool_idle() && poll_for_requests(idle_poll_ms()))
 			continue;
 
 		/*

@@ -170,6 +170,7 @@ extern int	gpuidx_service_workers;
 extern int	gpuidx_service_memory_limit_mb;
 extern int	gpuidx_service_test_delay_ms;
 extern double gpuidx_service_spin_ms;
+extern double gpuidx_service_gpu_spin_ms;
 
 /* ---------- service.c ---------- */
 extern void gpuidx_service_register(void);

@@ -89,18 +89,66 @@ wait_slot_free(GpuidxServiceRequest *req)
 }
 
 /*
- * Poll for the answer for a short while before sleeping on the latch: a
+ * What the GPU engine took per probe on the last batch the service answered
+ * on it for one image (the one this backend used last): a backend polls for
+ * about that long on its next batch of that image (answer_spin_ms).
+ */
+static uint64 gpu_pace_image_id = 0;
+static double gpu_pace_ms_per_probe = 0;
+
+/*
+ * Longest, in milliseconds, a backend polls for a batch of n probes on img
+ * with engine: gpuidx.service_spin, or, when the service answered this
+ * image's last batch on the GPU and the GPU is asked for again, up to 1.5
+ * times the engine time that answer suggests plus 0.1 ms for the way there
+ * and back, at most gpuidx.service_gpu_spin.  Spinning longer is only safe
+ * for the GPU: the service's thread then waits for the device, so this
+ * backend's core is not one that an engine query needs (on the CPU engine
+ * the query threads do; a long poll there made a 2-core host slower).
+ */
+static double
+answer_spin_ms(const GpuidxImageData *img, GiEngineKind engine, int64 n)
+{
+	double		ms = gpuidx_service_spin_ms;
+
+	if (engine == GI_ENGINE_GPU && gpuidx_service_gpu_spin_ms > 0 &&
+		gpu_pace_image_id == img->shared_id && gpu_pace_ms_per_probe > 0)
+	{
+		double		expect = 1.5 * gpu_pace_ms_per_probe * (double) n + 0.1;
+
+		ms = Max(ms, Min(expect, gpuidx_service_gpu_spin_ms));
+	}
+	return ms;
+}
+
+/* Note how fast the engine answered a batch of n probes on img. */
+static void
+note_answer_pace(const GpuidxImageData *img, GiEngineKind engine_used,
+				 double engine_ms, int64 n)
+{
+	if (engine_used == GI_ENGINE_GPU && n > 0)
+	{
+		gpu_pace_image_id = img->shared_id;
+		gpu_pace_ms_per_probe = engine_ms / (double) n;
+	}
+	else if (gpu_pace_image_id == img->shared_id)
+		gpu_pace_image_id = 0;	/* the CPU answered it: no long poll */
+}
+
+/*
+ * Poll for the answer for up to spin_ms before sleeping on the latch: a
  * small batch comes back in tens of microseconds, less than the two process
- * wakeups a latch round trip costs.  True if it came.
+ * wakeups a latch round trip costs.  True if it came.  A pending interrupt
+ * ends the poll (the latch loop after it takes the interrupt).
  */
 static bool
-spin_for_answer(GpuidxServiceRequest *req)
+spin_for_answer(GpuidxServiceRequest *req, double spin_ms)
 {
 	instr_time	start,
 				now;
 	int			i;
 
-	if (gpuidx_service_spin_ms <= 0)
+	if (spin_ms <= 0)
 		return false;
 	INSTR_TIME_SET_CURRENT(start);
 	for (i = 1;; i++)
@@ -110,9 +158,11 @@ spin_for_answer(GpuidxServiceRequest *req)
 		pg_spin_delay();
 		if (i % 64 == 0)
 		{
+			if (InterruptPending)
+				return false;
 			INSTR_TIME_SET_CURRENT(now);
 			INSTR_TIME_SUBTRACT(now, start);
-			if (INSTR_TIME_GET_MILLISEC(now) >= gpuidx_service_spin_ms)
+			if (INSTR_TIME_GET_MILLISEC(now) >= spin_ms)
 				return false;
 		}
 	}
@@ -123,13 +173,13 @@ spin_for_answer(GpuidxServiceRequest *req)
  * giving one.  An interrupt abandons the request and propagates.
  */
 static bool
-wait_answer(GpuidxServiceRequest *req, uint32 starts)
+wait_answer(GpuidxServiceRequest *req, uint32 starts, double spin_ms)
 {
 	bool		answered = false;
 
 	PG_TRY();
 	{
-		answered = spin_for_answer(req);
+		answered = spin_for_answer(req, spin_ms);
 		for (; !answered;)
 		{
 			if (pg_atomic_read_u32(&req->state) == GPUIDX_REQ_DONE)
@@ -179,12 +229,12 @@ raise_request_error(GpuidxServiceRequest *req)
 }
 
 /*
- * Hand the filled-in request to the service and wait for its answer;
- * false when the service cannot answer (gone, or the image went away).
- * An engine error is raised.
+ * Hand the filled-in request to the service and wait for its answer,
+ * polling for up to spin_ms first; false when the service cannot answer
+ * (gone, or the image went away).  An engine error is raised.
  */
 static bool
-submit_and_wait(GpuidxServiceRequest *req, uint32 starts)
+submit_and_wait(GpuidxServiceRequest *req, uint32 starts, double spin_ms)
 {
 	bool		answered;
 
@@ -193,7 +243,7 @@ submit_and_wait(GpuidxServiceRequest *req, uint32 starts)
 	if (gpuidx_service_shared->service_latch)
 		SetLatch(gpuidx_service_shared->service_latch);
 	pgstat_report_wait_start(PG_WAIT_EXTENSION);
-	answered = wait_answer(req, starts);
+	answered = wait_answer(req, starts, spin_ms);
 	pgstat_report_wait_end();
 	if (!answered)
 		return false;
@@ -228,11 +278,12 @@ query_chunk(GpuidxServiceRequest *req, GpuidxImageData *img, GiEngineKind engine
 	req->nprobes = n;
 	req->transfer = dsm_segment_handle(transfer_seg);
 	req->transfer_bytes = (Size) n * 32;
-	if (!submit_and_wait(req, starts))
+	if (!submit_and_wait(req, starts, answer_spin_ms(img, engine, n)))
 		return false;
 	memcpy(first, buf + 2 * n * 8, sizeof(uint64) * n);
 	memcpy(last, buf + 3 * n * 8, sizeof(uint64) * n);
 	img->engine = (GiEngineKind) req->engine_used;
+	note_answer_pace(img, img->engine, req->engine_ms, n);
 	return true;
 }
 
@@ -306,7 +357,7 @@ gpuidx_service_image_info(GpuidxImageData *img, GiEngineKind engine,
 	req->nprobes = 0;
 	req->transfer = dsm_segment_handle(transfer_seg);
 	req->transfer_bytes = sizeof(GiImageInfo);
-	if (!submit_and_wait(req, starts))
+	if (!submit_and_wait(req, starts, gpuidx_service_spin_ms))
 		return false;
 	memcpy(info, buf, sizeof(GiImageInfo));
 	img->engine = (GiEngineKind) req->engine_used;
