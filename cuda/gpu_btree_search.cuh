@@ -59,7 +59,7 @@ template <class K> struct TreeDev
 	uint32_t	seg_shift;
 	/*
 	 * Top search (TOP descents): levels 0 .. top_levels - 1 (global nodes 0
-	 * .. top_nodes - 1) staged in the block's shared memory; node g's
+	 * .. Geo.off[top_levels] - 1) staged in the block's shared memory; node g's
 	 * 16-byte chunk c at top_lines[TOP_CHUNKS * g + (c ^ (g % TOP_CHUNKS))]
 	 * (swizzled, so that the lanes of a warp reading different nodes spread
 	 * over the banks), its child prefix sum at top_prefix[g].
@@ -237,9 +237,9 @@ track_shared(uint32_t node, int l, Start *shared)
  * only keeps the position inside the node.  Child indexes come from the
  * prefix-sum array.  TRACK (two groups of 16 lanes descending in lockstep)
  * records in *shared the deepest node both groups pass: every descent whose
- * target lies between the two groups' targets passes it too.  TOP reads the
- * levels above T.top_levels from the block's shared memory (the top
- * search) and only the rest from global memory.
+ * target lies between the two groups' targets passes it too.  TOP (descents
+ * from the root) reads levels 0 .. T.top_levels - 1 from the block's shared
+ * memory (the top search) and only the rest from global memory.
  */
 template <class K, int G, bool LE, bool DYN, bool TRACK = false, bool TOP = false>
 __device__ __forceinline__ void
