@@ -58,11 +58,11 @@ template <class K> struct TreeDev
 	const uint64_t *dir_base;	/* leaf ordinal -> rank base; [nleaves] = n */
 	uint32_t	seg_shift;
 	/*
-	 * Top search (TOP descents): levels 0 .. top_levels - 1 (global nodes 0
-	 * .. Geo.off[top_levels] - 1) staged in the block's shared memory; node g's
-	 * 16-byte chunk c at top_lines[TOP_CHUNKS * g + (c ^ (g % TOP_CHUNKS))]
-	 * (swizzled, so that the lanes of a warp reading different nodes spread
-	 * over the banks), its child prefix sum at top_prefix[g].
+	 * Top search (TOP descents): levels 0 .. top_levels - 1 (global nodes
+	 * 0 .. Geo.off[top_levels] - 1) staged in the block's shared memory;
+	 * node g's 16-byte chunk c at top_lines[TOP_CHUNKS * g + (c ^ (g %
+	 * TOP_CHUNKS))] (swizzled, so that the lanes of a warp reading different
+	 * nodes spread over the banks), its child prefix sum at top_prefix[g].
 	 */
 	const uint4 *top_lines;
 	const uint32_t *top_prefix;
