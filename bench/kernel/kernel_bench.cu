@@ -435,7 +435,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 					unsigned long long pbad = 0;
 					GiGpuPolicy old;
 					size_t		top_bytes = 0;
-					int			top_levels;
+					int			top_levels = 0;
 
 					gi_gpu_dev_get_policy(&old);
 					for (int v = 0; v < 4; v++)
