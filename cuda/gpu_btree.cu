@@ -52,11 +52,9 @@
  * (GI_GPU_RUN_SEARCH=auto|on): on the H100 (2026-11-25, bench/kernel
  * --paths) taking it for every sorted tile was slower than the tiled search
  * without it on 60 of 192 rows (dense and lognormal batches) and faster on
- * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).  smem_top
- * -1: the top search (cuda/gpu_btree_top.cu) stays opt-in
- * (GI_GPU_SMEM_TOP=auto|on) until bench/kernel --paths has measured it.
+ * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).
  */
-static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0, -1, -1, 0, 0};
+static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0, -1};
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -627,9 +625,6 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 	T.dir_node = NULL;
 	T.dir_base = NULL;
 	T.seg_shift = 0;
-	T.top_lines = NULL;			/* (the top search's blocks set their own) */
-	T.top_prefix = NULL;
-	T.top_levels = 0;
 	if (img->ins)
 	{							/* insertable form: leaves via the directory */
 		T.segs = (K *const *) img->ins->d_kseg;
@@ -670,49 +665,17 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 		CK(cudaStreamSynchronize(st));
 		do_sort = h != 0;
 	}
-	/*
-	 * The top search (groups of 2..8, batches not sorted here): always
-	 * (smem_top 1, with every level that fits), or on auto in place of the
-	 * per-probe kernel when a level is worth staging (top > 0).
-	 */
-	int			smem = gi_setting_gpu_smem_top(g_policy.smem_top);
-	int			top = 0;
-
-	if (!do_sort && smem >= 0 && g_policy.group <= 8)
-		top = gi_gpu_btree_top_levels(g, count, smem,
-									  gi_setting_gpu_smem_levels(g_policy.smem_levels),
-									  g_policy.smem_kb);
-	if (!do_sort && smem == 1 && g_policy.group <= 8)
-	{
-		if (img->ins)
-			CKS((gi_gpu_btree_top_search<K, true>(T, st, op, probes, hi, count, first, last,
-												  g_policy.group, top, g, NULL, err)));
-		else
-			CKS((gi_gpu_btree_top_search<K, false>(T, st, op, probes, hi, count, first, last,
-												   g_policy.group, top, g, NULL, err)));
-		CK(cudaStreamSynchronize(st));
-		*search_ms += gi_now_ms() - t0;
-		return GI_OK;
-	}
 	if (!do_sort && g_policy.tile >= 0 && g_policy.group <= 8)
 	{							/* probe order found on the device: a sample of
-								 * tiles picks the kernel (tile 0), or tiles;
-								 * with the top search on auto the sample
-								 * starts at smaller batches, and the top
-								 * search takes the batches it finds random */
-		bool		top_auto = smem == 0 && top > 0 && g_policy.tile == 0;
-		int		   *gate = g_policy.tile == 0 &&
-			(count >= GATE_MIN_PROBES || (top_auto && count >= TOP_GATE_MIN_PROBES)) ? s->flag : NULL;
+								 * tiles picks the kernel (tile 0), or tiles */
+		int		   *gate = g_policy.tile == 0 && count >= GATE_MIN_PROBES ? s->flag : NULL;
 		int			run = gi_setting_gpu_run_search(g_policy.run);
 
 		if (img->ins)
 		{
 			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
 												   g_policy.group, g_policy.window, run, gate, err)));
-			if (gate && top_auto)
-				CKS((gi_gpu_btree_top_search<K, true>(T, st, op, probes, hi, count, first, last,
-													  g_policy.group, top, g, gate, err)));
-			else if (gate)
+			if (gate)
 				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
 													 first, last, g_policy.group, gate, err)));
 		}
@@ -720,10 +683,7 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 		{
 			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
 													g_policy.group, g_policy.window, run, gate, err)));
-			if (gate && top_auto)
-				CKS((gi_gpu_btree_top_search<K, false>(T, st, op, probes, hi, count, first, last,
-													   g_policy.group, top, g, gate, err)));
-			else if (gate)
+			if (gate)
 				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
 													  first, last, g_policy.group, gate, err)));
 		}
@@ -732,14 +692,8 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 		return GI_OK;
 	}
 	if (!do_sort)
-	{							/* per probe: on auto the top search in its place */
-		if (smem == 0 && top > 0 && img->ins)
-			CKS((gi_gpu_btree_top_search<K, true>(T, st, op, probes, hi, count, first, last,
-												  g_policy.group, top, g, NULL, err)));
-		else if (smem == 0 && top > 0)
-			CKS((gi_gpu_btree_top_search<K, false>(T, st, op, probes, hi, count, first, last,
-												   g_policy.group, top, g, NULL, err)));
-		else if (img->ins)
+	{
+		if (img->ins)
 			CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
 												 first, last, g_policy.group, NULL, err)));
 		else
@@ -972,27 +926,6 @@ gi_gpu_dev_set_policy(const GiGpuPolicy *p)
 	if (g_policy.group != 2 && g_policy.group != 4 && g_policy.group != 8 &&
 		g_policy.group != 16 && g_policy.group != 32)
 		g_policy.group = 2;
-	if (g_policy.smem_top < -1 || g_policy.smem_top > 1)
-		g_policy.smem_top = -1;
-	g_policy.smem_levels = std::max(g_policy.smem_levels, 0);
-	g_policy.smem_kb = std::max(g_policy.smem_kb, 0);
-}
-
-/* The top search's plan for a batch (gpu_engine.cuh). */
-int
-gi_gpu_dev_top_plan(const GiImage *image, size_t nprobes, size_t *smem_bytes)
-{
-	const GpuImage *img = (const GpuImage *) image;
-	int			mode = gi_setting_gpu_smem_top(g_policy.smem_top);
-	int			levels = 0;
-
-	if (image->engine == GI_ENGINE_GPU && image->structure == GI_STRUCT_BTREE && image->n > 0)
-		levels = gi_gpu_btree_top_levels(&img->geo, nprobes, mode < 0 ? 1 : mode,
-										 gi_setting_gpu_smem_levels(g_policy.smem_levels),
-										 g_policy.smem_kb);
-	if (smem_bytes)
-		*smem_bytes = levels ? (size_t) img->geo.off[levels] * (NODE_BYTES + sizeof(uint32_t)) : 0;
-	return levels;
 }
 
 /* Build from device-resident keys (and payloads), sorting them if asked. */

@@ -1,12 +1,10 @@
 /*
  * gpu_btree_search.cuh - the device half of the GPU B+ tree search, shared by
- * the per-probe search (cuda/gpu_btree.cu), the tiled search of probe runs
- * (cuda/gpu_btree_tile.cu) and the top search (cuda/gpu_btree_top.cu): what
- * a kernel knows of a tree (TreeDev), node loads, the warp-group rank
- * (ballot + __ffs + one min.u32, WCWS), the descent (from the root or from a
- * subtree a tile shares; the upper levels from shared memory where a block
- * staged them), and the answer of one probe for every operation.  Internal
- * to the GPU engine.
+ * the per-probe search (cuda/gpu_btree.cu) and the tiled search of probe
+ * runs (cuda/gpu_btree_tile.cu): what a kernel knows of a tree (TreeDev),
+ * node loads, the warp-group rank (ballot + __ffs + one min.u32, WCWS), the
+ * descent (from the root or from a subtree a tile shares), and the answer of
+ * one probe for every operation.  Internal to the GPU engine.
  */
 #ifndef GPUIDX_GPU_BTREE_SEARCH_CUH
 #define GPUIDX_GPU_BTREE_SEARCH_CUH
@@ -19,10 +17,6 @@
 #define GATE_MIN_PROBES	(1u << 22)	/* smaller batches take the tiled search
 										 * without the sample (its fixed cost
 										 * outweighs the gain) */
-#define TOP_GATE_MIN_PROBES (1u << 16)	/* with the top search on auto, batches
-										 * from here on are sampled (the top
-										 * search gains more than the per-probe
-										 * kernel) */
 
 /* ------------------------------------------------------------------------ */
 /* Device helpers                                                            */
@@ -57,19 +51,7 @@ template <class K> struct TreeDev
 	const uint32_t *dir_node;	/* leaf ordinal -> node id */
 	const uint64_t *dir_base;	/* leaf ordinal -> rank base; [nleaves] = n */
 	uint32_t	seg_shift;
-	/*
-	 * Top search (TOP descents): levels 0 .. top_levels - 1 (global nodes
-	 * 0 .. Geo.off[top_levels] - 1) staged in the block's shared memory;
-	 * node g's 16-byte chunk c at top_lines[TOP_CHUNKS * g + (c ^ (g %
-	 * TOP_CHUNKS))] (swizzled, so that the lanes of a warp reading different
-	 * nodes spread over the banks), its child prefix sum at top_prefix[g].
-	 */
-	const uint4 *top_lines;
-	const uint32_t *top_prefix;
-	int			top_levels;
 };
-
-#define TOP_CHUNKS		(NODE_BYTES / 16)	/* 16-byte chunks a node */
 
 /* Keys of leaf li of the insertable form: its node in its segment. */
 template <class K>
@@ -134,30 +116,6 @@ load_slot(const K *p, K (&v)[KPT])
 		uint32_t	x = __ldg(reinterpret_cast<const uint32_t *>(p));
 
 		memcpy(v, &x, 4);
-	}
-}
-
-/*
- * Load this lane's KPT keys (lane r of its group) of staged node `node`
- * from the top levels in shared memory: chunks r * CH .. r * CH + CH - 1,
- * each at its swizzled place (TreeDev.top_lines).  Groups of 2..8 lanes
- * (at least 16 bytes a lane).
- */
-template <class K, int KPT>
-__device__ __forceinline__ void
-load_top_slot(const uint4 *lines, uint32_t node, uint32_t r, K (&v)[KPT])
-{
-	constexpr int CH = (int) (KPT * sizeof(K) / 16);
-	const uint4 *line = lines + (size_t) node * TOP_CHUNKS;
-	uint32_t	sw = node % TOP_CHUNKS;
-
-	static_assert(KPT * sizeof(K) % 16 == 0 && CH >= 1, "top search: groups of 2..8 lanes");
-#pragma unroll
-	for (int c = 0; c < CH; c++)
-	{
-		uint4		x = line[(r * CH + c) ^ sw];
-
-		memcpy(&v[c * (16 / sizeof(K))], &x, 16);
 	}
 }
 
@@ -237,11 +195,9 @@ track_shared(uint32_t node, int l, Start *shared)
  * only keeps the position inside the node.  Child indexes come from the
  * prefix-sum array.  TRACK (two groups of 16 lanes descending in lockstep)
  * records in *shared the deepest node both groups pass: every descent whose
- * target lies between the two groups' targets passes it too.  TOP (descents
- * from the root) reads levels 0 .. T.top_levels - 1 from the block's shared
- * memory (the top search) and only the rest from global memory.
+ * target lies between the two groups' targets passes it too.
  */
-template <class K, int G, bool LE, bool DYN, bool TRACK = false, bool TOP = false>
+template <class K, int G, bool LE, bool DYN, bool TRACK = false>
 __device__ __forceinline__ void
 descend(const TreeDev<K> &T, K t, const Group &g,
 		LeafView<K, NODE_BYTES / sizeof(K) / G> &L, Start S = Start{0, 0},
@@ -251,21 +207,8 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 	constexpr int KPT = M / G;
 	const K    *lane_nodes = T.nodes + g.r * KPT;
 	uint32_t	node = S.node;
-	int			l = S.level;
 
-	static_assert(!(TRACK && TOP), "the top search does not track shared nodes");
-	if constexpr (TOP)
-		for (; l < T.top_levels; l++)
-		{
-			K			v[KPT];
-
-			load_top_slot<K, KPT>(T.top_lines, node, g.r, v);
-			uint32_t	c0 = T.top_prefix[node];
-			uint32_t	pos = group_rank<K, G, KPT, LE>(v, t, g);
-
-			node = c0 + umin32(pos, M - 1);
-		}
-	for (; l < T.nint; l++)
+	for (int l = S.level; l < T.nint; l++)
 	{
 		K			v[KPT];
 
@@ -320,10 +263,9 @@ leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
  * Answer one probe of op: [*f, *l) in the sorted entry order.  The descents
  * for the probe's own keys start at S (a node all of them pass, the root by
  * default); those for a neighbouring key (the run of a successor or
- * predecessor) start at the root.  TOP: every descent reads the staged top
- * levels from shared memory (descend).
+ * predecessor) start at the root.
  */
-template <class K, int G, bool DYN, bool TOP = false>
+template <class K, int G, bool DYN>
 __device__ __forceinline__ void
 answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 	   uint64_t &f, uint64_t &l, Start S = Start{0, 0})
@@ -346,7 +288,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 
 		if (t > kmax)			/* nothing >= p */
 			return;
-		descend<K, G, false, DYN, false, TOP>(T, t, g, L, S);
+		descend<K, G, false, DYN>(T, t, g, L, S);
 		uint32_t	clt = leaf_rank<K, G, KPT, false>(L, t, g);
 		K			k = t;
 
@@ -361,7 +303,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			l = T.n;
 		else
 		{						/* the run goes on past this leaf */
-			descend<K, G, true, DYN, false, TOP>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0});
+			descend<K, G, true, DYN>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0});
 			l = L.s + leaf_rank<K, G, KPT, true>(L, k, g);
 		}
 	}
@@ -379,7 +321,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 		}
 		else
 		{
-			descend<K, G, true, DYN, false, TOP>(T, t, g, L, S);
+			descend<K, G, true, DYN>(T, t, g, L, S);
 			uint32_t	cle = leaf_rank<K, G, KPT, true>(L, t, g);
 
 			l = L.s + cle;
@@ -397,7 +339,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			}
 		}
 		/* the run starts before this leaf */
-		descend<K, G, false, DYN, false, TOP>(T, k, g, L);
+		descend<K, G, false, DYN>(T, k, g, L);
 		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
 	}
 	else
@@ -413,7 +355,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			lb = T.n;
 		else
 		{
-			descend<K, G, false, DYN, false, TOP>(T, (K) p, g, L, S);
+			descend<K, G, false, DYN>(T, (K) p, g, L, S);
 			lb = L.s + leaf_rank<K, G, KPT, false>(L, (K) p, g);
 		}
 		if (ph < KMIN)
@@ -422,7 +364,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			ub = T.n;
 		else
 		{
-			descend<K, G, true, DYN, false, TOP>(T, (K) ph, g, L, S);
+			descend<K, G, true, DYN>(T, (K) ph, g, L, S);
 			ub = L.s + leaf_rank<K, G, KPT, true>(L, (K) ph, g);
 		}
 		f = lb;
@@ -467,28 +409,5 @@ GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									 const int64_t *probes, const int64_t *hi, uint64_t count,
 									 uint64_t *first, uint64_t *last, int group, int window,
 									 int run, int *gate, GiError *err);
-
-/*
- * The top search (cuda/gpu_btree_top.cu).  gi_gpu_btree_top_levels: how
- * many of the tree's upper levels (geometry g) the top search
- * stages for a batch of count probes: as many as fit the shared memory
- * budget (smem_kb KiB a block, 0: the device's opt-in maximum) and the cap
- * max_levels (0: none); with mode 0 (auto) only levels whose nodes number
- * at most half the probes a block answers (staging costs a block one read
- * of each node, and saves each probe one).  gi_gpu_btree_top_search:
- * answer count probes (hi: range ends) into first / last on stream st with
- * persistent blocks that each stage the top `levels` levels once, then
- * answer probes in groups of `group` lanes (2, 4 or 8; others take 2),
- * reading the levels below and the leaf from global memory.  gate (a
- * device int; NULL: always): run only when *gate is 0 (the tiled search's
- * sample found the batch random).
- */
-int			gi_gpu_btree_top_levels(const Geo *g, uint64_t count, int mode, int max_levels,
-									int smem_kb);
-template <class K, bool DYN>
-GiStatus	gi_gpu_btree_top_search(const TreeDev<K> &T, cudaStream_t st, int op,
-									const int64_t *probes, const int64_t *hi, uint64_t count,
-									uint64_t *first, uint64_t *last, int group, int levels,
-									const Geo *g, const int *gate, GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */

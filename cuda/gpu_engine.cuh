@@ -40,32 +40,11 @@ typedef struct GiGpuPolicy
 								 * tile, -1 never (the default, as measured);
 								 * GI_GPU_RUN_SEARCH overrides it
 								 * (engine_util.h) */
-	int			smem_top;		/* the top search (cuda/gpu_btree_top.cu:
-								 * persistent blocks keep the tree's upper
-								 * levels in shared memory), for batches the
-								 * engine does not sort, groups of 2..8: -1
-								 * never (the default until measured), 0
-								 * auto (where the per-probe kernel would
-								 * run, the batch sampled from 2^16 probes
-								 * on, when a level is worth staging), 1
-								 * always; GI_GPU_SMEM_TOP overrides it */
-	int			smem_levels;	/* the most levels it stages; 0 = as many as
-								 * fit (GI_GPU_SMEM_LEVELS overrides it) */
-	int			smem_kb;		/* its shared memory budget a block in KiB; 0
-								 * = what the device lets a block opt in to */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */
 void		gi_gpu_dev_get_policy(GiGpuPolicy *p);
 void		gi_gpu_dev_set_policy(const GiGpuPolicy *p);
-
-/*
- * The levels the top search would stage for a batch of nprobes probes on a
- * B+ tree image under the policy in force (smem_top -1 read as 1, always),
- * and the shared memory a block then holds (*smem_bytes, when not NULL);
- * 0 for other images.  For benchmarks.
- */
-int			gi_gpu_dev_top_plan(const GiImage *image, size_t nprobes, size_t *smem_bytes);
 
 /*
  * Build an image from n keys already on the device.  d_keys holds int32 when

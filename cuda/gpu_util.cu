@@ -64,7 +64,6 @@ typedef struct DevState
 	int			sms;
 	int			cc_major;
 	size_t		l2_bytes;
-	size_t		smem_optin;		/* shared memory a block may opt in to */
 	size_t		total_mem;
 	char		name[64];
 	char		why[256];
@@ -128,7 +127,6 @@ dev_probe(void)
 	g_dev.sms = prop.multiProcessorCount;
 	g_dev.cc_major = prop.major;
 	g_dev.l2_bytes = prop.l2CacheSize;
-	g_dev.smem_optin = prop.sharedMemPerBlockOptin;
 	g_dev.total_mem = prop.totalGlobalMem;
 	snprintf(g_dev.name, sizeof(g_dev.name), "%.*s", (int) sizeof(g_dev.name) - 1, prop.name);
 	g_dev.ok = true;
@@ -210,13 +208,6 @@ size_t
 gi_gpu_l2_bytes(void)
 {
 	return g_dev.l2_bytes;
-}
-
-/* Shared memory bytes a block may opt in to (after a successful probe). */
-size_t
-gi_gpu_smem_optin_bytes(void)
-{
-	return g_dev.smem_optin;
 }
 
 /* Grid size for a grid-stride elementwise kernel over n items. */

@@ -76,10 +76,6 @@ const char *gi_gpu_device_name(void);
 int			gi_gpu_sm_count(void);
 size_t		gi_gpu_l2_bytes(void);
 
-/* Dynamic shared memory a block may opt in to (cudaFuncSetAttribute), in
- * bytes (after a successful probe). */
-size_t		gi_gpu_smem_optin_bytes(void);
-
 /* Grid for a grid-stride elementwise kernel over n items (at most 32 blocks
  * a multiprocessor). */
 unsigned	gi_gpu_grid(uint64_t n, unsigned block);

@@ -116,32 +116,6 @@ gi_setting_gpu_run_search(int dflt)
 	return dflt;
 }
 
-/* GI_GPU_SMEM_TOP as -1 / 0 / 1, or dflt (engine_util.h). */
-int
-gi_setting_gpu_smem_top(int dflt)
-{
-	const char *s = getenv("GI_GPU_SMEM_TOP");
-
-	if (s == NULL || *s == '\0')
-		return dflt;
-	if (strcmp(s, "off") == 0 || strcmp(s, "-1") == 0)
-		return -1;
-	if (strcmp(s, "auto") == 0 || strcmp(s, "0") == 0)
-		return 0;
-	if (strcmp(s, "on") == 0 || strcmp(s, "1") == 0)
-		return 1;
-	return dflt;
-}
-
-/* GI_GPU_SMEM_LEVELS, or dflt (engine_util.h). */
-int
-gi_setting_gpu_smem_levels(int dflt)
-{
-	long long	v = env_count("GI_GPU_SMEM_LEVELS", dflt < 0 ? 0 : dflt);
-
-	return v > 64 ? 64 : (int) v;
-}
-
 /* Engine name for messages and gpuidx_info. */
 const char *
 gi_engine_name(GiEngineKind engine)

@@ -52,20 +52,10 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *                    search (cuda/gpu_btree_tile.cu): "off" (-1) none,
  *                    "auto" (0) those whose probes are in order, "on" (1)
  *                    every narrow tile; dflt when unset or unknown
- *   GI_GPU_SMEM_TOP  when a GPU B+ tree batch takes the top search, whose
- *                    blocks keep the tree's upper levels in shared memory
- *                    (cuda/gpu_btree_top.cu): "off" (-1) never, "auto" (0)
- *                    random batches where staging pays, "on" (1) every
- *                    batch the engine does not sort; dflt when unset or
- *                    unknown
- *   GI_GPU_SMEM_LEVELS  the most levels the top search stages (0: as many
- *                    as fit); dflt when unset or not a non-negative number
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
 int			gi_setting_gpu_run_search(int dflt);
-int			gi_setting_gpu_smem_top(int dflt);
-int			gi_setting_gpu_smem_levels(int dflt);
 
 #ifdef __cplusplus
 }

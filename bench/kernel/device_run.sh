@@ -10,13 +10,7 @@ step() { echo "=== $* ($(date +%T))"; }
 # Prebuilt objects may come carried too (cuda/*.o newer than their sources are kept).
 # UNIT_TREE: a consistent snapshot of the repo to build the unit test in (the
 # shared working tree may hold others' half-written files); default: here.
-# UNIT_PARTS: only these parts of the unit test, in both runs (GI_UNIT_PARTS:
-# engine space insert agg threads sorted top); SANITIZER_UNIT_MAX: the
-# sanitizer run's GI_UNIT_MAX (20000); SKIP_CHECK=1 skips gpu_check;
-# SANITIZER_STEPS: which memcheck runs ("unit check bench").
 UT=${UNIT_TREE:-.}
-[ -n "$UNIT_PARTS" ] && export GI_UNIT_PARTS="$UNIT_PARTS"
-SAN_STEPS=" ${SANITIZER_STEPS:-unit check bench} "
 {
 step gpu; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
 step unpack; tar -xJf .gpu/pg.tar.xz -C /opt && source /opt/pgbundle/env.sh
@@ -28,15 +22,15 @@ if [ ! -x bench/kernel/kernel_bench ] || [ ! -x bench/kernel/gpu_check ]; then
 else echo "bench binaries carried" > "$OUT/build_bench.log"; fi
 wait
 tail -n 3 "$OUT/build_unit.log" "$OUT/build_bench.log"
-[ -n "$SKIP_CHECK" ] || { step gpu_check; timeout 100 bench/kernel/gpu_check ${CHECK_N:-1000000} 2>&1 | tail -25; echo "gpu_check rc=${PIPESTATUS[0]}"; }
+step gpu_check; timeout 100 bench/kernel/gpu_check ${CHECK_N:-1000000} 2>&1 | tail -25; echo "gpu_check rc=${PIPESTATUS[0]}"
 step unittest; timeout 90 $UT/test/unit/test_engine 2>&1 | tail -8; echo "unittest rc=${PIPESTATUS[0]}"
 } 2>&1 | tee "$OUT/check.log"
 step bench; timeout ${BENCH_TIMEOUT:-200} bench/kernel/kernel_bench "$@" > "$OUT/bench.md" 2> "$OUT/bench_progress.log"; echo "bench rc=$?"
 [ -n "$SKIP_SANITIZER" ] || {
 step sanitizer
-[[ "$SAN_STEPS" == *" unit "* ]] && { GI_UNIT_MAX=${SANITIZER_UNIT_MAX:-20000} timeout 100 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 $UT/test/unit/test_engine 2>&1 | tail -6; echo "memcheck unittest rc=${PIPESTATUS[0]}"; }
-[[ "$SAN_STEPS" == *" check "* ]] && { timeout 120 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bench/kernel/gpu_check 260 88172645463325252 quick 2>&1 | tail -4; echo "memcheck gpu_check rc=${PIPESTATUS[0]}"; }
-[[ "$SAN_STEPS" == *" bench "* ]] && { timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 bench/kernel/kernel_bench --small 2>&1 | tail -4; echo "memcheck bench rc=${PIPESTATUS[0]}"; }
+GI_UNIT_MAX=20000 timeout 100 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 $UT/test/unit/test_engine 2>&1 | tail -6; echo "memcheck unittest rc=${PIPESTATUS[0]}"
+timeout 120 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bench/kernel/gpu_check 260 88172645463325252 quick 2>&1 | tail -4; echo "memcheck gpu_check rc=${PIPESTATUS[0]}"
+timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 bench/kernel/kernel_bench --small 2>&1 | tail -4; echo "memcheck bench rc=${PIPESTATUS[0]}"
 step done
 } 2>&1 | tee "$OUT/sanitizer.log"
 cat "$OUT/bench.md"

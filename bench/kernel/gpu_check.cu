@@ -2,8 +2,7 @@
  * gpu_check.cu - differential check of the GPU engine against brute force
  * and the CPU engine, covering what test/unit cannot reach from engine.h:
  * every query policy (sorted / unsorted probe batches, thread groups of 8,
- * 16 and 32, the tiled search with and without staged leaves, the top
- * search with its upper levels in shared memory) over random,
+ * 16 and 32, the tiled search with and without staged leaves) over random,
  * sorted and clustered probe orders, on the static and the insertable form,
  * the device-resident entry points, and the error paths.
  *
@@ -189,18 +188,11 @@ static void
 check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t> p,
 			 std::vector<int64_t> ph, const char *form, size_t n, int w, int shape)
 {
-	/* tiles: window none / 1 / 3 / 2 / 32 leaves; run search (sixth field)
-	 * for tiles in order (0), every narrow tile (1) or none (-1); then the
-	 * top search (smem_top 1: every level that fits, one, two, a 1 KiB
-	 * budget; groups 2, 4, 8), and on auto (smem_top 0) in place of the
-	 * per-probe kernel and beside the tiled search */
-	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0, -1, 0, 0}, {0, 0, 4, 1, 1, 0, -1, 0, 0},
-	{0, 0, 8, 1, 3, 0, -1, 0, 0}, {0, 0, 2, 1, 2, 0, -1, 0, 0}, {0, 0, 2, 1, 0, 0, -1, 0, 0},
-	{0, 0, 2, 1, 0, 1, -1, 0, 0}, {0, 0, 4, 1, 2, 1, -1, 0, 0}, {0, 0, 8, 1, 1, 1, -1, 0, 0},
-	{0, 0, 2, 1, 0, -1, -1, 0, 0},
-	{0, 0, 2, -1, 0, -1, 1, 0, 0}, {0, 0, 4, -1, 0, -1, 1, 1, 0}, {0, 0, 8, -1, 0, -1, 1, 2, 0},
-	{0, 0, 2, -1, 0, -1, 1, 0, 1}, {0, 0, 4, -1, 0, -1, 1, 0, 0}, {0, 0, 8, 0, 0, -1, 1, 0, 0},
-	{0, 0, 2, -1, 0, -1, 0, 0, 0}, {0, 0, 2, 0, 0, -1, 0, 0, 0}};
+	/* tiles: window none / 1 / 3 / 2 / 32 leaves; run search (last field)
+	 * for tiles in order (0), every narrow tile (1) or none (-1) */
+	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0}, {0, 0, 4, 1, 1, 0}, {0, 0, 8, 1, 3, 0},
+	{0, 0, 2, 1, 2, 0}, {0, 0, 2, 1, 0, 0}, {0, 0, 2, 1, 0, 1}, {0, 0, 4, 1, 2, 1},
+	{0, 0, 8, 1, 1, 1}, {0, 0, 2, 1, 0, -1}};
 	const int	ntiles = (int) (sizeof(tiles) / sizeof(tiles[0]));
 	size_t		q = p.size();
 	std::vector<uint64_t> rf(q), rl(q), f(q), l(q);
@@ -226,7 +218,7 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 		for (int op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
 		{
 			std::vector<GiGpuPolicy> pols(tiles, tiles + ntiles);
-			GiGpuPolicy ref = {0, 0, 2, -1, 0, -1, -1, 0, 0};
+			GiGpuPolicy ref = {0, 0, 2, -1, 0, -1};
 
 			snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d per-probe",
 					 form, op, n, w, shape, order);
@@ -236,7 +228,7 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 			for (int mode = 0; mode <= 1 && !quick; mode++)
 				for (int g = 2; g <= 32; g *= 2)
 					if (w != 8 || g != 32)
-						pols.push_back(GiGpuPolicy{mode, (int) (next_rand() % 3) * 6, g, 0, 0, 0, -1, 0, 0});
+						pols.push_back(GiGpuPolicy{mode, (int) (next_rand() % 3) * 6, g, 0, 0, 0});
 			for (const GiGpuPolicy &pol : pols)
 			{
 				size_t		bad = q;
@@ -245,9 +237,9 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				for (size_t i = 0; i < q && bad == q; i++)
 					if (f[i] != rf[i] || l[i] != rl[i])
 						bad = i;
-				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d smem_top=%d levels=%d kb=%d",
+				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d",
 						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
-						 pol.tile, pol.window, pol.run, pol.smem_top, pol.smem_levels, pol.smem_kb);
+						 pol.tile, pol.window, pol.run);
 				if (bad < q)
 					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
 						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],

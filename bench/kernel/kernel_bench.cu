@@ -9,15 +9,11 @@
  *
  * With --paths, every query row is also timed on each search path (the
  * tiled search without and with the run search forced, the per-probe
- * kernel, the top search) beside the binary search, in a table of its own,
- * and the top search's staged levels and group sizes are swept for random
- * point probes; --device-only leaves out the host-side parts (host builds,
- * end to end, CPU engine) at every size, as 10^9 keys always do.
- * --orders and --dists keep some probe orders (random, sorted, clustered)
- * and key distributions (uniform, lognormal), comma-separated.
+ * kernel) beside the binary search, in a table of its own; --device-only
+ * leaves out the host-side parts (host builds, end to end, CPU engine) at
+ * every size, as 10^9 keys always do.
  *
  *   kernel_bench [--small] [--max-n N] [--max-q Q] [--min-n N] [--paths] [--device-only]
- *                [--orders LIST] [--dists LIST]
  */
 #include "gpu_engine.cuh"
 #include "bench_util.cuh"
@@ -34,11 +30,9 @@
 #include <string>
 #include <vector>
 
-static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_paths, t_top;
+static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_paths;
 static bool g_paths;				/* --paths */
 static bool g_device_only;		/* --device-only */
-static int	g_orders = 7;		/* --orders: bit o keeps probe order o */
-static int	g_dists = 3;		/* --dists: bit d keeps distribution d */
 
 #define HUGE_N 1000000000ull	/* from here on: device-resident parts only */
 
@@ -390,9 +384,6 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 							ts,
 							tb;
 
-				if (!(g_orders >> order & 1))
-					continue;
-
 				for (int r = 0; r <= reps; r++)
 				{
 					double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
@@ -430,24 +421,19 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 				fprintf(stderr, "%s\n", t_query.back().c_str());
 				if (g_paths)
 				{				/* the same batch on each search path */
-					static const int pv[][3] = {{1, -1, -1}, {1, 1, -1}, {-1, -1, -1}, {-1, -1, 1}};	/* tile, run, smem_top */
-					double		pq[4];
+					static const int pv[][2] = {{1, -1}, {1, 1}, {-1, -1}};	/* tile, run */
+					double		pq[3];
 					unsigned long long pbad = 0;
 					GiGpuPolicy old;
-					size_t		top_bytes = 0;
-					int			top_levels = 0;
 
 					gi_gpu_dev_get_policy(&old);
-					for (int v = 0; v < 4; v++)
+					for (int v = 0; v < 3; v++)
 					{
 						GiGpuPolicy pol = old;
 						std::vector<double> tp;
 
 						pol.tile = pv[v][0];
 						pol.run = pv[v][1];
-						pol.smem_top = pv[v][2];
-						pol.smem_levels = 0;
-						pol.smem_kb = 0;
 						gi_gpu_dev_set_policy(&pol);
 						for (int r = 0; r <= reps; r++)
 						{
@@ -458,16 +444,13 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 						}
 						pq[v] = q / (median(tp) / 1e3);
 						pbad += mismatches(f1, l1, f2, l2, q);
-						if (v == 3)
-							top_levels = gi_gpu_dev_top_plan(img, q, &top_bytes);
 					}
 					gi_gpu_dev_set_policy(&old);
-					t_paths.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | **%.2fx** | %.2fx | %.2fx | %.2fx | **%.2fx** | %d of %d (%.1f KiB) | %.0f%% | %llu |",
+					t_paths.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | **%.2fx** | %.2fx | %.2fx | %.2fx | %.0f%% | %llu |",
 										  kname, (double) n, dist_name[dist], (double) q,
 										  op == GI_OP_POINT ? "point" : "pred", order_name[order],
 										  bq / 1e9, tq / 1e9, pq[0] / 1e9, pq[1] / 1e9, pq[2] / 1e9,
-										  pq[3] / 1e9, tq / bq, pq[0] / bq, pq[1] / bq, pq[2] / bq,
-										  pq[3] / bq, top_levels, info.levels - 1, top_bytes / 1024.0,
+										  tq / bq, pq[0] / bq, pq[1] / bq, pq[2] / bq,
 										  100.0 * bound_ms / (q / pq[1] * 1e3), pbad));
 					fprintf(stderr, "%s\n", t_paths.back().c_str());
 				}
@@ -483,13 +466,10 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 				for (int v = 0; v < 5; v++)
 				{				/* per-probe kernel, tiles (window cap 32, 8, none), group 4 */
 					/* (the tiled rows without the run search, as recorded before it) */
-					static const GiGpuPolicy tv[] = {{0, 0, 2, -1, 0, -1, -1, 0, 0}, {0, 0, 2, 1, 0, -1, -1, 0, 0},
-					{0, 0, 2, 1, 8, -1, -1, 0, 0}, {0, 0, 2, 1, -1, -1, -1, 0, 0}, {0, 0, 4, 1, 0, -1, -1, 0, 0}};
+					static const GiGpuPolicy tv[] = {{0, 0, 2, -1, 0, -1}, {0, 0, 2, 1, 0, -1}, {0, 0, 2, 1, 8, -1},
+					{0, 0, 2, 1, -1, -1}, {0, 0, 4, 1, 0, -1}};
 					const int64_t *probes = order == 0 ? pr : order == 1 ? ps : pc;
 					std::vector<double> tt;
-
-					if (!(g_orders >> order & 1))
-						continue;
 
 					gi_gpu_dev_set_policy(&tv[v]);
 					for (int r = 0; r <= reps; r++)
@@ -508,7 +488,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 			for (int bits = -1; bits <= 16; bits += (bits < 0 ? 1 : 8))
 				for (int g = 2; g <= 8; g *= 2)
 				{
-					GiGpuPolicy p = {bits < 0 ? 0 : 1, bits, g, -1, 0, 0, -1, 0, 0};
+					GiGpuPolicy p = {bits < 0 ? 0 : 1, bits, g, -1, 0, 0};
 					std::vector<double> tt;
 
 					if (bits == 0)
@@ -524,73 +504,6 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 					t_sweep.push_back(fmt("| %s | %.0e | %s | %d | %.3f | %.2f |", kname, (double) n, bits < 0 ? "no sort" : fmt("%d", bits).c_str(),
 										  g, median(tt), q / (median(tt) / 1e3) / 1e9));
 				}
-			gi_gpu_dev_set_policy(&old);
-		}
-
-		/*
-		 * The top search's staged levels and group sizes (--paths): random
-		 * point probes of the largest batch, each staged level count from
-		 * one to all that fit with groups of 2, all that fit with groups
-		 * of 4 and 8, against the per-probe kernel.
-		 */
-		if (g_paths && q == qmax && (g_orders & 1))
-		{
-			GiGpuPolicy old;
-			double		ref = 0;
-
-			gi_gpu_dev_get_policy(&old);
-			GiGpuPolicy pol = old;
-
-			pol.smem_top = 1;
-			pol.smem_levels = 0;
-			pol.smem_kb = 0;
-			gi_gpu_dev_set_policy(&pol);
-			int			most = gi_gpu_dev_top_plan(img, q, NULL);
-
-			for (int v = -1; v <= most + 2; v++)
-			{
-				std::vector<double> tt;
-				size_t		bytes = 0;
-				int			levels = 0;
-
-				pol = old;
-				pol.tile = -1;
-				pol.smem_top = v < 0 ? -1 : 1;	/* v = -1: the per-probe kernel */
-				pol.group = v > most ? (v == most + 1 ? 4 : 8) : 2;
-				pol.smem_levels = v > most ? 0 : v;
-				pol.smem_kb = 0;
-				if (v == 0 && most > 0)
-					continue;	/* (0 levels: only where none fit) */
-				gi_gpu_dev_set_policy(&pol);
-				if (v >= 0)
-					levels = gi_gpu_dev_top_plan(img, q, &bytes);
-				for (int r = 0; r <= reps; r++)
-				{
-					double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
-
-					if (r > 0)
-						tt.push_back(ms);
-				}
-				double		gq = q / (median(tt) / 1e3);
-				unsigned long long bad = 0;
-
-				if (v < 0)
-				{				/* the per-probe answers: the reference (into f2 / l2,
-								 * free after the query rows) */
-					ref = gq;
-					CUDA_OK(cudaMemcpy(f2, f1, q * 8, cudaMemcpyDeviceToDevice));
-					CUDA_OK(cudaMemcpy(l2, l1, q * 8, cudaMemcpyDeviceToDevice));
-				}
-				else
-					bad = mismatches(f1, l1, f2, l2, q);
-				t_top.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %d | %s | %s | %.3f | %.2f | %.2fx | %llu |",
-									kname, (double) n, dist_name[dist], (double) q,
-									v < 0 ? "per-probe" : "top", pol.group,
-									v < 0 ? "-" : fmt("%d of %d", levels, info.levels - 1).c_str(),
-									v < 0 ? "-" : fmt("%.1f", bytes / 1024.0).c_str(),
-									median(tt), gq / 1e9, gq / ref, bad));
-				fprintf(stderr, "%s\n", t_top.back().c_str());
-			}
 			gi_gpu_dev_set_policy(&old);
 		}
 
@@ -653,35 +566,6 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 	cudaFree(sp);
 }
 
-/* The bit mask of the names in a comma-separated list (exits on a bad one). */
-static int
-name_mask(const char *list, const char *const *names, int count)
-{
-	int			mask = 0;
-	std::string all(list);
-	size_t		at = 0;
-
-	while (at <= all.size())
-	{
-		size_t		end = all.find(',', at);
-		std::string one = all.substr(at, end == std::string::npos ? std::string::npos : end - at);
-		int			k;
-
-		for (k = 0; k < count && one != names[k]; k++)
-			;
-		if (k == count)
-		{
-			fprintf(stderr, "kernel_bench: unknown name %s\n", one.c_str());
-			exit(2);
-		}
-		mask |= 1 << k;
-		if (end == std::string::npos)
-			break;
-		at = end + 1;
-	}
-	return mask;
-}
-
 /* Parse options, run every configuration, print the tables. */
 int
 main(int argc, char **argv)
@@ -708,15 +592,6 @@ main(int argc, char **argv)
 			g_paths = true;
 		else if (!strcmp(argv[i], "--device-only"))
 			g_device_only = true;
-		else if (!strcmp(argv[i], "--orders") && i + 1 < argc)
-			g_orders = name_mask(argv[++i], order_name, 3);
-		else if (!strcmp(argv[i], "--dists") && i + 1 < argc)
-			g_dists = name_mask(argv[++i], dist_name, 2);
-		else
-		{
-			fprintf(stderr, "kernel_bench: unknown argument %s\n", argv[i]);
-			return 2;
-		}
 	}
 	if (!gi_gpu_available(why, sizeof(why)))
 	{
@@ -751,8 +626,6 @@ main(int argc, char **argv)
 		for (uint64_t n : ns)
 			for (int dist = 0; dist < 2; dist++)
 			{
-				if (!(g_dists >> dist & 1))
-					continue;
 				bool		sweep = (n == ns.back() || n == ns.back() / 10) && dist == 0;
 
 				if (kw == 4)
@@ -768,10 +641,8 @@ main(int argc, char **argv)
 	printf("\nBandwidth bound: probes (8 B) + answers (16 B) + the leaves touched (at most all, at most 128 B a probe) over the measured copy bandwidth; the column is bound time / tree time.\n");
 	if (g_paths)
 	{
-		printf("\n### Search paths per query row (Gq/s; default = the engine's choice; tiled = the tiled search without the run search; run = the run search for every narrow tile; per-probe = one descent a probe; top = the top search, every level that fits staged in shared memory, for the whole batch)\n\n");
-		print_table("| key | n | dist | probes | op | probe order | bsearch | default | tiled | run | per-probe | top | default/bsearch | tiled/bsearch | run/bsearch | per-probe/bsearch | top/bsearch | top: levels staged of internal (a block's shared memory) | run of bandwidth bound | mismatches (4 paths vs bsearch) |", t_paths);
-		printf("\n### Top search: staged levels and group sizes, random point probes (Gq/s; against the per-probe kernel, group 2)\n\n");
-		print_table("| key | n | dist | probes | kernel | group | levels staged of internal | KiB a block | ms | Gq/s | vs per-probe | mismatches vs per-probe |", t_top);
+		printf("\n### Search paths per query row (Gq/s; default = the engine's choice; tiled = the tiled search without the run search; run = the run search for every narrow tile; per-probe = one descent a probe)\n\n");
+		print_table("| key | n | dist | probes | op | probe order | bsearch | default | tiled | run | per-probe | default/bsearch | tiled/bsearch | run/bsearch | per-probe/bsearch | run of bandwidth bound | mismatches (3 paths vs bsearch) |", t_paths);
 	}
 	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
 	print_table("| key | n | dist | op | GPU probes | GPU ms (transfer / sort / search) | GPU Gq/s | CPU probes | CPU ms | CPU Gq/s | GPU/CPU | mismatches |", t_e2e);

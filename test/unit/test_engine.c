@@ -14,8 +14,7 @@
  *
  * Environment: GI_SEED (fixed seed; otherwise a fresh one, printed),
  * GI_UNIT_MAX (largest key count, default 10^6; sizes 10^7, 10^8 ... up to it
- * are added), GI_UNIT_VERBOSE (print every case), GI_UNIT_PARTS (run only
- * the listed parts: engine, space, insert, agg, threads, sorted, top).
+ * are added), GI_UNIT_VERBOSE (print every case).
  * Ends with the line "N passed, N failed"; exits 1 if any case failed.
  */
 #include "engine_impl.h"	/* gi_host_sort_pairs too */
@@ -715,33 +714,6 @@ int			gi_test_threads_main(void);
 void		gi_test_threads_counts(long *passed, long *failed);
 int			gi_test_sorted_main(void);
 void		gi_test_sorted_counts(long *passed, long *failed);
-int			gi_test_top_main(void);
-void		gi_test_top_counts(long *passed, long *failed);
-
-/*
- * Whether part `name` of the unit tests runs: every part unless
- * GI_UNIT_PARTS lists some (space- or comma-separated: engine, space,
- * insert, agg, threads, sorted, top).
- */
-static bool
-part_on(const char *name)
-{
-	const char *s = getenv("GI_UNIT_PARTS");
-	size_t		len = strlen(name);
-
-	if (s == NULL || *s == '\0')
-		return true;
-	while (*s)
-	{
-		size_t		w = strcspn(s, " ,");
-
-		if (w == len && strncmp(s, name, len) == 0)
-			return true;
-		s += w;
-		s += strspn(s, " ,");
-	}
-	return false;
-}
 
 /* Run everything; print the summary line. */
 int
@@ -780,12 +752,9 @@ main(void)
 		   " to repeat), sizes up to %zu, gpu: %s\n", tr.seed, tr.seed, max_size,
 		   gpu ? "yes" : why);
 
-	if (part_on("engine"))
-	{
-		run_error_cases(gpu);
-		run_sort_cases();
-	}
-	for (i = 0; i < nsizes && part_on("engine"); i++)
+	run_error_cases(gpu);
+	run_sort_cases();
+	for (i = 0; i < nsizes; i++)
 	{
 		for (w = 0; w < 3; w++)
 		{
@@ -812,8 +781,7 @@ main(void)
 		long		sp,
 					sf;
 
-		if (part_on("space"))
-			gi_test_space_main();
+		gi_test_space_main();
 		gi_test_space_counts(&sp, &sf);
 		tr.passed += sp;
 		tr.failed += sf;
@@ -824,8 +792,7 @@ main(void)
 		long		ip,
 					ifl;
 
-		if (part_on("insert"))
-			gi_test_insert_main();
+		gi_test_insert_main();
 		gi_test_insert_counts(&ip, &ifl);
 		tr.passed += ip;
 		tr.failed += ifl;
@@ -836,8 +803,7 @@ main(void)
 		long		ap,
 					af;
 
-		if (part_on("agg"))
-			gi_test_agg_main();
+		gi_test_agg_main();
 		gi_test_agg_counts(&ap, &af);
 		tr.passed += ap;
 		tr.failed += af;
@@ -848,8 +814,7 @@ main(void)
 		long		tp,
 					tf;
 
-		if (part_on("threads"))
-			gi_test_threads_main();
+		gi_test_threads_main();
 		gi_test_threads_counts(&tp, &tf);
 		tr.passed += tp;
 		tr.failed += tf;
@@ -859,22 +824,10 @@ main(void)
 		long		rp,
 					rf;
 
-		if (part_on("sorted"))
-			gi_test_sorted_main();
+		gi_test_sorted_main();
 		gi_test_sorted_counts(&rp, &rf);
 		tr.passed += rp;
 		tr.failed += rf;
-	}
-	/* The GPU B+ tree's top search for random probes (test_top.c). */
-	{
-		long		op,
-					of;
-
-		if (part_on("top"))
-			gi_test_top_main();
-		gi_test_top_counts(&op, &of);
-		tr.passed += op;
-		tr.failed += of;
 	}
 	if (tr.skipped > 0)
 		printf("test_engine: %ld skipped (the GPU engine reports veb unsupported)\n",
