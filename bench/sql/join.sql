@@ -325,14 +325,27 @@ $$;
 -- each (workload, probes) group; x btree = btree ms / ms; check compares the
 -- result with the btree twin's.
 CREATE OR REPLACE FUNCTION gijoin.table_rows() RETURNS SETOF text LANGUAGE sql AS $$
+    -- a cell measured in several rounds (BENCH_ROUNDS): the median of its
+    -- rounds' ms, their range, and 'varies' if its result changed between them
+    WITH cells AS (
+        SELECT workload, probes, method, engine, forced, max(plan) AS plan,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS ms,
+               min(ms) AS lo, max(ms) AS hi, count(ms) AS rounds,
+               CASE WHEN count(DISTINCT result) > 1 THEN 'varies' ELSE min(result) END AS result,
+               max(note) AS note
+          FROM gijoin.results
+         GROUP BY workload, probes, method, engine, forced)
     SELECT format('| %s | %s | %s | %s | %s | %s | %s | %s |',
                   g.workload, g.probes,
                   CASE WHEN g.method = 'btree' THEN 'btree twin'
                        ELSE 'gpuidx ' || g.engine || CASE WHEN g.forced THEN ' forced' ELSE '' END END,
-                  g.plan, gijoin.fmt_ms(g.ms), gijoin.ratio(b.ms, g.ms), coalesce(g.result, '-'),
+                  g.plan,
+                  gijoin.fmt_ms(g.ms) || CASE WHEN g.rounds > 1
+                      THEN ' (' || gijoin.fmt_ms(g.lo) || '..' || gijoin.fmt_ms(g.hi) || ')' ELSE '' END,
+                  gijoin.ratio(b.ms, g.ms), coalesce(g.result, '-'),
                   gijoin.check_cell(g.method = 'btree', g.note, g.result, b.result))
-      FROM gijoin.results g
-      LEFT JOIN gijoin.results b ON b.method = 'btree' AND b.workload = g.workload AND b.probes = g.probes
+      FROM cells g
+      LEFT JOIN cells b ON b.method = 'btree' AND b.workload = g.workload AND b.probes = g.probes
      ORDER BY array_position(ARRAY['equi', 'equi_v', 'semi', 'range', 'asof', 'asof_v', 'asof_sorted',
                                    'asof_sorted_v', 'rescan'], g.workload),
               g.workload, g.probes, g.method = 'gpuidx', g.forced, g.engine
