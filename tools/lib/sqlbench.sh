@@ -99,8 +99,8 @@ sqb_mode_conf() {
         pgc_conf "shared_preload_libraries = ''"
     fi
     # BENCH_CONF: extra postgresql.conf lines, ';'-separated, for diagnostic
-    # runs (the header's settings line shows what changed from the defaults;
-    # in a kept data directory the lines stay for later runs)
+    # runs (sqb_settings names them in the header; in a kept data directory
+    # the lines stay for later runs)
     if [[ -n "${BENCH_CONF:-}" ]]; then
         IFS=';' read -ra lines <<<"$BENCH_CONF"
         for line in "${lines[@]}"; do
@@ -224,6 +224,9 @@ sqb_settings() {
     pgc_psql -At -c "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name)
         FROM pg_settings WHERE name IN ('max_parallel_workers_per_gather', 'work_mem', 'shared_buffers',
                                         'random_page_cost', 'effective_cache_size', 'jit')"
+    if [[ -n "${BENCH_CONF:-}" ]]; then
+        echo "  BENCH_CONF (not PostgreSQL's defaults): $BENCH_CONF"
+    fi
 }
 
 # Write the header "$2", then "$3" when not empty (the run is not over,
