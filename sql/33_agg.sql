@@ -131,15 +131,13 @@ BEGIN
   RETURN NEXT;
 END $f$;
 
--- fetches(q): q's GpuIndexAgg node, forced, under EXPLAIN ANALYZE: its
--- entries taken from the image and fetched from the heap, each as none,
--- partly or all of its entries
-CREATE FUNCTION fetches(q text)
-RETURNS TABLE(node text, entries boolean, from_image text, heap text)
+-- forced_agg_plan(q): EXPLAIN (ANALYZE, FORMAT JSON) of q with every other
+-- scan (and GpuIndexScan) disabled for the statement, so that GpuIndexAgg
+-- answers it
+CREATE FUNCTION forced_agg_plan(q text) RETURNS jsonb
 LANGUAGE plpgsql AS $f$
 DECLARE
   plan jsonb;
-  n jsonb;
   names text[] := '{gpuidx.enable_customscan, enable_seqscan, enable_indexscan, enable_bitmapscan, enable_indexonlyscan}';
   i int;
 BEGIN
@@ -150,6 +148,20 @@ BEGIN
   FOR i IN 1 .. cardinality(names) LOOP
     PERFORM set_config(names[i], 'on', true);
   END LOOP;
+  RETURN plan;
+END $f$;
+
+-- fetches(q): q's GpuIndexAgg node, forced, under EXPLAIN ANALYZE: its
+-- entries taken from the image and fetched from the heap, each as none,
+-- partly or all of its entries
+CREATE FUNCTION fetches(q text)
+RETURNS TABLE(node text, entries boolean, from_image text, heap text)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  plan jsonb;
+  n jsonb;
+BEGIN
+  plan := forced_agg_plan(q);
   FOR n IN SELECT jsonb_path_query(plan, 'strict $.** ? (@."Node Type" == "Custom Scan")') LOOP
     node := n->>'Custom Plan Provider';
     entries := (n->>'Entries')::bigint > 0;
@@ -182,16 +194,8 @@ DECLARE
     (current_setting('shared_preload_libraries') LIKE '%gpuidx%' AND
      current_setting('gpuidx.service') = 'on');
   expected text;
-  names text[] := '{gpuidx.enable_customscan, enable_seqscan, enable_indexscan, enable_bitmapscan, enable_indexonlyscan}';
-  i int;
 BEGIN
-  FOR i IN 1 .. cardinality(names) LOOP
-    PERFORM set_config(names[i], 'off', true);
-  END LOOP;
-  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, TIMING OFF, SUMMARY OFF) ' || q INTO plan;
-  FOR i IN 1 .. cardinality(names) LOOP
-    PERFORM set_config(names[i], 'on', true);
-  END LOOP;
+  plan := forced_agg_plan(q);
   FOR n IN SELECT jsonb_path_query(plan, 'strict $.** ? (@."Node Type" == "Custom Scan")') LOOP
     node := n->>'Custom Plan Provider';
     expected := CASE WHEN info->>'engine' = 'gpu' AND NOT service
