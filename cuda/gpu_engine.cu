@@ -142,8 +142,8 @@ query_buffers(const GiImage *image, size_t cap, bool hi, DevBuf &own_p, DevBuf &
 		*scratch = own_s.s;
 		return GI_OK;
 	}
-	if (a->cap < cap || (hi && a->dh.p == NULL))
-	{
+	if (a->cap < cap)
+	{							/* the arena always holds range ends (dh) too */
 		size_t		want = std::max<size_t>(cap, 4096);
 
 		a->dp.drop();
@@ -311,10 +311,16 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 {
 	size_t		n = image->n;
 	cudaStream_t stream;
-	DevBuf		dp,
-				dh,
-				df,
-				dl;
+	ScratchGuard own_s;
+	DevBuf		own_p,
+				own_h,
+				own_f,
+				own_l;
+	void	   *dp,
+			   *dh,
+			   *df,
+			   *dl;
+	GiGpuScratch *scratch;
 	double		t0 = gi_now_ms(),
 				t_h2d,
 				t_search,
@@ -335,19 +341,21 @@ gi_gpu_select(GiImage *image, GiOp op, const int64_t *probes,
 		CKS(gi_gpu_btree_refresh_payloads(image, err));
 
 	CKS(gi_gpu_thread_stream(&stream, err));
-	CKS(alloc_batch(nprobes, probes_hi != NULL, dp, dh, df, dl, err));
-	CK(cudaMemcpyAsync(dp.p, probes, nprobes * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+	/* the thread's arena for small batches: no allocation per call */
+	CKS(query_buffers(image, nprobes, probes_hi != NULL, own_p, own_h, own_f, own_l, own_s,
+					  &dp, &dh, &df, &dl, &scratch, err));
+	CK(cudaMemcpyAsync(dp, probes, nprobes * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
 	if (probes_hi)
-		CK(cudaMemcpyAsync(dh.p, probes_hi, nprobes * sizeof(int64_t),
+		CK(cudaMemcpyAsync(dh, probes_hi, nprobes * sizeof(int64_t),
 						   cudaMemcpyHostToDevice, stream));
 	CK(cudaStreamSynchronize(stream));
 	t_h2d = gi_now_ms() - t0;
 
-	CKS(dev_query(image, op, (const int64_t *) dp.p, (const int64_t *) dh.p, nprobes,
-				  (uint64_t *) df.p, (uint64_t *) dl.p, NULL, stream, &timings, err));
+	CKS(dev_query(image, op, (const int64_t *) dp, probes_hi ? (const int64_t *) dh : NULL,
+				  nprobes, (uint64_t *) df, (uint64_t *) dl, scratch, stream, &timings, err));
 	t_search = gi_now_ms() - t0 - t_h2d;
 
-	CKS(gi_space_select_hits((const uint64_t *) df.p, (const uint64_t *) dl.p, nprobes,
+	CKS(gi_space_select_hits((const uint64_t *) df, (const uint64_t *) dl, nprobes,
 							 (const uint64_t *) image->device_payloads, n, order, stream,
 							 out, nout, &t_d2h, err));
 	timings.transfer_ms = t_h2d + t_d2h;

@@ -86,12 +86,20 @@ template <class K> struct Node
 /* Device helpers                                                            */
 /* ------------------------------------------------------------------------ */
 
-/* Keys of node nid through the segment list. */
+/* Slots (keys or payloads, V) of node nid through a segment list. */
+template <class K, class V>
+__device__ __forceinline__ V *
+node_slots(V *const *seg, int shift, uint64_t nid)
+{
+	return seg[nid >> shift] + (nid & ((1ull << shift) - 1)) * Node<K>::M;
+}
+
+/* Keys of node nid through the key segment list. */
 template <class K>
 __device__ __forceinline__ K *
 node_keys(K *const *kseg, int shift, uint64_t nid)
 {
-	return kseg[nid >> shift] + (nid & ((1ull << shift) - 1)) * Node<K>::M;
+	return node_slots<K, K>(kseg, shift, nid);
 }
 
 /* Payloads of node nid through the payload segment list. */
@@ -99,7 +107,7 @@ template <class K>
 __device__ __forceinline__ uint64_t *
 node_pays(uint64_t *const *pseg, int shift, uint64_t nid)
 {
-	return pseg[nid >> shift] + (nid & ((1ull << shift) - 1)) * Node<K>::M;
+	return node_slots<K, uint64_t>(pseg, shift, nid);
 }
 
 /* (ka, pa) < (kb, pb); without payloads only the keys compare. */
@@ -630,11 +638,14 @@ move_leaves_kernel(const uint32_t *shift, const uint32_t *dir_node, const uint64
 	}
 }
 
-/* The rank-ordered payload copy from the leaves (one thread per slot). */
-template <class K>
+/*
+ * The rank-ordered copy of the leaves' keys (V = K) or payloads (V =
+ * uint64_t) through their segment list, one thread per slot.
+ */
+template <class K, class V>
 __global__ void
-gather_payloads_kernel(uint64_t *const *pseg, int shift, const uint32_t *dir_node,
-					   const uint64_t *dir_base, uint64_t nleaves, uint64_t *out)
+gather_leaf_slots_kernel(V *const *seg, int shift, const uint32_t *dir_node,
+						 const uint64_t *dir_base, uint64_t nleaves, V *out)
 {
 	constexpr int M = Node<K>::M;
 
@@ -646,27 +657,7 @@ gather_payloads_kernel(uint64_t *const *pseg, int shift, const uint32_t *dir_nod
 		uint64_t	b0 = dir_base[j];
 
 		if (s < dir_base[j + 1] - b0)
-			out[b0 + s] = node_pays<K>(pseg, shift, dir_node[j])[s];
-	}
-}
-
-/* The rank-ordered key copy from the leaves (one thread per slot). */
-template <class K>
-__global__ void
-gather_keys_kernel(K *const *kseg, int shift, const uint32_t *dir_node,
-				   const uint64_t *dir_base, uint64_t nleaves, K *out)
-{
-	constexpr int M = Node<K>::M;
-
-	for (uint64_t x = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; x < nleaves * M;
-		 x += (uint64_t) gridDim.x * blockDim.x)
-	{
-		uint64_t	j = x / M;
-		uint32_t	s = (uint32_t) (x % M);
-		uint64_t	b0 = dir_base[j];
-
-		if (s < dir_base[j + 1] - b0)
-			out[b0 + s] = node_keys<K>(kseg, shift, dir_node[j])[s];
+			out[b0 + s] = node_slots<K, V>(seg, shift, dir_node[j])[s];
 	}
 }
 
@@ -943,10 +934,10 @@ refresh_payloads(GpuImage *img, GiError *err)
 	/* the stale copy stays until the new one exists: a failure here leaves
 	 * the image as it was */
 	CKS(gi_gpu_alloc(out, img->hdr.n * sizeof(uint64_t), "the payloads in rank order", err));
-	gather_payloads_kernel<K><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, img->stream>>>(
+	gather_leaf_slots_kernel<K, uint64_t><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, img->stream>>>(
 		ins->d_pseg, ins->seg_shift, ins->dir.node, ins->dir.base, ins->nleaves,
 		(uint64_t *) out.p);
-	CKL("gather_payloads_kernel");
+	CKL("gather_leaf_slots_kernel (payloads)");
 	CK(cudaStreamSynchronize(img->stream));
 	if (img->hdr.device_payloads)
 		cudaFree(img->hdr.device_payloads);
@@ -987,10 +978,10 @@ refresh_rank_keys(GpuImage *img, GiError *err)
 							"limit of %zu bytes (gpuidx.device_memory_limit)",
 							(unsigned long long) (img->hdr.n * sizeof(K)), img->mem_limit);
 	CKS(gi_gpu_alloc(out, (img->hdr.n ? img->hdr.n : 1) * sizeof(K), "the keys in rank order", err));
-	gather_keys_kernel<K><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, img->stream>>>(
+	gather_leaf_slots_kernel<K, K><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, img->stream>>>(
 		(K *const *) ins->d_kseg, ins->seg_shift, ins->dir.node, ins->dir.base, ins->nleaves,
 		(K *) out.p);
-	CKL("gather_keys_kernel");
+	CKL("gather_leaf_slots_kernel (keys)");
 	CK(cudaStreamSynchronize(img->stream));
 	ins->rank_keys = out.release();
 	ins->rank_keys_bytes = img->hdr.n * sizeof(K);
