@@ -119,6 +119,7 @@ $$;
 CREATE OR REPLACE FUNCTION giinc.method_label(method text, engine text, setting text) RETURNS text
 LANGUAGE sql AS $$
     SELECT CASE method WHEN 'btree' THEN 'btree twin'
+                       WHEN 'duckdb' THEN 'DuckDB ' || engine
                        WHEN 'gpuidx_inc' THEN 'gpuidx INCLUDE ' || engine
                        ELSE 'gpuidx no INCLUDE ' || engine END
            || CASE WHEN setting <> '' THEN ', ' || regexp_replace(setting, '^gpuidx\.(enable_)?', '') ELSE '' END
@@ -136,7 +137,7 @@ CREATE OR REPLACE FUNCTION giinc.table_rows() RETURNS SETOF text LANGUAGE sql AS
       FROM giinc.results g
       LEFT JOIN giinc.results b ON b.method = 'btree' AND b.workload = g.workload AND b.size = g.size
      ORDER BY array_position(ARRAY['asof_v', 'any_v', 'rangesum'], g.workload), g.size,
-              array_position(ARRAY['btree', 'gpuidx_inc', 'gpuidx'], g.method), g.engine,
+              array_position(ARRAY['btree', 'gpuidx_inc', 'gpuidx', 'duckdb'], g.method), g.engine,
               g.setting LIKE '%=off', g.setting
 $$;
 
