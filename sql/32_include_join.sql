@@ -90,6 +90,21 @@ BEGIN
   END LOOP;
 END $f$;
 
+-- direct(q): whether q's as-of GpuIndexJoin (forced, under EXPLAIN ANALYZE)
+-- answered its outer rows straight from the engine's entries (LIMIT 1 on an
+-- all-visible table: Direct Rows) rather than by the walk
+CREATE FUNCTION direct(q text) RETURNS boolean
+LANGUAGE plpgsql AS $f$
+DECLARE
+  plan jsonb;
+BEGIN
+  PERFORM set_config('gpuidx.enable_customjoin', 'on', true);
+  PERFORM set_config('enable_nestloop', 'off', true);
+  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, TIMING OFF, SUMMARY OFF) ' || q INTO plan;
+  RETURN (SELECT bool_or((n->>'Direct Rows')::bigint > 0)
+            FROM jsonb_path_query(plan, 'strict $.** ? (@."Custom Plan Provider" == "GpuIndexJoin")') n);
+END $f$;
+
 -- sdiff(what, q): q (with @T@ for the table) through GpuIndexScan on base
 -- (other scans off) against the btree twin base||'b' with EXCEPT ALL both
 -- ways; node says the plan has GpuIndexScan
@@ -132,6 +147,13 @@ SELECT * FROM jcheck('as-of pred all types', $$SELECT o.id, s.* FROM o CROSS JOI
        FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$)
 UNION ALL SELECT * FROM jcheck('as-of succ LIMIT 3 left', $$SELECT o.id, s.* FROM o LEFT JOIN LATERAL
     (SELECT t.k, t.c_f8, t.c_tz FROM @T@ t WHERE t.k > o.x ORDER BY t.k LIMIT 3) s ON true$$)
+UNION ALL SELECT * FROM jcheck('as-of pred LIMIT 1 left', $$SELECT o.id, s.* FROM o LEFT JOIN LATERAL
+    (SELECT t.c_i4, t.k, t.c_tz FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s ON true$$)
+UNION ALL SELECT * FROM jcheck('as-of pred LIMIT 1 window', $$SELECT o.id, s.* FROM o LEFT JOIN LATERAL
+    (SELECT t.c_i4, t.k FROM @T@ t WHERE t.k <= o.x AND t.k > o.x - 4
+      ORDER BY t.k DESC LIMIT 1) s ON true$$)
+UNION ALL SELECT * FROM jcheck('as-of succ LIMIT 1 key', $$SELECT o.id, s.k FROM o CROSS JOIN LATERAL
+    (SELECT t.k FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s$$)
 UNION ALL SELECT * FROM jcheck('as-of qual on included', $$SELECT o.id, s.* FROM o JOIN LATERAL
     (SELECT t.k, t.c_f8 * 2 AS f2, t.c_d FROM @T@ t WHERE t.k <= o.x AND t.c_b IS NOT FALSE
       ORDER BY t.k DESC LIMIT 2) s ON s.f2 IS DISTINCT FROM o.y$$)
@@ -186,6 +208,18 @@ UNION ALL SELECT * FROM fetches($$SELECT o.id FROM o WHERE EXISTS
 UNION ALL SELECT * FROM fetches($$SELECT o.id, t.c_tz FROM o LEFT JOIN t ON t.k = o.x$$)
 UNION ALL SELECT * FROM fetches($$SELECT k, price, qty FROM u WHERE k BETWEEN 100 AND 700$$)
 UNION ALL SELECT * FROM fetches($$SELECT o.id, t.price, t.pad FROM o JOIN u t ON t.k = o.y$$);
+-- LIMIT 1 as-of joins on the all-visible table answer from the entries;
+-- with a subquery filter (the window's other bound) or LIMIT 3 they walk
+SELECT direct($$SELECT p.id, s.k, s.c_f8 FROM o p CROSS JOIN LATERAL
+  (SELECT t.k, t.c_f8 FROM t WHERE t.k <= p.x ORDER BY t.k DESC LIMIT 1) s$$) AS pred,
+       direct($$SELECT o.id, s.* FROM o LEFT JOIN LATERAL (SELECT t.c_i4, t.k, t.c_tz FROM t
+  WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s ON true$$) AS pred_left,
+       direct($$SELECT o.id, s.k FROM o CROSS JOIN LATERAL
+  (SELECT t.k FROM t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s$$) AS succ,
+       direct($$SELECT o.id, s.* FROM o LEFT JOIN LATERAL (SELECT t.c_i4, t.k FROM t
+  WHERE t.k <= o.x AND t.k > o.x - 4 ORDER BY t.k DESC LIMIT 1) s ON true$$) AS window,
+       direct($$SELECT o.id, s.* FROM o LEFT JOIN LATERAL
+  (SELECT t.k, t.c_f8 FROM t WHERE t.k > o.x ORDER BY t.k LIMIT 3) s ON true$$) AS limit_3;
 SELECT * FROM all_checks();
 
 -- 2. an UPDATE of included columns (not HOT: the index gets new entries),
@@ -201,6 +235,9 @@ SELECT * FROM fetches($$SELECT p.id, s.k, s.c_f8 FROM o p CROSS JOIN LATERAL
   (SELECT t.k, t.c_f8 FROM t WHERE t.k <= p.x ORDER BY t.k DESC LIMIT 1) s$$)
 UNION ALL SELECT * FROM fetches($$SELECT o.id, t.price, t.qty FROM o JOIN u t ON t.k = o.y$$)
 UNION ALL SELECT * FROM fetches($$SELECT k, price, qty FROM u WHERE k BETWEEN 100 AND 700$$);
+-- some pages are not all-visible: the as-of join walks (and visits the heap)
+SELECT direct($$SELECT p.id, s.k, s.c_f8 FROM o p CROSS JOIN LATERAL
+  (SELECT t.k, t.c_f8 FROM t WHERE t.k <= p.x ORDER BY t.k DESC LIMIT 1) s$$) AS pred;
 SELECT * FROM all_checks();
 -- a rolled back update changes nothing (its pages are no longer all-visible)
 BEGIN;
@@ -227,6 +264,8 @@ SELECT * FROM fetches($$SELECT p.id, s.k, s.c_f8 FROM o p CROSS JOIN LATERAL
 UNION ALL SELECT * FROM fetches($$SELECT o.id, t.price, t.qty FROM o JOIN u t ON t.k = o.y$$)
 UNION ALL SELECT * FROM fetches($$SELECT o.id, t.c_i8, t.c_b FROM o JOIN t ON t.k = o.x$$)
 UNION ALL SELECT * FROM fetches($$SELECT k, price, qty FROM u WHERE k BETWEEN 100 AND 700$$);
+SELECT direct($$SELECT p.id, s.k, s.c_f8 FROM o p CROSS JOIN LATERAL
+  (SELECT t.k, t.c_f8 FROM t WHERE t.k <= p.x ORDER BY t.k DESC LIMIT 1) s$$) AS pred;
 SELECT * FROM all_checks();
 
 DROP SCHEMA gi_include_join CASCADE;

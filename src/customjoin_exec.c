@@ -89,6 +89,17 @@ typedef struct GpuidxJoinState
 	ExprState  *asof_limit_expr;
 	int64		asof_limit;		/* -1: no limit */
 	TupleTableSlot *key_slot;	/* a virtual row: key and INCLUDE columns */
+	bool		asof_direct;	/* key-only, inner or left, no subquery or
+								 * match quals, every output the key or an
+								 * INCLUDE column: with LIMIT 1 on an
+								 * all-visible table a row's answer is the
+								 * engine's entry itself (next_asof_direct) */
+	int		   *direct_src;		/* per inner column: -1 the key, else its
+								 * INCLUDE column */
+	bool		direct_reads_key;	/* an output is the key */
+	bool		direct_reads_row;	/* an output is an INCLUDE column */
+	bool		all_visible;	/* every heap page was all-visible after the
+								 * image was taken (this chunk) */
 
 	PlanState  *outer;
 	TupleDesc	outer_desc;		/* the outer plan's output */
@@ -149,6 +160,7 @@ typedef struct GpuidxJoinState
 	int64		stat_probes;
 	int64		stat_hits;
 	int64		stat_fetches;
+	int64		stat_direct;	/* as-of rows answered by next_asof_direct */
 	double		ms_search;
 	double		ms_heap;
 	double		ms_join;
@@ -215,6 +227,66 @@ map_include_columns(GpuidxJoinState *state)
 		if (state->inner_include[j] >= 0)
 			state->reads_include = true;
 	}
+}
+
+/*
+ * Decide whether the as-of join may answer rows directly from the engine's
+ * entries (asof_direct): key-only, an inner or left join with no quals
+ * (no_quals), and every output of the subquery a plain column of the table
+ * that the image holds (the key, or an INCLUDE column).
+ */
+static void
+init_asof_direct(GpuidxJoinState *state, List *outputs, bool no_quals)
+{
+	ListCell   *lc;
+	int			j = 0;
+
+	state->asof_direct = state->key_only && no_quals &&
+		(state->jointype == JOIN_INNER || state->jointype == JOIN_LEFT) &&
+		list_length(outputs) == state->ninner;
+	state->direct_src = palloc(sizeof(int) * Max(state->ninner, 1));
+	foreach(lc, outputs)
+	{
+		Var		   *var = (Var *) lfirst(lc);
+		int			src = -2,
+					c;
+
+		if (IsA(var, Var) && var->varno == INNER_VAR && var->varlevelsup == 0)
+		{
+			if (var->varattno == state->keyattno)
+				src = -1;
+			for (c = 0; c < state->ninclude; c++)
+				if (state->include_attno[c] == var->varattno)
+					src = c;
+		}
+		if (src == -2)
+			state->asof_direct = false;
+		else if (src == -1)
+			state->direct_reads_key = true;
+		else
+			state->direct_reads_row = true;
+		state->direct_src[j++] = src;
+	}
+}
+
+/*
+ * Whether every page of the table is all-visible.  Asked after the image
+ * was taken: every entry of the image points to a page that existed then,
+ * and a page found all-visible now holds only rows every snapshot sees (a
+ * row inserted or deleted later clears the bit first; VACUUM sets it only
+ * when no running transaction, this one included, could see otherwise), as
+ * an index-only scan's per-row test concludes.
+ */
+static bool
+table_all_visible(Relation table)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(table);
+	BlockNumber all_visible = 0;
+
+	if (nblocks == 0)
+		return true;
+	visibilitymap_count(table, &all_visible, NULL);
+	return all_visible >= nblocks;
 }
 
 /* Open the table and index, prepare the expressions, start the outer plan. */
@@ -306,6 +378,8 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 		state->asof_qual = ExecInitQual(list_nth(priv, GPUIDX_CJ_ASOF_QUALS), &node->ss.ps);
 		state->asof_limit_expr = limit ? ExecInitExpr(limit, &node->ss.ps) : NULL;
 		state->asof_limit = -2;	/* evaluated at the first row */
+		init_asof_direct(state, outputs, list_nth(priv, GPUIDX_CJ_ASOF_QUALS) == NIL &&
+						 list_length(cscan->custom_exprs) == state->nprobes);
 	}
 	state->fetch = table_index_fetch_begin(state->table);
 	state->chunk_cxt = AllocSetContextCreate(estate->es_query_cxt, "gpuidx join chunk",
@@ -514,6 +588,7 @@ gather_chunk(GpuidxJoinState *state)
 
 	MemoryContextReset(state->chunk_cxt);
 	release_page(state);
+	state->all_visible = false;
 	state->nrows = 0;
 	state->nhits = 0;
 	state->hit_next = 0;
@@ -605,6 +680,7 @@ gather_chunk(GpuidxJoinState *state)
 	state->stat_batches++;
 	state->stat_probes += nvalid;
 	state->ms_search += gpuidx_lap_ms(&t);
+	state->all_visible = state->asof_direct && table_all_visible(state->table);
 	if (state->kind == GPUIDX_JOIN_TABLE && !state->walk_rows)
 		collect_hits(state);
 	MemoryContextSwitchTo(old);
@@ -978,6 +1054,82 @@ image_row_slot(GpuidxJoinState *state, int64 pos, int64 key)
 }
 
 /*
+ * As-of join with LIMIT 1 on an all-visible table, key-only with no quals
+ * (asof_direct): each outer row's answer is the engine's entry (the last of
+ * the run for a predecessor, the first for a successor) unless the
+ * subquery's other bound on the key excludes it, its columns read straight
+ * from the image; the walk's visibility tests and expression evaluation
+ * have nothing to decide.  A left join null-extends rows with no answer.
+ * NULL when the chunk is done.
+ */
+static TupleTableSlot *
+next_asof_direct(GpuidxJoinState *state)
+{
+	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+	bool		pred = state->kind == GPUIDX_JOIN_ASOF_PRED;
+	const GpuidxLayout *layout = state->direct_reads_row ? gpuidx_layout(state->index) : NULL;
+
+	while (state->asof_row < state->nrows)
+	{
+		int64		r = state->asof_row++;
+		int64		ahead = r + PREFETCH_ROWS;
+
+		state->stat_direct++;
+
+		if ((r & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (ahead < state->nrows && state->row_valid[ahead] &&
+			state->last[ahead] > state->first[ahead])
+			gpuidx_prefetch_entry(state->img, pred ? (int64) state->last[ahead] - 1 :
+								  (int64) state->first[ahead], true, false,
+								  state->direct_reads_row);
+		if (state->row_valid[r] && state->last[r] > state->first[r])
+		{
+			int64		pos = pred ? (int64) state->last[r] - 1 : (int64) state->first[r];
+			int64		key = gpuidx_key_at(state->img, pos);
+
+			/* past the subquery's other bound no key qualifies */
+			if (pred ? key >= state->row_lo[r] : key <= state->row_hi[r])
+			{
+				Datum		inc_values[GPUIDX_MAX_INCLUDE];
+				bool		inc_nulls[GPUIDX_MAX_INCLUDE];
+				int			j;
+
+				restore_row(state, r);
+				if (layout)
+					gpuidx_deform_row(layout, gpuidx_row_at(state->img, pos),
+									  inc_values, inc_nulls);
+				for (j = 0; j < state->ninner; j++)
+				{
+					int			k = state->nouter + j;
+					int			src = state->direct_src[j];
+
+					if (src < 0)
+					{
+						scan->tts_values[k] = gpuidx_key_to_datum(key, state->keytype);
+						scan->tts_isnull[k] = false;
+					}
+					else
+					{
+						scan->tts_values[k] = inc_values[src];
+						scan->tts_isnull[k] = inc_nulls[src];
+					}
+				}
+				state->matched[r] = true;
+				state->stat_hits++;
+				return scan;
+			}
+		}
+		if (state->jointype == JOIN_LEFT)
+		{
+			restore_row(state, r);
+			return scan;
+		}
+	}
+	return NULL;
+}
+
+/*
  * As-of join: the next row of the current outer row's walk, or the next
  * outer row's; NULL when the chunk is done.  The walk starts at the
  * engine's answer and goes on past rows that are invisible or fail the
@@ -995,6 +1147,8 @@ next_asof(GpuidxJoinState *state)
 	int64		limit = asof_limit(state);
 	int64		n = state->img ? state->img->n : 0;
 
+	if (state->all_visible && limit == 1 && !state->asof_started)
+		return next_asof_direct(state);
 	for (;;)
 	{
 		int64		r = state->asof_row;
@@ -1353,6 +1507,8 @@ explain_join(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Probes", NULL, state->stat_probes, es);
 		ExplainPropertyInteger("Hits", NULL, state->stat_hits, es);
 		ExplainPropertyInteger("Heap Fetches", NULL, state->stat_fetches, es);
+		if (state->kind != GPUIDX_JOIN_TABLE)
+			ExplainPropertyInteger("Direct Rows", NULL, state->stat_direct, es);
 		if (es->timing)
 		{
 			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);

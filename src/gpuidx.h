@@ -445,14 +445,15 @@ gpuidx_row_at(const GpuidxImageData *img, int64 pos)
 }
 
 /*
- * Ask the CPU to start loading the key and TID at position pos, and its
- * included-columns row when the caller reads it: walks that visit
+ * Ask the CPU to start loading what a caller reads of position pos (its key,
+ * its TID, its included-columns row): walks that visit
  * positions in probe order (joins) miss the cache on every entry of a large
  * image, and a few loads in flight hide most of that latency.  A row may
  * straddle two cache lines: both are asked.
  */
 static inline void
-gpuidx_prefetch_at(const GpuidxImageData *img, int64 pos, bool with_row)
+gpuidx_prefetch_entry(const GpuidxImageData *img, int64 pos, bool with_key,
+					  bool with_tid, bool with_row)
 {
 	bool		in_delta;
 	int64		i;
@@ -461,21 +462,22 @@ gpuidx_prefetch_at(const GpuidxImageData *img, int64 pos, bool with_row)
 	if (pos < 0 || pos >= img->n)
 		return;
 	i = gpuidx_locate(img, pos, &in_delta);
-	if (in_delta)
-	{
-		__builtin_prefetch(&img->dkeys[i]);
-		__builtin_prefetch(&img->dtids[i]);
-	}
-	else
-	{
-		__builtin_prefetch(&img->keys[i]);
-		__builtin_prefetch(&img->tids[i]);
-	}
+	if (with_key)
+		__builtin_prefetch(in_delta ? &img->dkeys[i] : &img->keys[i]);
+	if (with_tid)
+		__builtin_prefetch(in_delta ? &img->dtids[i] : &img->tids[i]);
 	if (!with_row || img->row_bytes == 0)
 		return;
 	row = (in_delta ? img->drows : img->rows) + (Size) i * img->row_bytes;
 	__builtin_prefetch(row);
 	__builtin_prefetch(row + img->row_bytes - 1);
+}
+
+/* gpuidx_prefetch_entry of the key and TID, and the row when with_row. */
+static inline void
+gpuidx_prefetch_at(const GpuidxImageData *img, int64 pos, bool with_row)
+{
+	gpuidx_prefetch_entry(img, pos, true, true, with_row);
 }
 
 extern void gpuidx_copy_entries(const GpuidxImageData *img, int64 first,
