@@ -86,16 +86,6 @@
 #define STAGE_PREFETCH	16
 
 /*
- * The visibility map's on-disk layout (visibilitymap.c): after the page
- * header, BITS_PER_HEAPBLOCK bits per heap block, four blocks a byte, bit 0
- * of a block's pair all-visible.  The bytes of consecutive map pages laid
- * end to end are therefore one array indexed by heap block.
- */
-#define VM_MAPSIZE			(BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
-#define VM_BLOCKS_PER_BYTE	(BITS_PER_BYTE / BITS_PER_HEAPBLOCK)
-#define VM_BLOCKS_PER_PAGE	(VM_MAPSIZE * VM_BLOCKS_PER_BYTE)
-
-/*
  * One column the aggregates read, and its totals over the rows so far (t:
  * how its values are stored in the image, and the totals, as the engine's
  * gi_host_aggregate keeps them).
@@ -134,8 +124,7 @@ typedef struct GpuidxAggState
 	GpuidxImageData *img;		/* pinned during a run */
 
 	/* during a run */
-	uint8	   *vm;				/* visibility map bytes, VM_BLOCKS_PER_BYTE
-								 * heap blocks a byte */
+	uint8	   *vm;				/* visibility map bytes (GpuidxVisMapCopy) */
 	BlockNumber vm_blocks;		/* heap blocks the copy covers */
 	bool		vm_full;		/* every one of them all-visible */
 	uint64	   *fetch;			/* packed TIDs to visit in the heap */
@@ -308,60 +297,18 @@ begin_agg(CustomScanState *node, EState *estate, int eflags)
 /* ---------- the visibility map ---------- */
 
 /*
- * Is the all-visible bit of every one of the first nblocks blocks set in a
- * copy of the map?  (Then the host loop tests an entry's block against the
- * table's length instead of reading the bitmap.)
- */
-static bool
-vismap_all_set(const uint8 *vm, BlockNumber nblocks)
-{
-	/* bit 0 of each block's pair: the even bits of a byte */
-	const uint8 all = 0x55;
-	Size		full = nblocks / VM_BLOCKS_PER_BYTE;
-	Size		i;
-	int			b;
-
-	for (i = 0; i < full; i++)
-		if ((vm[i] & all) != all)
-			return false;
-	for (b = 0; b < (int) (nblocks % VM_BLOCKS_PER_BYTE); b++)
-		if (((vm[full] >> (b * BITS_PER_HEAPBLOCK)) & 1) == 0)
-			return false;
-	return true;
-}
-
-/*
- * Copy the visibility map of the table's first nblocks blocks (one read of
- * each map page, under a share lock); a map page that does not exist yet
- * reads as zeros (nothing all-visible).
+ * Copy the visibility map of the table's first nblocks blocks into the
+ * run's memory (gpuidx_vismap_copy); vm_full when every block is set.
  */
 static void
 copy_vismap(GpuidxAggState *state, BlockNumber nblocks)
 {
-	Size		bytes = ((Size) nblocks + VM_BLOCKS_PER_BYTE - 1) / VM_BLOCKS_PER_BYTE;
-	Buffer		buf = InvalidBuffer;
-	BlockNumber first;
+	GpuidxVisMapCopy copy;
 
-	state->vm = MemoryContextAllocHuge(state->run_cxt, Max(bytes, 1));
-	memset(state->vm, 0, Max(bytes, 1));
-	state->vm_blocks = nblocks;
-	for (first = 0; first < nblocks; first += VM_BLOCKS_PER_PAGE)
-	{
-		Size		at = first / VM_BLOCKS_PER_BYTE;
-		Size		n = Min((Size) VM_MAPSIZE, bytes - at);
-
-		/* (pins the map page that covers first, if it exists) */
-		visibilitymap_get_status(state->table, first, &buf);
-		if (!BufferIsValid(buf) ||
-			BufferGetBlockNumber(buf) != first / VM_BLOCKS_PER_PAGE)
-			continue;
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		memcpy(state->vm + at, PageGetContents(BufferGetPage(buf)), n);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-	}
-	if (BufferIsValid(buf))
-		ReleaseBuffer(buf);
-	state->vm_full = vismap_all_set(state->vm, nblocks);
+	gpuidx_vismap_copy(state->table, nblocks, state->run_cxt, &copy);
+	state->vm = copy.bits;
+	state->vm_blocks = copy.nblocks;
+	state->vm_full = copy.all_set;
 }
 
 /* ---------- adding up ---------- */

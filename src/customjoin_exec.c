@@ -91,15 +91,16 @@ typedef struct GpuidxJoinState
 	TupleTableSlot *key_slot;	/* a virtual row: key and INCLUDE columns */
 	bool		asof_direct;	/* key-only, inner or left, no subquery or
 								 * match quals, every output the key or an
-								 * INCLUDE column: with LIMIT 1 on an
-								 * all-visible table a row's answer is the
-								 * engine's entry itself (next_asof_direct) */
+								 * INCLUDE column: with LIMIT 1 a row whose
+								 * answer is on an all-visible page takes the
+								 * engine's entry itself (asof_direct_row) */
 	int		   *direct_src;		/* per inner column: -1 the key, else its
 								 * INCLUDE column */
 	bool		direct_reads_key;	/* an output is the key */
 	bool		direct_reads_row;	/* an output is an INCLUDE column */
-	bool		all_visible;	/* every heap page was all-visible after the
-								 * image was taken (this chunk) */
+	bool		direct_chunk;	/* this chunk may take direct answers */
+	GpuidxVisMapCopy direct_vm; /* the visibility map as the chunk found it
+								 * after the image was taken */
 
 	PlanState  *outer;
 	TupleDesc	outer_desc;		/* the outer plan's output */
@@ -160,7 +161,7 @@ typedef struct GpuidxJoinState
 	int64		stat_probes;
 	int64		stat_hits;
 	int64		stat_fetches;
-	int64		stat_direct;	/* as-of rows answered by next_asof_direct */
+	int64		stat_direct;	/* as-of rows asof_direct_row answered */
 	double		ms_search;
 	double		ms_heap;
 	double		ms_join;
@@ -267,26 +268,6 @@ init_asof_direct(GpuidxJoinState *state, List *outputs, bool no_quals)
 			state->direct_reads_row = true;
 		state->direct_src[j++] = src;
 	}
-}
-
-/*
- * Whether every page of the table is all-visible.  Asked after the image
- * was taken: every entry of the image points to a page that existed then,
- * and a page found all-visible now holds only rows every snapshot sees (a
- * row inserted or deleted later clears the bit first; VACUUM sets it only
- * when no running transaction, this one included, could see otherwise), as
- * an index-only scan's per-row test concludes.
- */
-static bool
-table_all_visible(Relation table)
-{
-	BlockNumber nblocks = RelationGetNumberOfBlocks(table);
-	BlockNumber all_visible = 0;
-
-	if (nblocks == 0)
-		return true;
-	visibilitymap_count(table, &all_visible, NULL);
-	return all_visible >= nblocks;
 }
 
 /* Open the table and index, prepare the expressions, start the outer plan. */
@@ -588,7 +569,7 @@ gather_chunk(GpuidxJoinState *state)
 
 	MemoryContextReset(state->chunk_cxt);
 	release_page(state);
-	state->all_visible = false;
+	state->direct_chunk = false;
 	state->nrows = 0;
 	state->nhits = 0;
 	state->hit_next = 0;
@@ -680,7 +661,20 @@ gather_chunk(GpuidxJoinState *state)
 	state->stat_batches++;
 	state->stat_probes += nvalid;
 	state->ms_search += gpuidx_lap_ms(&t);
-	state->all_visible = state->asof_direct && table_all_visible(state->table);
+	if (state->asof_direct)
+	{
+		/*
+		 * The map as it is now, after the image was taken: every entry of the
+		 * image points to a page that existed then, and a page whose bit is
+		 * set now holds only rows every snapshot sees (a row inserted or
+		 * deleted later clears the bit first; VACUUM sets it only when no
+		 * running transaction, this one included, could see otherwise), the
+		 * rule an index-only scan applies row by row.
+		 */
+		gpuidx_vismap_copy(state->table, RelationGetNumberOfBlocks(state->table),
+						   state->chunk_cxt, &state->direct_vm);
+		state->direct_chunk = true;
+	}
 	if (state->kind == GPUIDX_JOIN_TABLE && !state->walk_rows)
 		collect_hits(state);
 	MemoryContextSwitchTo(old);
@@ -1053,80 +1047,75 @@ image_row_slot(GpuidxJoinState *state, int64 pos, int64 key)
 	return ExecStoreVirtualTuple(slot);
 }
 
+/* What asof_direct_row did with a row. */
+typedef enum DirectAnswer
+{
+	DIRECT_ROW,					/* the scan tuple holds the row's answer */
+	DIRECT_NONE,				/* the row has no answer */
+	DIRECT_WALK					/* its answer's page is not all-visible: walk */
+} DirectAnswer;
+
 /*
- * As-of join with LIMIT 1 on an all-visible table, key-only with no quals
- * (asof_direct): each outer row's answer is the engine's entry (the last of
- * the run for a predecessor, the first for a successor) unless the
- * subquery's other bound on the key excludes it, its columns read straight
- * from the image; the walk's visibility tests and expression evaluation
- * have nothing to decide.  A left join null-extends rows with no answer.
- * NULL when the chunk is done.
+ * As-of join with LIMIT 1, key-only with no quals (asof_direct): outer row
+ * r's answer is the engine's entry itself (the last of the run for a
+ * predecessor, the first for a successor: the walk's first step) when the
+ * entry's page is all-visible in the chunk's copy of the map, and then its
+ * key and INCLUDE columns go straight from the image into the scan tuple:
+ * no virtual row, no expression evaluation, and on a table that is all
+ * all-visible no TID read either.  Prefetches the entry 16 rows ahead.
  */
-static TupleTableSlot *
-next_asof_direct(GpuidxJoinState *state)
+static DirectAnswer
+asof_direct_row(GpuidxJoinState *state, int64 r, bool pred)
 {
 	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
-	bool		pred = state->kind == GPUIDX_JOIN_ASOF_PRED;
-	const GpuidxLayout *layout = state->direct_reads_row ? gpuidx_layout(state->index) : NULL;
+	const GpuidxVisMapCopy *vm = &state->direct_vm;
+	int64		ahead = r + PREFETCH_ROWS;
+	int64		pos;
+	int			j;
+	Datum		inc_values[GPUIDX_MAX_INCLUDE];
+	bool		inc_nulls[GPUIDX_MAX_INCLUDE];
 
-	while (state->asof_row < state->nrows)
+	if (ahead < state->nrows && state->row_valid[ahead] &&
+		state->last[ahead] > state->first[ahead])
+		gpuidx_prefetch_entry(state->img, pred ? (int64) state->last[ahead] - 1 :
+							  (int64) state->first[ahead], true, !vm->all_set,
+							  state->direct_reads_row);
+	if (!state->row_valid[r] || state->last[r] <= state->first[r])
+		return DIRECT_NONE;
+	pos = pred ? (int64) state->last[r] - 1 : (int64) state->first[r];
+	if (!vm->all_set &&
+		!gpuidx_vismap_copy_test(vm, (BlockNumber) (gpuidx_tid_at(state->img, pos) >> 16)))
+		return DIRECT_WALK;
+	/* past the subquery's other bound no key qualifies (the walk's test) */
 	{
-		int64		r = state->asof_row++;
-		int64		ahead = r + PREFETCH_ROWS;
+		int64		key = gpuidx_key_at(state->img, pos);
 
-		state->stat_direct++;
-
-		if ((r & 1023) == 0)
-			CHECK_FOR_INTERRUPTS();
-		if (ahead < state->nrows && state->row_valid[ahead] &&
-			state->last[ahead] > state->first[ahead])
-			gpuidx_prefetch_entry(state->img, pred ? (int64) state->last[ahead] - 1 :
-								  (int64) state->first[ahead], true, false,
-								  state->direct_reads_row);
-		if (state->row_valid[r] && state->last[r] > state->first[r])
+		if (pred ? key < state->row_lo[r] : key > state->row_hi[r])
+			return DIRECT_NONE;
+		restore_row(state, r);
+		if (state->direct_reads_row)
+			gpuidx_deform_row(gpuidx_layout(state->index), gpuidx_row_at(state->img, pos),
+							  inc_values, inc_nulls);
+		for (j = 0; j < state->ninner; j++)
 		{
-			int64		pos = pred ? (int64) state->last[r] - 1 : (int64) state->first[r];
-			int64		key = gpuidx_key_at(state->img, pos);
+			int			k = state->nouter + j;
+			int			src = state->direct_src[j];
 
-			/* past the subquery's other bound no key qualifies */
-			if (pred ? key >= state->row_lo[r] : key <= state->row_hi[r])
+			if (src < 0)
 			{
-				Datum		inc_values[GPUIDX_MAX_INCLUDE];
-				bool		inc_nulls[GPUIDX_MAX_INCLUDE];
-				int			j;
-
-				restore_row(state, r);
-				if (layout)
-					gpuidx_deform_row(layout, gpuidx_row_at(state->img, pos),
-									  inc_values, inc_nulls);
-				for (j = 0; j < state->ninner; j++)
-				{
-					int			k = state->nouter + j;
-					int			src = state->direct_src[j];
-
-					if (src < 0)
-					{
-						scan->tts_values[k] = gpuidx_key_to_datum(key, state->keytype);
-						scan->tts_isnull[k] = false;
-					}
-					else
-					{
-						scan->tts_values[k] = inc_values[src];
-						scan->tts_isnull[k] = inc_nulls[src];
-					}
-				}
-				state->matched[r] = true;
-				state->stat_hits++;
-				return scan;
+				scan->tts_values[k] = gpuidx_key_to_datum(key, state->keytype);
+				scan->tts_isnull[k] = false;
+			}
+			else
+			{
+				scan->tts_values[k] = inc_values[src];
+				scan->tts_isnull[k] = inc_nulls[src];
 			}
 		}
-		if (state->jointype == JOIN_LEFT)
-		{
-			restore_row(state, r);
-			return scan;
-		}
 	}
-	return NULL;
+	state->matched[r] = true;
+	state->stat_hits++;
+	return DIRECT_ROW;
 }
 
 /*
@@ -1147,14 +1136,32 @@ next_asof(GpuidxJoinState *state)
 	int64		limit = asof_limit(state);
 	int64		n = state->img ? state->img->n : 0;
 
-	if (state->all_visible && limit == 1 && !state->asof_started)
-		return next_asof_direct(state);
 	for (;;)
 	{
 		int64		r = state->asof_row;
 
 		if (r >= state->nrows)
 			return NULL;
+		if (!state->asof_started && state->direct_chunk && limit == 1)
+		{
+			DirectAnswer d = asof_direct_row(state, r, pred);
+
+			if ((r & 1023) == 0)
+				CHECK_FOR_INTERRUPTS();
+			if (d != DIRECT_WALK)
+			{
+				state->stat_direct++;
+				state->asof_row++;
+				if (d == DIRECT_ROW)
+					return scan;
+				if (state->jointype == JOIN_LEFT)
+				{
+					restore_row(state, r);
+					return scan;
+				}
+				continue;
+			}
+		}
 		if (!state->asof_started)
 		{
 			state->asof_started = true;

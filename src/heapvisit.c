@@ -109,3 +109,71 @@ gpuidx_heap_visit_page(Relation heap, Snapshot snapshot, const uint64 *tids,
 	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 	return buf;
 }
+
+/*
+ * The visibility map's on-disk layout (visibilitymap.c): after the page
+ * header, BITS_PER_HEAPBLOCK bits per heap block, four blocks a byte, bit 0
+ * of a block's pair all-visible.  The bytes of consecutive map pages laid
+ * end to end are therefore one array indexed by heap block.
+ */
+#define VM_MAPSIZE			(BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
+#define VM_BLOCKS_PER_BYTE	(BITS_PER_BYTE / BITS_PER_HEAPBLOCK)
+#define VM_BLOCKS_PER_PAGE	(VM_MAPSIZE * VM_BLOCKS_PER_BYTE)
+
+/*
+ * Is the all-visible bit of every one of the first nblocks blocks set in a
+ * copy of the map?  (Then the host loop tests an entry's block against the
+ * table's length instead of reading the bitmap.)
+ */
+static bool
+vismap_all_set(const uint8 *vm, BlockNumber nblocks)
+{
+	/* bit 0 of each block's pair: the even bits of a byte */
+	const uint8 all = 0x55;
+	Size		full = nblocks / VM_BLOCKS_PER_BYTE;
+	Size		i;
+	int			b;
+
+	for (i = 0; i < full; i++)
+		if ((vm[i] & all) != all)
+			return false;
+	for (b = 0; b < (int) (nblocks % VM_BLOCKS_PER_BYTE); b++)
+		if (((vm[full] >> (b * BITS_PER_HEAPBLOCK)) & 1) == 0)
+			return false;
+	return true;
+}
+
+/*
+ * Copy the visibility map of the table's first nblocks blocks (one read of
+ * each map page, under a share lock); a map page that does not exist yet
+ * reads as zeros (nothing all-visible).
+ */
+void
+gpuidx_vismap_copy(Relation heap, BlockNumber nblocks, MemoryContext cxt,
+				   GpuidxVisMapCopy *copy)
+{
+	Size		bytes = ((Size) nblocks + VM_BLOCKS_PER_BYTE - 1) / VM_BLOCKS_PER_BYTE;
+	Buffer		buf = InvalidBuffer;
+	BlockNumber first;
+
+	copy->bits = MemoryContextAllocHuge(cxt, Max(bytes, 1));
+	memset(copy->bits, 0, Max(bytes, 1));
+	copy->nblocks = nblocks;
+	for (first = 0; first < nblocks; first += VM_BLOCKS_PER_PAGE)
+	{
+		Size		at = first / VM_BLOCKS_PER_BYTE;
+		Size		n = Min((Size) VM_MAPSIZE, bytes - at);
+
+		/* (pins the map page that covers first, if it exists) */
+		visibilitymap_get_status(heap, first, &buf);
+		if (!BufferIsValid(buf) ||
+			BufferGetBlockNumber(buf) != first / VM_BLOCKS_PER_PAGE)
+			continue;
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		memcpy(copy->bits + at, PageGetContents(BufferGetPage(buf)), n);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	}
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+	copy->all_set = vismap_all_set(copy->bits, nblocks);
+}

@@ -40,6 +40,31 @@ extern void gpuidx_vismap_init(GpuidxVisMap *vm, Relation heap);
 extern bool gpuidx_vismap_all_visible(GpuidxVisMap *vm, BlockNumber blk);
 extern void gpuidx_vismap_release(GpuidxVisMap *vm);
 
+/*
+ * A copy of a table's visibility map for its first nblocks heap blocks: the
+ * map pages' bytes laid end to end, BITS_PER_HEAPBLOCK bits a block (four
+ * blocks a byte), bit 0 of a block's pair all-visible (visibilitymap.c's
+ * layout).  all_set: every one of those blocks is all-visible.
+ */
+typedef struct GpuidxVisMapCopy
+{
+	uint8	   *bits;
+	BlockNumber nblocks;
+	bool		all_set;
+} GpuidxVisMapCopy;
+
+extern void gpuidx_vismap_copy(Relation heap, BlockNumber nblocks, MemoryContext cxt,
+							   GpuidxVisMapCopy *copy);
+
+/* Whether block blk is all-visible in a copy (blocks past it: not). */
+static inline bool
+gpuidx_vismap_copy_test(const GpuidxVisMapCopy *copy, BlockNumber blk)
+{
+	if (blk >= copy->nblocks)
+		return false;
+	return copy->all_set || ((copy->bits[blk / 4] >> ((blk % 4) * 2)) & 1) != 0;
+}
+
 extern Buffer gpuidx_heap_visit_page(Relation heap, Snapshot snapshot,
 									 const uint64 *tids, int64 ntids,
 									 int64 *next, GpuidxHeapVisitFn visit,
