@@ -82,6 +82,10 @@ typedef struct GpuidxJoinState
 	ExprState **probe_exprs;
 	int		   *strategies;
 	Oid		   *probe_types;
+	int		   *probe_cols;		/* per probe: the outer column it is, or -1
+								 * (an expression) */
+	bool		probes_are_columns; /* every probe is an outer column: read
+									 * from the kept row, no evaluation */
 	ExprState  *matchqual;
 	/* as-of */
 	ExprState **asof_outputs;
@@ -270,6 +274,30 @@ init_asof_direct(GpuidxJoinState *state, List *outputs, bool no_quals)
 	}
 }
 
+/*
+ * Which probe expressions are plain outer columns (a Var of the scan tuple
+ * within its outer part): those are read from the kept row as they are.
+ */
+static void
+probe_columns(GpuidxJoinState *state, List *exprs)
+{
+	int			i;
+
+	state->probe_cols = palloc(sizeof(int) * Max(state->nprobes, 1));
+	state->probes_are_columns = true;
+	for (i = 0; i < state->nprobes; i++)
+	{
+		Var		   *var = (Var *) list_nth(exprs, i);
+
+		state->probe_cols[i] = -1;
+		if (IsA(var, Var) && var->varno == INDEX_VAR && var->varlevelsup == 0 &&
+			var->varattno >= 1 && var->varattno <= state->nouter)
+			state->probe_cols[i] = var->varattno - 1;
+		else
+			state->probes_are_columns = false;
+	}
+}
+
 /* Open the table and index, prepare the expressions, start the outer plan. */
 static void
 begin_join(CustomScanState *node, EState *estate, int eflags)
@@ -345,6 +373,7 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 		state->strategies[i] = list_nth_int(strategies, i);
 		state->probe_types[i] = getBaseType(exprType((Node *) e));
 	}
+	probe_columns(state, cscan->custom_exprs);
 	state->matchqual = ExecInitQual(list_copy_tail(cscan->custom_exprs, state->nprobes),
 									&node->ss.ps);
 	if (state->kind != GPUIDX_JOIN_TABLE)
@@ -422,12 +451,15 @@ keep_row(GpuidxJoinState *state, int64 n, TupleTableSlot *slot)
 }
 
 /*
- * The interval (table join) or bound (as-of, in lo) row r asks for, from
- * the probe expressions over the scan tuple; false if it can match nothing
- * (a NULL, or an empty intersection).
+ * The interval (table join) or bound (as-of, in lo) an outer row asks for,
+ * from its probes: a probe that is an outer column is read from the row's
+ * values / nulls, any other probe expression is evaluated over the scan
+ * tuple (which then holds the row); false if it can match nothing (a NULL,
+ * or an empty intersection).
  */
 static bool
-eval_probes(GpuidxJoinState *state, int64 *lo, int64 *hi)
+eval_probes(GpuidxJoinState *state, const Datum *values, const bool *nulls,
+			int64 *lo, int64 *hi)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
 	int			i;
@@ -438,10 +470,19 @@ eval_probes(GpuidxJoinState *state, int64 *lo, int64 *hi)
 	for (i = 0; i < state->nprobes; i++)
 	{
 		bool		isnull;
-		Datum		d = ExecEvalExprSwitchContext(state->probe_exprs[i], econtext, &isnull);
+		Datum		d;
 		int64		v,
 					l,
 					h;
+
+		if (state->probe_cols[i] >= 0)
+		{
+			/* an outer column, as given */
+			isnull = nulls[state->probe_cols[i]];
+			d = values[state->probe_cols[i]];
+		}
+		else
+			d = ExecEvalExprSwitchContext(state->probe_exprs[i], econtext, &isnull);
 
 		if (isnull)
 			return false;		/* strict operators: NULL matches nothing */
@@ -589,8 +630,12 @@ gather_chunk(GpuidxJoinState *state)
 		old = MemoryContextSwitchTo(state->chunk_cxt);
 		keep_row(state, n, slot);
 		MemoryContextSwitchTo(old);
-		restore_row(state, n);
-		state->row_valid[n] = eval_probes(state, &state->row_lo[n], &state->row_hi[n]);
+		/* probe expressions other than columns read the row as the scan tuple */
+		if (!state->probes_are_columns)
+			restore_row(state, n);
+		state->row_valid[n] = eval_probes(state, state->row_values + n * state->nouter,
+										  state->row_nulls + n * state->nouter,
+										  &state->row_lo[n], &state->row_hi[n]);
 		state->matched[n] = false;
 		state->first[n] = state->last[n] = 0;
 		if (state->row_valid[n])
@@ -599,7 +644,8 @@ gather_chunk(GpuidxJoinState *state)
 			points = points && state->row_lo[n] == state->row_hi[n];
 		}
 		state->nrows++;
-		ResetExprContext(state->css.ss.ps.ps_ExprContext);
+		if (!state->probes_are_columns)
+			ResetExprContext(state->css.ss.ps.ps_ExprContext);
 	}
 	if (state->nrows == 0)
 		return false;
@@ -1330,7 +1376,9 @@ recheck_join(ScanState *ss, TupleTableSlot *slot)
 				inner = NULL;
 		}
 		store_outer(state, outer);
-		if (inner && !TupIsNull(inner) && eval_probes(state, &lo, &hi))
+		if (inner && !TupIsNull(inner) &&
+			eval_probes(state, ss->ss_ScanTupleSlot->tts_values,
+						ss->ss_ScanTupleSlot->tts_isnull, &lo, &hi))
 		{
 			bool		isnull;
 			Datum		k = slot_getattr(inner, state->keyattno, &isnull);
