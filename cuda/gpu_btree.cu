@@ -668,7 +668,10 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 	if (!do_sort && g_policy.tile >= 0 && g_policy.group <= 8)
 	{							/* probe order found on the device: a sample of
 								 * tiles picks the kernel (tile 0), or tiles */
-		int		   *gate = g_policy.tile == 0 && count >= GATE_MIN_PROBES ? s->flag : NULL;
+		long long	gate_min = gi_setting_gpu_gate_min(g_policy.gate_min == 0 ? GATE_MIN_DEFAULT :
+													   g_policy.gate_min < 0 ? LLONG_MAX :
+													   g_policy.gate_min);
+		int		   *gate = g_policy.tile == 0 && (long long) count >= gate_min ? s->flag : NULL;
 		int			run = gi_setting_gpu_run_search(g_policy.run);
 
 		if (img->ins)

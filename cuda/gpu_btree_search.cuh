@@ -14,9 +14,12 @@
 #define IDX_BELOW		0x40000000u /* sorted probe was below INT32_MIN */
 #define IDX_ABOVE		0x80000000u /* sorted probe was above INT32_MAX */
 #define IDX_MASK		0x3fffffffu
-#define GATE_MIN_PROBES	(1u << 22)	/* smaller batches take the tiled search
-										 * without the sample (its fixed cost
-										 * outweighs the gain) */
+#define GATE_MIN_DEFAULT (1u << 16)	/* smaller batches take the tiled search
+										 * without the sample (GiGpuPolicy.gate_min;
+										 * 2^22 until 2026-11-26: the per-probe
+										 * kernel is faster for random batches of
+										 * 10^6 probes, and the sample costs one
+										 * short launch) */
 
 /* ------------------------------------------------------------------------ */
 /* Device helpers                                                            */

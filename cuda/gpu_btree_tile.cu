@@ -618,31 +618,76 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 }
 
 /*
- * The sample that picks the kernel for a batch: 8 warps look at up to 64
- * tiles spread over it and set *gate to 1 (tiled search) when at least one
- * in eight is narrow, else 0 (per-probe kernel).
+ * Whether the tile of cnt probes (and range ends) at base is narrow, for the
+ * sample: tile_span's answer, with every load of a lane issued before the
+ * first is used (the sample's time is a few memory latencies, not one a
+ * row: it sits in front of every sampled batch).
  */
 template <class K>
-__global__ void __launch_bounds__(TILE_WARPS * 32)
+__device__ __forceinline__ bool
+sample_narrow(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
+			  uint64_t base, uint32_t cnt)
+{
+	constexpr int ROWS = TILE_PROBES / 32;
+	const uint32_t lane = threadIdx.x & 31;
+	int64_t		v[ROWS],
+				vh[ROWS];
+	K			lo = (K) KeyLimits<K>::hi,
+				hi = (K) KeyLimits<K>::lo;
+
+#pragma unroll
+	for (int r = 0; r < ROWS; r++)
+	{
+		uint32_t	i = r * 32 + lane;
+
+		v[r] = i < cnt ? probes[base + i] : probes[base];
+		vh[r] = op == GI_OP_RANGE ? (i < cnt ? probes_hi[base + i] : probes_hi[base]) : v[r];
+	}
+#pragma unroll
+	for (int r = 0; r < ROWS; r++)
+	{
+		K			a = clamp_to_key<K>(v[r]),
+					b = clamp_to_key<K>(vh[r]);
+
+		lo = a < lo ? a : lo;
+		hi = a > hi ? a : hi;
+		lo = b < lo ? b : lo;
+		hi = b > hi ? b : hi;
+	}
+	lo = warp_extreme<K, false>(lo);
+	hi = warp_extreme<K, true>(hi);
+	lo = lo < T.kmin ? T.kmin : lo > T.kmax ? T.kmax : lo;
+	hi = hi < T.kmin ? T.kmin : hi > T.kmax ? T.kmax : hi;
+	return tile_narrow<K>(T, lo, hi);
+}
+
+/*
+ * The sample that picks the kernel for a batch: one block of SAMPLE_WARPS
+ * warps looks at up to SAMPLE_TILES tiles spread over it (two a warp) and
+ * sets *gate to 1 (tiled search) when at least one in eight is narrow, else
+ * 0 (per-probe kernel).
+ */
+#define SAMPLE_TILES	64
+#define SAMPLE_WARPS	32
+template <class K>
+__global__ void __launch_bounds__(SAMPLE_WARPS * 32)
 tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
 				   uint64_t count, int *gate)
 {
 	__shared__ int narrow;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
-	uint64_t	sampled = std::min<uint64_t>(tiles, 64);
+	uint64_t	sampled = std::min<uint64_t>(tiles, SAMPLE_TILES);
 
 	if (threadIdx.x == 0)
 		narrow = 0;
 	__syncthreads();
-	for (uint64_t k = threadIdx.x >> 5; k < sampled; k += TILE_WARPS)
+	for (uint64_t k = threadIdx.x >> 5; k < sampled; k += SAMPLE_WARPS)
 	{
 		uint64_t	base = k * tiles / sampled * TILE_PROBES;
-		K			lo,
-					hi;
+		bool		nw = sample_narrow<K>(T, op, probes, probes_hi, base,
+										  (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES));
 
-		tile_span<K>(T, op, probes, probes_hi, base,
-					 (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES), &lo, &hi);
-		if ((threadIdx.x & 31) == 0 && tile_narrow<K>(T, lo, hi))
+		if ((threadIdx.x & 31) == 0 && nw)
 			atomicAdd(&narrow, 1);
 	}
 	__syncthreads();
@@ -707,7 +752,7 @@ gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 
 	if (gate)
 	{
-		tile_sample_kernel<K><<<1, TILE_WARPS * 32, 0, st>>>(T, op, probes, hi, count, gate);
+		tile_sample_kernel<K><<<1, SAMPLE_WARPS * 32, 0, st>>>(T, op, probes, hi, count, gate);
 		CKL("tile_sample_kernel");
 	}
 	switch (group)

@@ -40,6 +40,11 @@ typedef struct GiGpuPolicy
 								 * tile, -1 never (the default, as measured);
 								 * GI_GPU_RUN_SEARCH overrides it
 								 * (engine_util.h) */
+	int			gate_min;		/* tile 0: the smallest batch whose order the
+								 * sample decides (smaller ones take the
+								 * tiled search unsampled); 0 the default
+								 * (2^16), -1 never sample; GI_GPU_GATE_MIN
+								 * overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */
