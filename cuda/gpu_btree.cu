@@ -625,6 +625,18 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 	T.dir_node = NULL;
 	T.dir_base = NULL;
 	T.seg_shift = 0;
+	T.arith = g->nint <= ARITH_LEVELS &&
+		gi_setting_gpu_child_arith(g_policy.child_arith == 0 ? 1 : g_policy.child_arith) > 0;
+	memset(T.lv_off, 0, sizeof(T.lv_off));
+	memset(T.lv_am1, 0, sizeof(T.lv_am1));
+	memset(T.lv_h, 0, sizeof(T.lv_h));
+	for (int l = 0; T.arith && l < g->nint; l++)
+	{							/* (< 2^32 nodes: image_create, recut_inner) */
+		T.lv_off[l] = (uint32_t) g->off[l];
+		T.lv_off[l + 1] = (uint32_t) g->off[l + 1];
+		T.lv_am1[l] = (uint32_t) (g->lev[l].ave - 1);
+		T.lv_h[l] = (uint32_t) g->lev[l].h;
+	}
 	if (img->ins)
 	{							/* insertable form: leaves via the directory */
 		T.segs = (K *const *) img->ins->d_kseg;

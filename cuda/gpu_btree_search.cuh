@@ -35,6 +35,9 @@ umin32(uint32_t a, uint32_t b)
 	return r;
 }
 
+#define ARITH_LEVELS	12			/* internal levels a descent can compute
+									 * children for (2^32 nodes of 16 need 9) */
+
 /* What a search kernel needs to know of a tree. */
 template <class K> struct TreeDev
 {
@@ -47,6 +50,18 @@ template <class K> struct TreeDev
 	uint32_t	inodes;
 	uint32_t	nleaves;
 	int			nint;
+	/*
+	 * The internal levels' cut (both forms: geo_inner), for descents that
+	 * compute a node's first child instead of loading prefix[node]: node g
+	 * of level l is the j-th (j = g - lv_off[l]) and its children start at
+	 * lv_off[l + 1] + gi_cut_start(j, lv_am1[l] + 1, lv_h[l]), exactly what
+	 * build_level_kernel wrote to prefix[g].  arith: use them (nint <=
+	 * ARITH_LEVELS).
+	 */
+	bool		arith;
+	uint32_t	lv_off[ARITH_LEVELS + 1];	/* first node of level l */
+	uint32_t	lv_am1[ARITH_LEVELS];	/* its cut's ave - 1 */
+	uint32_t	lv_h[ARITH_LEVELS];	/* its cut's h */
 	K			kmin;			/* the smallest key */
 	K			kmax;			/* the largest key */
 	/* Insertable form (DYN searches): leaves through the directory. */
@@ -191,12 +206,31 @@ track_shared(uint32_t node, int l, Start *shared)
 }
 
 /*
+ * First child of node (at level l): computed from the level's cut when
+ * T.arith (a multiply-add and a min on values at hand: the node's own load
+ * is the only memory access of the level), else loaded from the prefix
+ * sums (a second load a level, from a line of its own).
+ */
+template <class K>
+__device__ __forceinline__ uint32_t
+first_child(const TreeDev<K> &T, uint32_t node, int l)
+{
+	if (T.arith)
+	{
+		uint32_t	j = node - T.lv_off[l];
+
+		return T.lv_off[l + 1] + j * T.lv_am1[l] + umin32(j, T.lv_h[l]);
+	}
+	return __ldg(T.prefix + node);
+}
+
+/*
  * Descend from S (the root by default) to the leaf holding lower_bound(t)
  * (LE = false) or upper_bound(t) (LE = true): at each internal node take the
  * first child whose max key is >= t (> t).  Callers guarantee t <= max key
  * (t < max key when LE), so such a child always exists; the min.u32 clamp
- * only keeps the position inside the node.  Child indexes come from the
- * prefix-sum array.  TRACK (two groups of 16 lanes descending in lockstep)
+ * only keeps the position inside the node.  Child indexes come from
+ * first_child().  TRACK (two groups of 16 lanes descending in lockstep)
  * records in *shared the deepest node both groups pass: every descent whose
  * target lies between the two groups' targets passes it too.
  */
@@ -219,7 +253,7 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 			track_shared(node, l, shared);
 
 		load_slot<K, KPT>(lane_nodes + (size_t) node * M, v);
-		uint32_t	c0 = __ldg(T.prefix + node);
+		uint32_t	c0 = first_child(T, node, l);
 		uint32_t	pos = group_rank<K, G, KPT, LE>(v, t, g);
 
 		node = c0 + umin32(pos, M - 1);

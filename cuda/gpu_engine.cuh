@@ -45,6 +45,12 @@ typedef struct GiGpuPolicy
 								 * tiled search unsampled); 0 the default
 								 * (2^16), -1 never sample; GI_GPU_GATE_MIN
 								 * overrides it */
+	int			child_arith;	/* how a descent finds a node's first child:
+								 * 0 default (computed), 1 computed from the
+								 * level's cut (every internal level of both
+								 * forms is cut evenly), -1 loaded from the
+								 * child prefix sums; GI_GPU_CHILD_ARITH
+								 * overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

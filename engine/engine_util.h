@@ -56,11 +56,15 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *                    sample decides (tiled search or per-probe kernel);
  *                    smaller ones take the tiled search; dflt when unset
  *                    or not a non-negative number
+ *   GI_GPU_CHILD_ARITH  how a GPU B+ tree descent finds a node's first
+ *                    child: "off" (-1) from the child prefix sums, "on"
+ *                    (1) computed from the level's cut; dflt otherwise
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
 int			gi_setting_gpu_run_search(int dflt);
 long long	gi_setting_gpu_gate_min(long long dflt);
+int			gi_setting_gpu_child_arith(int dflt);
 
 #ifdef __cplusplus
 }

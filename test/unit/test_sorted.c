@@ -9,7 +9,8 @@
  * narrow.  Each batch is asked with GI_GPU_RUN_SEARCH off (the tiled and
  * per-probe paths), auto (tiles in order take the run search) and on (every
  * narrow tile does), and in the further modes of `modes` (the order sample
- * at every batch size, ...): each answer must match brute force (an empty
+ * at every batch size, children loaded from the prefix sums rather than
+ * computed from the level cut, ...): each answer must match brute force (an empty
  * answer: only empty, as test_engine.c checks) and every mode must agree
  * with mode off to the letter.  GPU only: without a device nothing runs.
  * gi_test_sorted_main(), run by test_engine's main; GI_UNIT_MAX caps the
@@ -36,13 +37,16 @@ typedef struct SortedMode
 	const char *name;
 	const char *run;			/* GI_GPU_RUN_SEARCH */
 	const char *gate_min;		/* GI_GPU_GATE_MIN (NULL: unset) */
+	const char *child_arith;	/* GI_GPU_CHILD_ARITH (NULL: unset) */
 } SortedMode;
 
 static const SortedMode modes[] = {
-	{"off", "off", NULL},
-	{"auto", "auto", NULL},
-	{"on", "on", NULL},
-	{"sampled", "off", "0"},	/* the order sample at every batch size */
+	{"off", "off", NULL, NULL},
+	{"auto", "auto", NULL, NULL},
+	{"on", "on", NULL, NULL},
+	{"sampled", "off", "0", NULL},	/* the order sample at every batch size */
+	{"prefix", "off", NULL, "off"}, /* children from the prefix sums */
+	{"sampled prefix", "off", "0", "off"},
 };
 #define NMODES ((int) (sizeof(modes) / sizeof(modes[0])))
 
@@ -190,6 +194,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 
 			setenv("GI_GPU_RUN_SEARCH", modes[mode].run, 1);
 			set_or_unset("GI_GPU_GATE_MIN", modes[mode].gate_min);
+			set_or_unset("GI_GPU_CHILD_ARITH", modes[mode].child_arith);
 			memset(rf, 0xAB, np * sizeof(uint64_t));
 			memset(rl, 0xCD, np * sizeof(uint64_t));
 			st = gi_image_query(img, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL, np, rf, rl, &err);
@@ -223,6 +228,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 	}
 	unsetenv("GI_GPU_RUN_SEARCH");
 	unsetenv("GI_GPU_GATE_MIN");
+	unsetenv("GI_GPU_CHILD_ARITH");
 }
 
 /* One key width, count and shape: build a GPU image, ask every batch kind. */
