@@ -685,11 +685,12 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 													   g_policy.gate_min);
 		int		   *gate = g_policy.tile == 0 && (long long) count >= gate_min ? s->flag : NULL;
 		int			run = gi_setting_gpu_run_search(g_policy.run);
+		bool		dedup = gi_setting_gpu_dedup(g_policy.dedup == 0 ? 1 : g_policy.dedup) > 0;
 
 		if (img->ins)
 		{
 			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
-												   g_policy.group, g_policy.window, run, gate, err)));
+												   g_policy.group, g_policy.window, run, dedup, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
 													 first, last, g_policy.group, gate, err)));
@@ -697,7 +698,7 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 		else
 		{
 			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
-													g_policy.group, g_policy.window, run, gate, err)));
+													g_policy.group, g_policy.window, run, dedup, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
 													  first, last, g_policy.group, gate, err)));

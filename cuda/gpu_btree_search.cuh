@@ -436,7 +436,8 @@ decode_probe(uint64_t sk, uint32_t &idx)
  * groups of `group` lanes (2, 4 or 8) where a tile descends per probe, and
  * at most `window` leaves staged a tile (0: the default, -1: never).  run
  * picks the tiles that take the run search (GiGpuPolicy.run: 0 those in
- * order, 1 every narrow one, -1 none).  With gate (a device int) a sample
+ * order, 1 every narrow one, -1 none).  dedup: of equal probes that
+ * descend, one a row does (GiGpuPolicy.dedup).  With gate (a device int) a sample
  * of the batch decides first: *gate = 1 when its tiles are narrow, and the
  * tiled kernel runs only then; the caller launches the per-probe kernel
  * gated on *gate == 0 after this call.
@@ -445,6 +446,6 @@ template <class K, bool DYN>
 GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									 const int64_t *probes, const int64_t *hi, uint64_t count,
 									 uint64_t *first, uint64_t *last, int group, int window,
-									 int run, int *gate, GiError *err);
+									 int run, bool dedup, int *gate, GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */

@@ -51,6 +51,12 @@ typedef struct GiGpuPolicy
 								 * forms is cut evenly), -1 loaded from the
 								 * child prefix sums; GI_GPU_CHILD_ARITH
 								 * overrides it */
+	int			dedup;			/* the tiled search: of equal probes in a row
+								 * of a tile that descend, only the first
+								 * does and the others copy its answer (as
+								 * do those equal to the previous row's
+								 * last); 0 default (on), 1 on, -1 off;
+								 * GI_GPU_DEDUP overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

@@ -131,6 +131,13 @@ gi_setting_gpu_child_arith(int dflt)
 	return env_mode("GI_GPU_CHILD_ARITH", dflt);
 }
 
+/* GI_GPU_DEDUP as -1 / 0 / 1, or dflt (engine_util.h). */
+int
+gi_setting_gpu_dedup(int dflt)
+{
+	return env_mode("GI_GPU_DEDUP", dflt);
+}
+
 /* GI_GPU_GATE_MIN, or dflt (engine_util.h). */
 long long
 gi_setting_gpu_gate_min(long long dflt)

@@ -53,6 +53,7 @@ static const PathVariant path_variants[] = {
 	{"tiled", [](GiGpuPolicy *p) { p->tile = 1; }},	/* tiles, never the per-probe kernel */
 	{"per-probe", [](GiGpuPolicy *p) { p->tile = -1; }},	/* one descent a probe */
 	{"prefix loads", [](GiGpuPolicy *p) { p->child_arith = -1; }},	/* children from prefix[] */
+	{"no dedup", [](GiGpuPolicy *p) { p->dedup = -1; }},	/* equal probes descend each */
 };
 #define NVARIANTS ((int) (sizeof(path_variants) / sizeof(path_variants[0])))
 
@@ -693,7 +694,7 @@ main(int argc, char **argv)
 		for (int v = 0; v < NVARIANTS; v++)
 			head += fmt(" %s/default |", path_variants[v].name);
 		head += " default of bandwidth bound | mismatches (variants vs bsearch) |";
-		printf("\n### Search paths and policy variants per query row (Gq/s; default = the engine's default policy; each other column changes one field of it: gate 2^22 = the order sample only from 2^22 probes on (the threshold before 2026-11-26); tiled = the tiled search for every batch; per-probe = one descent a probe for every batch; prefix loads = descents load a node's first child from the prefix sums instead of computing it from the level cut; best = the best of all columns)\n\n");
+		printf("\n### Search paths and policy variants per query row (Gq/s; default = the engine's default policy; each other column changes one field of it: gate 2^22 = the order sample only from 2^22 probes on (the threshold before 2026-11-26); tiled = the tiled search for every batch; per-probe = one descent a probe for every batch; prefix loads = descents load a node's first child from the prefix sums instead of computing it from the level cut; no dedup = in the tiled search every probe that descends does so, equal ones too, instead of one a row; best = the best of all columns)\n\n");
 		print_table(head.c_str(), t_paths);
 	}
 	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
