@@ -625,6 +625,18 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 	T.dir_node = NULL;
 	T.dir_base = NULL;
 	T.seg_shift = 0;
+	T.arith = g->nint <= ARITH_LEVELS &&
+		gi_setting_gpu_child_arith(g_policy.child_arith == 0 ? 1 : g_policy.child_arith) > 0;
+	memset(T.lv_off, 0, sizeof(T.lv_off));
+	memset(T.lv_am1, 0, sizeof(T.lv_am1));
+	memset(T.lv_h, 0, sizeof(T.lv_h));
+	for (int l = 0; T.arith && l < g->nint; l++)
+	{							/* (< 2^32 nodes: image_create, recut_inner) */
+		T.lv_off[l] = (uint32_t) g->off[l];
+		T.lv_off[l + 1] = (uint32_t) g->off[l + 1];
+		T.lv_am1[l] = (uint32_t) (g->lev[l].ave - 1);
+		T.lv_h[l] = (uint32_t) g->lev[l].h;
+	}
 	if (img->ins)
 	{							/* insertable form: leaves via the directory */
 		T.segs = (K *const *) img->ins->d_kseg;
@@ -668,13 +680,17 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 	if (!do_sort && g_policy.tile >= 0 && g_policy.group <= 8)
 	{							/* probe order found on the device: a sample of
 								 * tiles picks the kernel (tile 0), or tiles */
-		int		   *gate = g_policy.tile == 0 && count >= GATE_MIN_PROBES ? s->flag : NULL;
+		long long	gate_min = gi_setting_gpu_gate_min(g_policy.gate_min == 0 ? GATE_MIN_DEFAULT :
+													   g_policy.gate_min < 0 ? LLONG_MAX :
+													   g_policy.gate_min);
+		int		   *gate = g_policy.tile == 0 && (long long) count >= gate_min ? s->flag : NULL;
 		int			run = gi_setting_gpu_run_search(g_policy.run);
+		bool		dedup = gi_setting_gpu_dedup(g_policy.dedup == 0 ? 1 : g_policy.dedup) > 0;
 
 		if (img->ins)
 		{
 			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
-												   g_policy.group, g_policy.window, run, gate, err)));
+												   g_policy.group, g_policy.window, run, dedup, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
 													 first, last, g_policy.group, gate, err)));
@@ -682,7 +698,7 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 		else
 		{
 			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
-													g_policy.group, g_policy.window, run, gate, err)));
+													g_policy.group, g_policy.window, run, dedup, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
 													  first, last, g_policy.group, gate, err)));

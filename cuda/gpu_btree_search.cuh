@@ -14,9 +14,12 @@
 #define IDX_BELOW		0x40000000u /* sorted probe was below INT32_MIN */
 #define IDX_ABOVE		0x80000000u /* sorted probe was above INT32_MAX */
 #define IDX_MASK		0x3fffffffu
-#define GATE_MIN_PROBES	(1u << 22)	/* smaller batches take the tiled search
-										 * without the sample (its fixed cost
-										 * outweighs the gain) */
+#define GATE_MIN_DEFAULT (1u << 16)	/* smaller batches take the tiled search
+										 * without the sample (GiGpuPolicy.gate_min;
+										 * 2^22 until 2026-11-26: the per-probe
+										 * kernel is faster for random batches of
+										 * 10^6 probes, and the sample costs one
+										 * short launch) */
 
 /* ------------------------------------------------------------------------ */
 /* Device helpers                                                            */
@@ -32,6 +35,9 @@ umin32(uint32_t a, uint32_t b)
 	return r;
 }
 
+#define ARITH_LEVELS	12			/* internal levels a descent can compute
+									 * children for (2^32 nodes of 16 need 9) */
+
 /* What a search kernel needs to know of a tree. */
 template <class K> struct TreeDev
 {
@@ -44,6 +50,18 @@ template <class K> struct TreeDev
 	uint32_t	inodes;
 	uint32_t	nleaves;
 	int			nint;
+	/*
+	 * The internal levels' cut (both forms: geo_inner), for descents that
+	 * compute a node's first child instead of loading prefix[node]: node g
+	 * of level l is the j-th (j = g - lv_off[l]) and its children start at
+	 * lv_off[l + 1] + gi_cut_start(j, lv_am1[l] + 1, lv_h[l]), exactly what
+	 * build_level_kernel wrote to prefix[g].  arith: use them (nint <=
+	 * ARITH_LEVELS).
+	 */
+	bool		arith;
+	uint32_t	lv_off[ARITH_LEVELS + 1];	/* first node of level l */
+	uint32_t	lv_am1[ARITH_LEVELS];	/* its cut's ave - 1 */
+	uint32_t	lv_h[ARITH_LEVELS];	/* its cut's h */
 	K			kmin;			/* the smallest key */
 	K			kmax;			/* the largest key */
 	/* Insertable form (DYN searches): leaves through the directory. */
@@ -188,12 +206,31 @@ track_shared(uint32_t node, int l, Start *shared)
 }
 
 /*
+ * First child of node (at level l): computed from the level's cut when
+ * T.arith (a multiply-add and a min on values at hand: the node's own load
+ * is the only memory access of the level), else loaded from the prefix
+ * sums (a second load a level, from a line of its own).
+ */
+template <class K>
+__device__ __forceinline__ uint32_t
+first_child(const TreeDev<K> &T, uint32_t node, int l)
+{
+	if (T.arith)
+	{
+		uint32_t	j = node - T.lv_off[l];
+
+		return T.lv_off[l + 1] + j * T.lv_am1[l] + umin32(j, T.lv_h[l]);
+	}
+	return __ldg(T.prefix + node);
+}
+
+/*
  * Descend from S (the root by default) to the leaf holding lower_bound(t)
  * (LE = false) or upper_bound(t) (LE = true): at each internal node take the
  * first child whose max key is >= t (> t).  Callers guarantee t <= max key
  * (t < max key when LE), so such a child always exists; the min.u32 clamp
- * only keeps the position inside the node.  Child indexes come from the
- * prefix-sum array.  TRACK (two groups of 16 lanes descending in lockstep)
+ * only keeps the position inside the node.  Child indexes come from
+ * first_child().  TRACK (two groups of 16 lanes descending in lockstep)
  * records in *shared the deepest node both groups pass: every descent whose
  * target lies between the two groups' targets passes it too.
  */
@@ -216,7 +253,7 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 			track_shared(node, l, shared);
 
 		load_slot<K, KPT>(lane_nodes + (size_t) node * M, v);
-		uint32_t	c0 = __ldg(T.prefix + node);
+		uint32_t	c0 = first_child(T, node, l);
 		uint32_t	pos = group_rank<K, G, KPT, LE>(v, t, g);
 
 		node = c0 + umin32(pos, M - 1);
@@ -399,7 +436,8 @@ decode_probe(uint64_t sk, uint32_t &idx)
  * groups of `group` lanes (2, 4 or 8) where a tile descends per probe, and
  * at most `window` leaves staged a tile (0: the default, -1: never).  run
  * picks the tiles that take the run search (GiGpuPolicy.run: 0 those in
- * order, 1 every narrow one, -1 none).  With gate (a device int) a sample
+ * order, 1 every narrow one, -1 none).  dedup: of equal probes that
+ * descend, one a row does (GiGpuPolicy.dedup).  With gate (a device int) a sample
  * of the batch decides first: *gate = 1 when its tiles are narrow, and the
  * tiled kernel runs only then; the caller launches the per-probe kernel
  * gated on *gate == 0 after this call.
@@ -408,6 +446,6 @@ template <class K, bool DYN>
 GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									 const int64_t *probes, const int64_t *hi, uint64_t count,
 									 uint64_t *first, uint64_t *last, int group, int window,
-									 int run, int *gate, GiError *err);
+									 int run, bool dedup, int *gate, GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */

@@ -368,65 +368,99 @@ tile_narrow(const TreeDev<K> &T, K lo, K hi)
 }
 
 /*
- * The probes of a tile the window could not answer (bit j of pending: the
- * lane's probe lane + 32 j) descend from S, 32 / G at a time: group k of
- * the warp takes the k-th pending lane of the round.
+ * Which answered probe a row's duplicates may copy: the probe (and range
+ * end) of the last pending lane of an earlier row of the tile, and its
+ * index, once its answer is written.  One a warp, in shared memory (it
+ * would cost the tiled kernel registers it has none of), written by one
+ * lane between __syncwarp()s.
  */
-template <class K, int G, bool DYN>
-__device__ __forceinline__ void
-descend_pending(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
-				uint64_t base, uint32_t pending, Start S, uint64_t *first, uint64_t *last)
+struct RowCarry
 {
-	int			lane = threadIdx.x & 31;
-	Group		g = make_group<G>(lane);
+	bool		valid;
+	int64_t		p,
+				ph;
+	uint64_t	at;
+};
 
-	for (int j = 0; j < TILE_PROBES / 32; j++)
-	{
-		uint32_t	need = __ballot_sync(0xffffffffu, (pending >> j) & 1);
-
-		while (need)
-		{
-			uint32_t	src = __fns(need, 0, lane / G + 1);
-
-			if (src < 32)
-			{
-				uint64_t	i = base + src + 32 * j,
-							f,
-							l;
-
-				answer<K, G, DYN>(T, op, probes[i], op == GI_OP_RANGE ? probes_hi[i] : 0, g, f, l, S);
-				if (g.r == 0)
-				{
-					first[i] = f;
-					last[i] = l;
-				}
-			}
-			for (int k = 0; k < 32 / G && need; k++)
-				need &= need - 1;
-		}
-	}
+/* Forget the carried probe (a new tile). */
+__device__ __forceinline__ void
+carry_reset(RowCarry *carry)
+{
+	__syncwarp();
+	if ((threadIdx.x & 31) == 0)
+		carry->valid = false;
+	__syncwarp();
 }
 
 /*
- * The probes of one row of a run (bit j of need: the probe at row + j) the
- * window could not answer descend from S, 32 / G at a time: group k of the
- * warp takes the k-th pending lane of the round.
+ * For the pending lanes of a row (need), which copy an answer instead of
+ * descending (the result) and, for this lane, where from (*src): a lane
+ * whose probe (and range end) equals *carry's copies it, and one equal to
+ * a lower pending lane's copies that lane's.  The first pending lane of
+ * each set of equal probes copies nothing.
+ */
+__device__ __forceinline__ uint32_t
+row_copies(int op, const int64_t *probes, const int64_t *probes_hi, uint64_t row, uint32_t need,
+		   const RowCarry *carry, uint64_t *src, int64_t *p_out, int64_t *ph_out)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	bool		mine = (need >> lane) & 1;
+	int64_t		p = mine ? probes[row + lane] : 0;
+	int64_t		ph = mine && op == GI_OP_RANGE ? probes_hi[row + lane] : 0;
+	uint32_t	same = __match_any_sync(0xffffffffu, (unsigned long long) p);
+
+	if (op == GI_OP_RANGE)
+		same &= __match_any_sync(0xffffffffu, (unsigned long long) ph);
+	same &= need;
+
+	uint32_t	from = (uint32_t) __ffs(same) - 1;	/* lowest equal pending lane */
+	bool		from_carry = mine && carry->valid && p == carry->p && ph == carry->ph;
+
+	*src = from_carry ? carry->at : row + from;
+	*p_out = p;
+	*ph_out = ph;
+	return __ballot_sync(0xffffffffu, mine && (from_carry || from != lane));
+}
+
+/*
+ * The probes of one row (bit j of need: the probe at row + j) that a window
+ * could not answer descend from S, 32 / G at a time: group k of the warp
+ * takes the k-th pending lane of the round.  With carry (dedup on), only
+ * the first pending lane of each set of equal probes (equal range ends
+ * too, for GI_OP_RANGE) descends; the others, and those equal to the probe
+ * *carry names, copy its answer once it is written (__syncwarp orders the
+ * warp's writes and reads), and *carry moves on to the row's last pending
+ * probe.  A sorted tile inside one key's run of duplicates longer than a
+ * window (the int32 lognormal keys of bench/kernel: at 10^8 keys most sit
+ * in runs of hundreds to thousands) then costs one answer() instead of one
+ * a probe.  Which lanes copy is found again after the descents rather than
+ * kept through them (registers).
  */
 template <class K, int G, bool DYN>
 __device__ __forceinline__ void
-run_descend(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
-			uint64_t row, uint32_t need, Start S, uint64_t *first, uint64_t *last)
+row_descend(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
+			uint64_t row, uint32_t need, Start S, uint64_t *first, uint64_t *last,
+			RowCarry *carry)
 {
 	int			lane = threadIdx.x & 31;
 	Group		g = make_group<G>(lane);
+	const uint32_t all = need;
 
+	if (carry)
+	{
+		uint64_t	src;
+		int64_t		p,
+					ph;
+
+		need &= ~row_copies(op, probes, probes_hi, row, all, carry, &src, &p, &ph);
+	}
 	while (need)
 	{
-		uint32_t	src = __fns(need, 0, lane / G + 1);
+		uint32_t	src_lane = __fns(need, 0, lane / G + 1);
 
-		if (src < 32)
+		if (src_lane < 32)
 		{
-			uint64_t	i = row + src,
+			uint64_t	i = row + src_lane,
 						f,
 						l;
 
@@ -439,6 +473,54 @@ run_descend(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *p
 		}
 		for (int k = 0; k < 32 / G && need; k++)
 			need &= need - 1;
+	}
+	if (carry)
+	{
+		uint64_t	src;
+		int64_t		p,
+					ph;
+		int			tail = 31 - __clz(all);	/* all != 0: the callers' */
+
+		__syncwarp();			/* the descents' answers are written */
+		uint32_t	copy = row_copies(op, probes, probes_hi, row, all, carry, &src, &p, &ph);
+
+		if ((copy >> lane) & 1)
+		{
+			first[row + lane] = first[src];
+			last[row + lane] = last[src];
+		}
+		__syncwarp();			/* the copies too; every lane has read *carry */
+		if (lane == tail)
+		{
+			carry->valid = true;
+			carry->p = p;
+			carry->ph = ph;
+			carry->at = row + lane;
+		}
+		__syncwarp();
+	}
+}
+
+/*
+ * The probes of a tile the window could not answer (bit j of pending: the
+ * lane's probe lane + 32 j) descend from S, row by row (row_descend;
+ * carry: NULL or the warp's, for dedup).
+ */
+template <class K, int G, bool DYN>
+__device__ __forceinline__ void
+descend_pending(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
+				uint64_t base, uint32_t pending, Start S, uint64_t *first, uint64_t *last,
+				RowCarry *carry)
+{
+	if (carry)
+		carry_reset(carry);
+	for (int j = 0; j < TILE_PROBES / 32; j++)
+	{
+		uint32_t	need = __ballot_sync(0xffffffffu, (pending >> j) & 1);
+
+		if (need)
+			row_descend<K, G, DYN>(T, op, probes, probes_hi, base + 32 * j, need, S, first, last,
+								   carry);
 	}
 }
 
@@ -454,7 +536,8 @@ run_descend(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *p
  * order goes on there), and asks again, up to RUN_RESTAGES times a row.
  * *W lives in shared memory (one a warp), written by lane 0.
  * What is left (a sparse or wide span) descends per probe from the deepest
- * node the span's bounds share (the root when none was found).  Answers are
+ * node the span's bounds share (the root when none was found), equal
+ * probes once with carry (dedup on; row_descend).  Answers are
  * those of answer() to the letter: window_answer() declines whatever the
  * window cannot prove.
  */
@@ -465,9 +548,12 @@ template <class K, int G, bool DYN>
 __device__ __forceinline__ void
 run_tile(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
 		 uint64_t base, uint32_t cnt, K *w, uint32_t max_leaves, Window<K> *W, bool *have,
-		 uint64_t *first, uint64_t *last)
+		 uint64_t *first, uint64_t *last, RowCarry *carry)
 {
 	const uint32_t lane = threadIdx.x & 31;
+
+	if (carry)
+		carry_reset(carry);
 
 	for (uint32_t r = 0; r < cnt; r += 32)
 	{
@@ -529,7 +615,8 @@ run_tile(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *prob
 			last[i] = l;
 		}
 		if (need)
-			run_descend<K, G, DYN>(T, op, probes, probes_hi, base + r, need, S, first, last);
+			row_descend<K, G, DYN>(T, op, probes, probes_hi, base + r, need, S, first, last,
+								   carry);
 	}
 }
 
@@ -540,10 +627,12 @@ run_tile(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *prob
  * TILE_PROBES - 1 is answered by the paths of the file comment, or by the
  * run search (run_tile) when run says so: 0 for narrow tiles whose probes
  * are in order, 1 for every narrow tile, -1 never.  max_leaves caps what a
- * tile stages (0: never, and no run search).  gate: run only when *gate is
- * 1 (the sample chose tiles; NULL: always).
+ * tile stages (0: never, and no run search).  DEDUP: equal probes that
+ * descend do so once a row (row_descend; an instantiation of its own, so
+ * that the kernel without it keeps its registers).  gate: run only when
+ * *gate is 1 (the sample chose tiles; NULL: always).
  */
-template <class K, int G, bool DYN>
+template <class K, int G, bool DYN, bool DEDUP>
 __global__ void __launch_bounds__(TILE_WARPS * 32, TILE_MIN_BLOCKS)
 btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
 				  uint64_t count, uint64_t *first, uint64_t *last, uint32_t max_leaves,
@@ -559,6 +648,8 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 	__shared__ Window<K> run_windows[TILE_WARPS];	/* (warp-uniform: kept out
 														 * of registers) */
 	Window<K>  *W = &run_windows[threadIdx.x >> 5];
+	__shared__ RowCarry row_carries[TILE_WARPS];
+	RowCarry   *carry = DEDUP ? &row_carries[threadIdx.x >> 5] : nullptr;
 	bool		have = false;	/* *W holds the run search's window */
 
 	if (gate && *gate != 1)
@@ -581,7 +672,7 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 		if (narrow && max_leaves > 0 && (run > 0 || (run == 0 && ordered)))
 		{
 			run_tile<K, G, DYN>(T, op, probes, probes_hi, base, cnt, w, max_leaves, W, &have,
-								first, last);
+								first, last, carry);
 			__syncwarp();
 			continue;
 		}
@@ -612,37 +703,82 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 		else
 			for (uint32_t i = lane; i < cnt; i += 32)
 				pending |= 1u << (i / 32);
-		descend_pending<K, G, DYN>(T, op, probes, probes_hi, base, pending, S, first, last);
+		descend_pending<K, G, DYN>(T, op, probes, probes_hi, base, pending, S, first, last, carry);
 		__syncwarp();
 	}
 }
 
 /*
- * The sample that picks the kernel for a batch: 8 warps look at up to 64
- * tiles spread over it and set *gate to 1 (tiled search) when at least one
- * in eight is narrow, else 0 (per-probe kernel).
+ * Whether the tile of cnt probes (and range ends) at base is narrow, for the
+ * sample: tile_span's answer, with every load of a lane issued before the
+ * first is used (the sample's time is a few memory latencies, not one a
+ * row: it sits in front of every sampled batch).
  */
 template <class K>
-__global__ void __launch_bounds__(TILE_WARPS * 32)
+__device__ __forceinline__ bool
+sample_narrow(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
+			  uint64_t base, uint32_t cnt)
+{
+	constexpr int ROWS = TILE_PROBES / 32;
+	const uint32_t lane = threadIdx.x & 31;
+	int64_t		v[ROWS],
+				vh[ROWS];
+	K			lo = (K) KeyLimits<K>::hi,
+				hi = (K) KeyLimits<K>::lo;
+
+#pragma unroll
+	for (int r = 0; r < ROWS; r++)
+	{
+		uint32_t	i = r * 32 + lane;
+
+		v[r] = i < cnt ? probes[base + i] : probes[base];
+		vh[r] = op == GI_OP_RANGE ? (i < cnt ? probes_hi[base + i] : probes_hi[base]) : v[r];
+	}
+#pragma unroll
+	for (int r = 0; r < ROWS; r++)
+	{
+		K			a = clamp_to_key<K>(v[r]),
+					b = clamp_to_key<K>(vh[r]);
+
+		lo = a < lo ? a : lo;
+		hi = a > hi ? a : hi;
+		lo = b < lo ? b : lo;
+		hi = b > hi ? b : hi;
+	}
+	lo = warp_extreme<K, false>(lo);
+	hi = warp_extreme<K, true>(hi);
+	lo = lo < T.kmin ? T.kmin : lo > T.kmax ? T.kmax : lo;
+	hi = hi < T.kmin ? T.kmin : hi > T.kmax ? T.kmax : hi;
+	return tile_narrow<K>(T, lo, hi);
+}
+
+/*
+ * The sample that picks the kernel for a batch: one block of SAMPLE_WARPS
+ * warps looks at up to SAMPLE_TILES tiles spread over it (two a warp) and
+ * sets *gate to 1 (tiled search) when at least one in eight is narrow, else
+ * 0 (per-probe kernel).
+ */
+#define SAMPLE_TILES	64
+#define SAMPLE_WARPS	32
+template <class K>
+__global__ void __launch_bounds__(SAMPLE_WARPS * 32)
 tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
 				   uint64_t count, int *gate)
 {
 	__shared__ int narrow;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
-	uint64_t	sampled = std::min<uint64_t>(tiles, 64);
+	uint64_t	sampled = std::min<uint64_t>(tiles, SAMPLE_TILES);
 
 	if (threadIdx.x == 0)
 		narrow = 0;
 	__syncthreads();
-	for (uint64_t k = threadIdx.x >> 5; k < sampled; k += TILE_WARPS)
+	for (uint64_t k = threadIdx.x >> 5; k < sampled; k += SAMPLE_WARPS)
 	{
 		uint64_t	base = k * tiles / sampled * TILE_PROBES;
-		K			lo,
-					hi;
+		bool		nw = sample_narrow<K>(T, op, probes, probes_hi, base,
+										  (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES));
 
-		tile_span<K>(T, op, probes, probes_hi, base,
-					 (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES), &lo, &hi);
-		if ((threadIdx.x & 31) == 0 && tile_narrow<K>(T, lo, hi))
+		if ((threadIdx.x & 31) == 0 && nw)
 			atomicAdd(&narrow, 1);
 	}
 	__syncthreads();
@@ -651,7 +787,7 @@ tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *p
 }
 
 /* Blocks per SM for one instantiation (cached). */
-template <class K, int G, bool DYN>
+template <class K, int G, bool DYN, bool DEDUP>
 static int
 tile_grid(size_t smem)
 {
@@ -662,7 +798,7 @@ tile_grid(size_t smem)
 	{
 		int			per_sm = 0;
 
-		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, btree_tile_kernel<K, G, DYN>,
+		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, btree_tile_kernel<K, G, DYN, DEDUP>,
 														  TILE_WARPS * 32, smem) != cudaSuccess ||
 			per_sm < 1)
 		{
@@ -675,21 +811,26 @@ tile_grid(size_t smem)
 	return blocks;
 }
 
-/* Launch the tiled kernel for group size G. */
+/* Launch the tiled kernel for group size G, with or without dedup. */
 template <class K, int G, bool DYN>
 static GiStatus
 launch_tile(const TreeDev<K> &T, cudaStream_t st, int op, const int64_t *probes,
 			const int64_t *hi, uint64_t count, uint64_t *first, uint64_t *last,
-			uint32_t max_leaves, int run, const int *gate, GiError *err)
+			uint32_t max_leaves, int run, bool dedup, const int *gate, GiError *err)
 {
 	size_t		smem = (size_t) TILE_WARPS * TILE_MAX_LEAVES * NODE_BYTES;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
 	uint64_t	want = (tiles + TILE_WARPS - 1) / TILE_WARPS;
 	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1),
-													 tile_grid<K, G, DYN>(smem));
+													 dedup ? tile_grid<K, G, DYN, true>(smem) :
+													 tile_grid<K, G, DYN, false>(smem));
 
-	btree_tile_kernel<K, G, DYN><<<grid, TILE_WARPS * 32, smem, st>>>(
-		T, op, probes, hi, count, first, last, max_leaves, run, gate);
+	if (dedup)
+		btree_tile_kernel<K, G, DYN, true><<<grid, TILE_WARPS * 32, smem, st>>>(
+			T, op, probes, hi, count, first, last, max_leaves, run, gate);
+	else
+		btree_tile_kernel<K, G, DYN, false><<<grid, TILE_WARPS * 32, smem, st>>>(
+			T, op, probes, hi, count, first, last, max_leaves, run, gate);
 	CKL("btree_tile_kernel");
 	return GI_OK;
 }
@@ -700,36 +841,36 @@ GiStatus
 gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 						 const int64_t *probes, const int64_t *hi, uint64_t count,
 						 uint64_t *first, uint64_t *last, int group, int window,
-						 int run, int *gate, GiError *err)
+						 int run, bool dedup, int *gate, GiError *err)
 {
 	uint32_t	max_leaves = window < 0 ? 0 : window == 0 ? TILE_MAX_LEAVES :
 		(uint32_t) std::min(window, TILE_MAX_LEAVES);
 
 	if (gate)
 	{
-		tile_sample_kernel<K><<<1, TILE_WARPS * 32, 0, st>>>(T, op, probes, hi, count, gate);
+		tile_sample_kernel<K><<<1, SAMPLE_WARPS * 32, 0, st>>>(T, op, probes, hi, count, gate);
 		CKL("tile_sample_kernel");
 	}
 	switch (group)
 	{
 		case 4:
-			return launch_tile<K, 4, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, gate, err);
+			return launch_tile<K, 4, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, dedup, gate, err);
 		case 8:
-			return launch_tile<K, 8, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, gate, err);
+			return launch_tile<K, 8, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, dedup, gate, err);
 		default:
-			return launch_tile<K, 2, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, gate, err);
+			return launch_tile<K, 2, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, dedup, gate, err);
 	}
 }
 
 template GiStatus gi_gpu_btree_tile_search<int32_t, false>(const TreeDev<int32_t> &, cudaStream_t, int,
 														   const int64_t *, const int64_t *, uint64_t,
-														   uint64_t *, uint64_t *, int, int, int, int *, GiError *);
+														   uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
 template GiStatus gi_gpu_btree_tile_search<int32_t, true>(const TreeDev<int32_t> &, cudaStream_t, int,
 														  const int64_t *, const int64_t *, uint64_t,
-														  uint64_t *, uint64_t *, int, int, int, int *, GiError *);
+														  uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
 template GiStatus gi_gpu_btree_tile_search<int64_t, false>(const TreeDev<int64_t> &, cudaStream_t, int,
 														   const int64_t *, const int64_t *, uint64_t,
-														   uint64_t *, uint64_t *, int, int, int, int *, GiError *);
+														   uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
 template GiStatus gi_gpu_btree_tile_search<int64_t, true>(const TreeDev<int64_t> &, cudaStream_t, int,
 														  const int64_t *, const int64_t *, uint64_t,
-														  uint64_t *, uint64_t *, int, int, int, int *, GiError *);
+														  uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);

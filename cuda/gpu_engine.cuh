@@ -40,6 +40,23 @@ typedef struct GiGpuPolicy
 								 * tile, -1 never (the default, as measured);
 								 * GI_GPU_RUN_SEARCH overrides it
 								 * (engine_util.h) */
+	int			gate_min;		/* tile 0: the smallest batch whose order the
+								 * sample decides (smaller ones take the
+								 * tiled search unsampled); 0 the default
+								 * (2^16), -1 never sample; GI_GPU_GATE_MIN
+								 * overrides it */
+	int			child_arith;	/* how a descent finds a node's first child:
+								 * 0 default (computed), 1 computed from the
+								 * level's cut (every internal level of both
+								 * forms is cut evenly), -1 loaded from the
+								 * child prefix sums; GI_GPU_CHILD_ARITH
+								 * overrides it */
+	int			dedup;			/* the tiled search: of equal probes in a row
+								 * of a tile that descend, only the first
+								 * does and the others copy its answer (as
+								 * do those equal to the previous row's
+								 * last); 0 default (on), 1 on, -1 off;
+								 * GI_GPU_DEDUP overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

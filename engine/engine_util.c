@@ -99,11 +99,12 @@ gi_setting_cpu_sort_min(size_t dflt)
 	return (size_t) env_count("GI_CPU_SORT_MIN", (long long) dflt);
 }
 
-/* GI_GPU_RUN_SEARCH as -1 / 0 / 1, or dflt (engine_util.h). */
-int
-gi_setting_gpu_run_search(int dflt)
+/* A GPU search mode from environment variable name: "off" / "-1" -1,
+ * "auto" / "0" 0, "on" / "1" 1, else dflt. */
+static int
+env_mode(const char *name, int dflt)
 {
-	const char *s = getenv("GI_GPU_RUN_SEARCH");
+	const char *s = getenv(name);
 
 	if (s == NULL || *s == '\0')
 		return dflt;
@@ -114,6 +115,34 @@ gi_setting_gpu_run_search(int dflt)
 	if (strcmp(s, "on") == 0 || strcmp(s, "1") == 0)
 		return 1;
 	return dflt;
+}
+
+/* GI_GPU_RUN_SEARCH as -1 / 0 / 1, or dflt (engine_util.h). */
+int
+gi_setting_gpu_run_search(int dflt)
+{
+	return env_mode("GI_GPU_RUN_SEARCH", dflt);
+}
+
+/* GI_GPU_CHILD_ARITH as -1 / 0 / 1, or dflt (engine_util.h). */
+int
+gi_setting_gpu_child_arith(int dflt)
+{
+	return env_mode("GI_GPU_CHILD_ARITH", dflt);
+}
+
+/* GI_GPU_DEDUP as -1 / 0 / 1, or dflt (engine_util.h). */
+int
+gi_setting_gpu_dedup(int dflt)
+{
+	return env_mode("GI_GPU_DEDUP", dflt);
+}
+
+/* GI_GPU_GATE_MIN, or dflt (engine_util.h). */
+long long
+gi_setting_gpu_gate_min(long long dflt)
+{
+	return env_count("GI_GPU_GATE_MIN", dflt);
 }
 
 /* Engine name for messages and gpuidx_info. */

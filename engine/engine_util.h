@@ -52,10 +52,23 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *                    search (cuda/gpu_btree_tile.cu): "off" (-1) none,
  *                    "auto" (0) those whose probes are in order, "on" (1)
  *                    every narrow tile; dflt when unset or unknown
+ *   GI_GPU_GATE_MIN  the smallest GPU B+ tree batch whose probe order a
+ *                    sample decides (tiled search or per-probe kernel);
+ *                    smaller ones take the tiled search; dflt when unset
+ *                    or not a non-negative number
+ *   GI_GPU_CHILD_ARITH  how a GPU B+ tree descent finds a node's first
+ *                    child: "off" (-1) from the child prefix sums, "on"
+ *                    (1) computed from the level's cut; dflt otherwise
+ *   GI_GPU_DEDUP     whether equal probes of a GPU B+ tree tile that
+ *                    descend do so once ("on", 1) or each ("off", -1);
+ *                    dflt otherwise
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
 int			gi_setting_gpu_run_search(int dflt);
+long long	gi_setting_gpu_gate_min(long long dflt);
+int			gi_setting_gpu_child_arith(int dflt);
+int			gi_setting_gpu_dedup(int dflt);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
  * every query policy (sorted / unsorted probe batches, thread groups of 8,
  * 16 and 32, the tiled search with and without staged leaves) over random,
  * sorted and clustered probe orders, on the static and the insertable form,
+ * children computed from the level cut and loaded from the prefix sums,
  * the device-resident entry points, and the error paths.
  *
  *   gpu_check [max_n] [seed] [quick]   (exit status 0 when everything matches)
@@ -188,11 +189,18 @@ static void
 check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t> p,
 			 std::vector<int64_t> ph, const char *form, size_t n, int w, int shape)
 {
-	/* tiles: window none / 1 / 3 / 2 / 32 leaves; run search (last field)
-	 * for tiles in order (0), every narrow tile (1) or none (-1) */
+	/* tiles: window none / 1 / 3 / 2 / 32 leaves; run search (6th field)
+	 * for tiles in order (0), every narrow tile (1) or none (-1); the
+	 * engine's default (tile 0) with the order sample at every size
+	 * (gate_min 1: either kernel, as the sample finds); children loaded
+	 * from the prefix sums (child_arith -1, 8th field) on the per-probe
+	 * kernel and the tiled search (the reference computes them); equal
+	 * probes descending each (dedup -1, 9th field), tiled and run search */
 	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0}, {0, 0, 4, 1, 1, 0}, {0, 0, 8, 1, 3, 0},
 	{0, 0, 2, 1, 2, 0}, {0, 0, 2, 1, 0, 0}, {0, 0, 2, 1, 0, 1}, {0, 0, 4, 1, 2, 1},
-	{0, 0, 8, 1, 1, 1}, {0, 0, 2, 1, 0, -1}};
+	{0, 0, 8, 1, 1, 1}, {0, 0, 2, 1, 0, -1}, {0, 0, 2, 0, 0, -1, 1},
+	{0, 0, 2, -1, 0, -1, 0, -1}, {0, 0, 8, 1, 2, 1, 0, -1},
+	{0, 0, 2, 1, 0, -1, 0, 0, -1}, {0, 0, 4, 1, 1, 1, 0, 0, -1}};
 	const int	ntiles = (int) (sizeof(tiles) / sizeof(tiles[0]));
 	size_t		q = p.size();
 	std::vector<uint64_t> rf(q), rl(q), f(q), l(q);
@@ -200,7 +208,7 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 			   *dph = NULL;
 	uint64_t   *df = NULL,
 			   *dl = NULL;
-	char		tag[200];
+	char		tag[320];
 	GiError		err;
 
 	cudaMalloc(&dpr, q * 8 + 8);
@@ -237,9 +245,9 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				for (size_t i = 0; i < q && bad == q; i++)
 					if (f[i] != rf[i] || l[i] != rl[i])
 						bad = i;
-				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d",
+				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d",
 						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
-						 pol.tile, pol.window, pol.run);
+						 pol.tile, pol.window, pol.run, pol.gate_min, pol.child_arith, pol.dedup);
 				if (bad < q)
 					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
 						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],

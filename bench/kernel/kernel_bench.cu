@@ -7,13 +7,16 @@
  * same run, end-to-end throughput through gi_image_query against the CPU
  * engine, and a sweep of the query policy (sorted bits, group size).
  *
- * With --paths, every query row is also timed on each search path (the
- * tiled search without and with the run search forced, the per-probe
- * kernel) beside the binary search, in a table of its own; --device-only
- * leaves out the host-side parts (host builds, end to end, CPU engine) at
- * every size, as 10^9 keys always do.
+ * With --paths, every query row is also timed on each search path and
+ * policy variant (path_variants: the sample's old threshold, the tiled
+ * search forced, the per-probe kernel forced, ...) beside the binary
+ * search, in a table of its own; --device-only leaves out the host-side
+ * parts (host builds, end to end, CPU engine) at every size, as 10^9 keys
+ * always do.  --orders and --dists pick the probe orders (random, sorted,
+ * clustered) and key distributions (uniform, lognormal) to run.
  *
  *   kernel_bench [--small] [--max-n N] [--max-q Q] [--min-n N] [--paths] [--device-only]
+ *                [--orders LIST] [--dists LIST]
  */
 #include "gpu_engine.cuh"
 #include "bench_util.cuh"
@@ -33,6 +36,26 @@
 static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_paths;
 static bool g_paths;				/* --paths */
 static bool g_device_only;		/* --device-only */
+static bool g_order_on[3] = {true, true, true};	/* --orders */
+static bool g_dist_on[2] = {true, true};	/* --dists */
+
+/*
+ * The policy variants of the --paths table, each the engine's default with
+ * one field changed: what a column shows against the default.
+ */
+struct PathVariant
+{
+	const char *name;
+	void		(*apply) (GiGpuPolicy *p);
+};
+static const PathVariant path_variants[] = {
+	{"gate 2^22", [](GiGpuPolicy *p) { p->gate_min = 1 << 22; }},	/* the sample's old threshold */
+	{"tiled", [](GiGpuPolicy *p) { p->tile = 1; }},	/* tiles, never the per-probe kernel */
+	{"per-probe", [](GiGpuPolicy *p) { p->tile = -1; }},	/* one descent a probe */
+	{"prefix loads", [](GiGpuPolicy *p) { p->child_arith = -1; }},	/* children from prefix[] */
+	{"no dedup", [](GiGpuPolicy *p) { p->dedup = -1; }},	/* equal probes descend each */
+};
+#define NVARIANTS ((int) (sizeof(path_variants) / sizeof(path_variants[0])))
 
 #define HUGE_N 1000000000ull	/* from here on: device-resident parts only */
 
@@ -379,6 +402,8 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 		for (int op = GI_OP_POINT; op <= GI_OP_PRED; op++)
 			for (int order = 0; order < 3; order++)
 			{
+				if (!g_order_on[order])
+					continue;
 				const int64_t *probes = order == 0 ? pr : order == 1 ? ps : pc;
 				std::vector<double> tt,
 							ts,
@@ -420,20 +445,21 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 									  100.0 * bound_ms / median(tt), bad));
 				fprintf(stderr, "%s\n", t_query.back().c_str());
 				if (g_paths)
-				{				/* the same batch on each search path */
-					static const int pv[][2] = {{1, -1}, {1, 1}, {-1, -1}};	/* tile, run */
-					double		pq[3];
+				{				/* the same batch on each policy variant */
+					double		pq[NVARIANTS],
+								best = tq;
 					unsigned long long pbad = 0;
 					GiGpuPolicy old;
+					std::string cols,
+								ratios;
 
 					gi_gpu_dev_get_policy(&old);
-					for (int v = 0; v < 3; v++)
+					for (int v = 0; v < NVARIANTS; v++)
 					{
 						GiGpuPolicy pol = old;
 						std::vector<double> tp;
 
-						pol.tile = pv[v][0];
-						pol.run = pv[v][1];
+						path_variants[v].apply(&pol);
 						gi_gpu_dev_set_policy(&pol);
 						for (int r = 0; r <= reps; r++)
 						{
@@ -443,15 +469,17 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 								tp.push_back(ms);
 						}
 						pq[v] = q / (median(tp) / 1e3);
+						best = std::max(best, pq[v]);
 						pbad += mismatches(f1, l1, f2, l2, q);
+						cols += fmt(" %.2f |", pq[v] / 1e9);
+						ratios += fmt(" %.2fx |", pq[v] / tq);
 					}
 					gi_gpu_dev_set_policy(&old);
-					t_paths.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | **%.2fx** | %.2fx | %.2fx | %.2fx | %.0f%% | %llu |",
+					t_paths.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %s | %.2f | %.2f |%s **%.2fx** | %.2fx |%s %.0f%% | %llu |",
 										  kname, (double) n, dist_name[dist], (double) q,
 										  op == GI_OP_POINT ? "point" : "pred", order_name[order],
-										  bq / 1e9, tq / 1e9, pq[0] / 1e9, pq[1] / 1e9, pq[2] / 1e9,
-										  tq / bq, pq[0] / bq, pq[1] / bq, pq[2] / bq,
-										  100.0 * bound_ms / (q / pq[1] * 1e3), pbad));
+										  bq / 1e9, tq / 1e9, cols.c_str(), tq / bq, best / bq,
+										  ratios.c_str(), 100.0 * bound_ms / median(tt), pbad));
 					fprintf(stderr, "%s\n", t_paths.back().c_str());
 				}
 			}
@@ -463,7 +491,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 
 			gi_gpu_dev_get_policy(&old);
 			for (int order = 0; order < 3; order++)
-				for (int v = 0; v < 5; v++)
+				for (int v = 0; v < 5 && g_order_on[order]; v++)
 				{				/* per-probe kernel, tiles (window cap 32, 8, none), group 4 */
 					/* (the tiled rows without the run search, as recorded before it) */
 					static const GiGpuPolicy tv[] = {{0, 0, 2, -1, 0, -1}, {0, 0, 2, 1, 0, -1}, {0, 0, 2, 1, 8, -1},
@@ -592,6 +620,20 @@ main(int argc, char **argv)
 			g_paths = true;
 		else if (!strcmp(argv[i], "--device-only"))
 			g_device_only = true;
+		else if (!strcmp(argv[i], "--orders") && i + 1 < argc)
+		{
+			const char *list = argv[++i];
+
+			for (int o = 0; o < 3; o++)
+				g_order_on[o] = strstr(list, order_name[o]) != NULL;
+		}
+		else if (!strcmp(argv[i], "--dists") && i + 1 < argc)
+		{
+			const char *list = argv[++i];
+
+			for (int d = 0; d < 2; d++)
+				g_dist_on[d] = strstr(list, dist_name[d]) != NULL;
+		}
 	}
 	if (!gi_gpu_available(why, sizeof(why)))
 	{
@@ -614,6 +656,7 @@ main(int argc, char **argv)
 		for (uint64_t n = 1000000; n <= max_n; n *= 10)
 			if (n >= min_n)
 				ns.push_back(n);
+		qs.push_back(100000);	/* under the sample's old threshold, and the new one */
 		qs.push_back(1000000);
 		if (max_q > 1000000)
 			qs.push_back(max_q);
@@ -626,6 +669,8 @@ main(int argc, char **argv)
 		for (uint64_t n : ns)
 			for (int dist = 0; dist < 2; dist++)
 			{
+				if (!g_dist_on[dist])
+					continue;
 				bool		sweep = (n == ns.back() || n == ns.back() / 10) && dist == 0;
 
 				if (kw == 4)
@@ -641,8 +686,16 @@ main(int argc, char **argv)
 	printf("\nBandwidth bound: probes (8 B) + answers (16 B) + the leaves touched (at most all, at most 128 B a probe) over the measured copy bandwidth; the column is bound time / tree time.\n");
 	if (g_paths)
 	{
-		printf("\n### Search paths per query row (Gq/s; default = the engine's choice; tiled = the tiled search without the run search; run = the run search for every narrow tile; per-probe = one descent a probe)\n\n");
-		print_table("| key | n | dist | probes | op | probe order | bsearch | default | tiled | run | per-probe | default/bsearch | tiled/bsearch | run/bsearch | per-probe/bsearch | run of bandwidth bound | mismatches (3 paths vs bsearch) |", t_paths);
+		std::string head = "| key | n | dist | probes | op | probe order | bsearch | default |";
+
+		for (int v = 0; v < NVARIANTS; v++)
+			head += fmt(" %s |", path_variants[v].name);
+		head += " default/bsearch | best/bsearch |";
+		for (int v = 0; v < NVARIANTS; v++)
+			head += fmt(" %s/default |", path_variants[v].name);
+		head += " default of bandwidth bound | mismatches (variants vs bsearch) |";
+		printf("\n### Search paths and policy variants per query row (Gq/s; default = the engine's default policy; each other column changes one field of it: gate 2^22 = the order sample only from 2^22 probes on (the threshold before 2026-11-26); tiled = the tiled search for every batch; per-probe = one descent a probe for every batch; prefix loads = descents load a node's first child from the prefix sums instead of computing it from the level cut; no dedup = in the tiled search every probe that descends does so, equal ones too, instead of one a row; best = the best of all columns)\n\n");
+		print_table(head.c_str(), t_paths);
 	}
 	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
 	print_table("| key | n | dist | op | GPU probes | GPU ms (transfer / sort / search) | GPU Gq/s | CPU probes | CPU ms | CPU Gq/s | GPU/CPU | mismatches |", t_e2e);

@@ -8,9 +8,12 @@
  * duplicates (runs across leaves), at the type's extremes, wide and
  * narrow.  Each batch is asked with GI_GPU_RUN_SEARCH off (the tiled and
  * per-probe paths), auto (tiles in order take the run search) and on (every
- * narrow tile does): each answer must match brute force (an empty answer:
- * only empty, as test_engine.c checks) and the three modes must agree to
- * the letter.  GPU only: without a device nothing runs.
+ * narrow tile does), and in the further modes of `modes` (the order sample
+ * at every batch size, children loaded from the prefix sums rather than
+ * computed from the level cut, equal probes descending each rather than
+ * once a row): each answer must match brute force (an empty
+ * answer: only empty, as test_engine.c checks) and every mode must agree
+ * with mode off to the letter.  GPU only: without a device nothing runs.
  * gi_test_sorted_main(), run by test_engine's main; GI_UNIT_MAX caps the
  * key counts (compute-sanitizer runs use a small one).
  */
@@ -24,7 +27,47 @@
 #define MAX_REPORTS	5
 
 static TestRun tr;				/* seed, random stream, counts */
-static const char *mode_names[] = {"off", "auto", "on"};
+/*
+ * The modes a batch is asked in: the run search (GI_GPU_RUN_SEARCH) off,
+ * auto and on, then further search paths by their settings, each with the
+ * run search off unless it says otherwise.  Mode 0 is the reference the
+ * others must match to the letter.
+ */
+typedef struct SortedMode
+{
+	const char *name;
+	const char *run;			/* GI_GPU_RUN_SEARCH */
+	const char *gate_min;		/* GI_GPU_GATE_MIN (NULL: unset) */
+	const char *child_arith;	/* GI_GPU_CHILD_ARITH (NULL: unset) */
+	const char *dedup;			/* GI_GPU_DEDUP (NULL: unset) */
+} SortedMode;
+
+static const SortedMode modes[] = {
+	{"off", "off", NULL, NULL, NULL},
+	{"auto", "auto", NULL, NULL, NULL},
+	{"on", "on", NULL, NULL, NULL},
+	{"sampled", "off", "0", NULL, NULL},	/* the order sample at every batch size */
+	{"prefix", "off", NULL, "off", NULL},	/* children from the prefix sums */
+	{"sampled prefix", "off", "0", "off", NULL},
+	{"no dedup", "off", NULL, NULL, "off"}, /* equal probes descend each */
+	{"on no dedup", "on", NULL, NULL, "off"},
+};
+#define NMODES ((int) (sizeof(modes) / sizeof(modes[0])))
+#define NRUN_MODES 3			/* the run search's; the rest run for shapes
+								 * 0 (long runs of duplicates) and 2 (wide),
+								 * only 0 in small (sanitizer) runs */
+
+static bool small_run;			/* GI_UNIT_MAX under 100000 */
+
+/* Set (value) or unset (NULL) an environment variable. */
+static void
+set_or_unset(const char *name, const char *value)
+{
+	if (value)
+		setenv(name, value, 1);
+	else
+		unsetenv(name);
+}
 static const char *batch_names[] = {"sorted", "nearly sorted", "repeats", "outside",
 "dense", "sparse"};
 
@@ -149,8 +192,10 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 	{
 		for (i = 0; i < np; i++)
 			test_expect(k, n, (GiOp) op, lo[i], hi[i], &want_f[i], &want_l[i]);
-		for (mode = 0; mode < 3; mode++)
+		for (mode = 0; mode < NMODES; mode++)
 		{
+			if (mode >= NRUN_MODES && shape != 0 && (small_run || shape != 2))
+				continue;
 			GiError		err;
 			GiStatus	st;
 			uint64_t   *rf = mode == 0 ? ref_f : f,
@@ -158,7 +203,10 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 			int			reports = 0;
 			bool		ok;
 
-			setenv("GI_GPU_RUN_SEARCH", mode_names[mode], 1);
+			setenv("GI_GPU_RUN_SEARCH", modes[mode].run, 1);
+			set_or_unset("GI_GPU_GATE_MIN", modes[mode].gate_min);
+			set_or_unset("GI_GPU_CHILD_ARITH", modes[mode].child_arith);
+			set_or_unset("GI_GPU_DEDUP", modes[mode].dedup);
 			memset(rf, 0xAB, np * sizeof(uint64_t));
 			memset(rl, 0xCD, np * sizeof(uint64_t));
 			st = gi_image_query(img, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL, np, rf, rl, &err);
@@ -179,18 +227,21 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 						printf("FAIL seed=%" PRIu64 " sorted mode=%s w=%d n=%zu shape=%d batch=%s op=%d"
 							   " probe#%zu p=%" PRId64 " hi=%" PRId64 ": got [%" PRIu64 ", %" PRIu64
 							   ") want [%" PRIu64 ", %" PRIu64 ") off [%" PRIu64 ", %" PRIu64 ")\n",
-							   tr.seed, mode_names[mode], w, n, shape, batch_names[kind], op, i, lo[i],
+							   tr.seed, modes[mode].name, w, n, shape, batch_names[kind], op, i, lo[i],
 							   op == GI_OP_RANGE ? hi[i] : 0, rf[i], rl[i], want_f[i], want_l[i],
 							   ref_f[i], ref_l[i]);
 					ok = false;
 				}
 			}
-			snprintf(what, sizeof(what), "gpu run search mode=%s w=%d n=%zu shape=%d batch=%s op=%d",
-					 mode_names[mode], w, n, shape, batch_names[kind], op);
+			snprintf(what, sizeof(what), "gpu sorted search mode=%s w=%d n=%zu shape=%d batch=%s op=%d",
+					 modes[mode].name, w, n, shape, batch_names[kind], op);
 			test_record(&tr, ok, what);
 		}
 	}
 	unsetenv("GI_GPU_RUN_SEARCH");
+	unsetenv("GI_GPU_GATE_MIN");
+	unsetenv("GI_GPU_CHILD_ARITH");
+	unsetenv("GI_GPU_DEDUP");
 }
 
 /* One key width, count and shape: build a GPU image, ask every batch kind. */
@@ -241,6 +292,7 @@ gi_test_sorted_main(void)
 	test_run_start(&tr, "sorted", 17);
 	if (s && *s)
 		max_n = strtoull(s, NULL, 0);
+	small_run = max_n < 100000;
 	if (!gi_gpu_available(why, sizeof(why)))
 	{
 		printf("test_sorted: skipped (no GPU: %s)\n", why);
