@@ -677,13 +677,16 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 		CK(cudaStreamSynchronize(st));
 		do_sort = h != 0;
 	}
-	if (!do_sort && g_policy.tile >= 0 && g_policy.group <= 8)
+	/* tile 0: batches below gate_min take the per-probe kernel unsampled */
+	long long	gate_min = gi_setting_gpu_gate_min(g_policy.gate_min == 0 ? GATE_MIN_DEFAULT :
+												   g_policy.gate_min < 0 ? LLONG_MAX :
+												   g_policy.gate_min);
+
+	if (!do_sort && g_policy.tile >= 0 && g_policy.group <= 8 &&
+		!(g_policy.tile == 0 && (long long) count < gate_min))
 	{							/* probe order found on the device: a sample of
 								 * tiles picks the kernel (tile 0), or tiles */
-		long long	gate_min = gi_setting_gpu_gate_min(g_policy.gate_min == 0 ? GATE_MIN_DEFAULT :
-													   g_policy.gate_min < 0 ? LLONG_MAX :
-													   g_policy.gate_min);
-		int		   *gate = g_policy.tile == 0 && (long long) count >= gate_min ? s->flag : NULL;
+		int		   *gate = g_policy.tile == 0 ? s->flag : NULL;
 		int			run = gi_setting_gpu_run_search(g_policy.run);
 		bool		dedup = gi_setting_gpu_dedup(g_policy.dedup == 0 ? 1 : g_policy.dedup) > 0;
 

@@ -54,8 +54,8 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *                    every narrow tile; dflt when unset or unknown
  *   GI_GPU_GATE_MIN  the smallest GPU B+ tree batch whose probe order a
  *                    sample decides (tiled search or per-probe kernel);
- *                    smaller ones take the tiled search; dflt when unset
- *                    or not a non-negative number
+ *                    smaller ones take the per-probe kernel; dflt when
+ *                    unset or not a non-negative number
  *   GI_GPU_CHILD_ARITH  how a GPU B+ tree descent finds a node's first
  *                    child: "off" (-1) from the child prefix sums, "on"
  *                    (1) computed from the level's cut; dflt otherwise

@@ -694,7 +694,7 @@ main(int argc, char **argv)
 		for (int v = 0; v < NVARIANTS; v++)
 			head += fmt(" %s/default |", path_variants[v].name);
 		head += " default of bandwidth bound | mismatches (variants vs bsearch) |";
-		printf("\n### Search paths and policy variants per query row (Gq/s; default = the engine's default policy; each other column changes one field of it: gate 2^22 = the order sample only from 2^22 probes on (the threshold before 2026-11-26); tiled = the tiled search for every batch; per-probe = one descent a probe for every batch; prefix loads = descents load a node's first child from the prefix sums instead of computing it from the level cut; no dedup = in the tiled search every probe that descends does so, equal ones too, instead of one a row; best = the best of all columns)\n\n");
+		printf("\n### Search paths and policy variants per query row (Gq/s; default = the engine's default policy; each other column changes one field of it: gate 2^22 = the order sample only from 2^22 probes on, smaller batches per-probe (the default: from 2^18); tiled = the tiled search for every batch; per-probe = one descent a probe for every batch; prefix loads = descents load a node's first child from the prefix sums instead of computing it from the level cut; no dedup = in the tiled search every probe that descends does so, equal ones too, instead of one a row; best = the best of all columns)\n\n");
 		print_table(head.c_str(), t_paths);
 	}
 	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
