@@ -23,8 +23,11 @@
 
 #define MAX_DEPTH		6		/* pending frames of a summary search */
 
-/* Unroll a descent's loop fully: it is bounded by the fixed depth. */
-#ifdef __CUDA_ARCH__
+/*
+ * Unroll a descent's loop fully: it is bounded by the fixed depth.  nvcc
+ * takes its own pragma in both of its passes (the GCC one is unknown to it).
+ */
+#ifdef __CUDACC__
 #define VEB_UNROLL		_Pragma("unroll")
 #else
 #define VEB_UNROLL		_Pragma("GCC unroll 6")
