@@ -21,17 +21,19 @@
  *     (link_level_kernel): the summary field, or the parent's hash table by
  *     atomicCAS; the 16-bit leaf bitmaps are filled as they are entered.
  *
- * Query: one thread per probe; exists / predecessor / successor without
- * recursion, loops unrolled to the fixed depth (5 for 32-bit universes, 6 for
- * 64-bit), bitmaps searched with __ffs / __clz / __popc.  A distinct index
- * becomes the entry run [run_start[i], run_start[i + 1]).  Probes are int64;
- * those outside the stored range are answered from the minimum and maximum
- * before any mapping, never wrapped.
+ * Query: one thread per probe running engine/veb_query_twin.h's descents,
+ * the CPU engine's own code (exists / predecessor / successor without
+ * recursion, loops unrolled to the fixed depth: 5 for 32-bit universes, 6
+ * for 64-bit; table slots read through the read-only cache, bitmaps
+ * searched with __ffs / __clz / __popc).  A distinct index becomes the entry
+ * run [run_start[i], run_start[i + 1]).  Probes are int64; those outside the
+ * stored range are answered from the minimum and maximum before any
+ * mapping, never wrapped.
  */
 #include "gpu_veb.cuh"
 
 #include <atomic>
-#include "veb_twin.h"
+#include "veb_query_twin.h"
 
 #include <cub/device/device_scan.cuh>
 
@@ -40,24 +42,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#define MAX_DEPTH		6		/* pending frames of a summary search */
 #define BLOCK			256		/* threads per block of the build kernels */
-
-/* What the search kernels read of an image. */
-typedef struct VebDev
-{
-	const VebCluster *cl;
-	const unsigned long long *tab;
-	const uint64_t *rs;			/* run_start, nd + 1 */
-	uint64_t	hash_a;
-	uint64_t	hash_b;
-	uint64_t	nd;
-	uint64_t	n;
-	int64_t		kmin;
-	int64_t		kmax;
-	uint64_t	umin;
-	uint64_t	umax;
-} VebDev;
 
 /* What the build kernels work on. */
 typedef struct VebBuildDev
@@ -102,468 +87,13 @@ typedef struct VebImage
 } VebImage;
 
 /* ------------------------------------------------------------------------ */
-/* Words, slots and hashing (cpu_veb.c)                                      */
+/* Queries (veb_query_twin.h's descents, one thread per probe)              */
 /* ------------------------------------------------------------------------ */
-
-/* Lowest set bit of a non-zero word. */
-__device__ __forceinline__ uint32_t
-low_bit(uint32_t bits)
-{
-	return (uint32_t) __ffs((int) bits) - 1;
-}
-
-/* Cluster number of the child keyed by key, or NONE32. */
-__device__ __forceinline__ uint32_t
-find_child(const unsigned long long *tab0, uint64_t a, uint64_t b,
-		   const VebCluster *c, uint32_t key)
-{
-	uint32_t	slots = c->slots;
-	const unsigned long long *tab = tab0 + c->table;
-	uint32_t	i;
-
-	if (slots == 0)
-		return NONE32;
-	i = hash_slot(a, b, key, slots);
-	for (;;)
-	{
-		unsigned long long e = __ldg(&tab[i]);
-
-		if (e == 0)
-			return NONE32;
-		if ((uint32_t) e == key)
-			return (uint32_t) (e >> 32) - 1;
-		if (++i == slots)
-			i = 0;
-	}
-}
-
-/* The child bitmap slot keyed by key (0..15), or 0. */
-__device__ __forceinline__ unsigned long long
-find_bitmap(const VebDev &t, const VebCluster *c, uint32_t key)
-{
-	uint32_t	slots = c->slots;
-	const unsigned long long *tab = t.tab + c->table;
-	uint32_t	i;
-
-	if (slots == 0)
-		return 0;
-	i = hash_slot(t.hash_a, t.hash_b, key, slots);
-	for (;;)
-	{
-		unsigned long long e = __ldg(&tab[i]);
-
-		if (e == 0)
-			return 0;
-		if (((e >> 16) & 15) == key)
-			return e;
-		if (++i == slots)
-			i = 0;
-	}
-}
-
-/* ------------------------------------------------------------------------ */
-/* Queries (cpu_veb.c's, one thread per probe)                               */
-/* ------------------------------------------------------------------------ */
-
-/* Child of c keyed by key in the search image. */
-__device__ __forceinline__ uint32_t
-child_of(const VebDev &t, const VebCluster *c, uint32_t key)
-{
-	return find_child(t.tab, t.hash_a, t.hash_b, c, key);
-}
-
-/*
- * Predecessor (largest value <= y) among the values of summary cluster s at
- * level L0 (a bitmap when L0 is the leaf level), as a word of that level;
- * NONE64 if none.  Frames pending on the way down are resolved on the way
- * back up, as in cpu_veb.c.
- */
-template <int W>
-__device__ __forceinline__ uint64_t
-summary_pred(const VebDev &t, uint32_t s, int L0, uint32_t y)
-{
-	const int	leaf_level = W == 64 ? 4 : 3;
-	uint32_t	frame_cluster[MAX_DEPTH];
-	uint32_t	frame_key[MAX_DEPTH];
-	int			frame_half[MAX_DEPTH];
-	int			depth = 0;
-	uint32_t	cur = s;
-	uint64_t	r = NONE64;
-
-#pragma unroll
-	for (int L = 1; L <= leaf_level; L++)
-	{
-		const int	w = W >> L;
-		const int	half = w >> 1;
-		const VebCluster *c;
-		uint32_t	h;
-		uint32_t	lo;
-		uint32_t	child;
-
-		if (L < L0)
-			continue;
-		if (w == 4)
-		{
-			uint32_t	bits = cur & ((2u << y) - 1);
-
-			r = bits ? top_bit(bits) : NONE64;
-			break;
-		}
-		c = &t.cl[cur];
-		if (y >= c->max)
-		{
-			r = c->max;
-			break;
-		}
-		if (y < c->min)
-			break;
-		h = y >> half;
-		lo = y & (uint32_t) low_mask(half);
-		if (half == 4)
-		{
-			unsigned long long e = find_bitmap(t, c, h);
-			uint32_t	bits = slot_bits(e) & ((2u << lo) - 1);
-
-			if (bits)
-				r = (h << 4) | top_bit(bits);
-			else if ((bits = c->summary & ((1u << h) - 1)) == 0)
-				r = c->min;
-			else
-			{
-				uint32_t	hp = top_bit(bits);
-
-				r = (hp << 4) | top_bit(slot_bits(find_bitmap(t, c, hp)));
-			}
-			break;
-		}
-		child = child_of(t, c, h);
-		frame_cluster[depth] = cur;
-		frame_half[depth] = half;
-		if (child != NONE32 && lo >= t.cl[child].min)
-		{
-			frame_key[depth++] = h;
-			cur = child;
-			y = lo;
-			continue;
-		}
-		if (h == 0)
-		{
-			r = c->min;
-			break;
-		}
-		frame_key[depth++] = NONE32;
-		cur = c->summary;
-		y = h - 1;
-	}
-	while (depth-- > 0)
-	{
-		const VebCluster *c = &t.cl[frame_cluster[depth]];
-		int			half = frame_half[depth];
-
-		if (frame_key[depth] != NONE32)
-			r = ((uint64_t) frame_key[depth] << half) | r;
-		else if (r == NONE64)
-			r = c->min;
-		else
-			r = (r << half) | t.cl[child_of(t, c, (uint32_t) r)].max;
-	}
-	return r;
-}
-
-/* Successor (smallest value >= y) in a summary: summary_pred's mirror. */
-template <int W>
-__device__ __forceinline__ uint64_t
-summary_succ(const VebDev &t, uint32_t s, int L0, uint32_t y)
-{
-	const int	leaf_level = W == 64 ? 4 : 3;
-	uint32_t	frame_cluster[MAX_DEPTH];
-	uint32_t	frame_key[MAX_DEPTH];
-	int			frame_half[MAX_DEPTH];
-	int			depth = 0;
-	uint32_t	cur = s;
-	uint64_t	r = NONE64;
-
-#pragma unroll
-	for (int L = 1; L <= leaf_level; L++)
-	{
-		const int	w = W >> L;
-		const int	half = w >> 1;
-		const VebCluster *c;
-		uint32_t	h;
-		uint32_t	lo;
-		uint32_t	child;
-
-		if (L < L0)
-			continue;
-		if (w == 4)
-		{
-			uint32_t	bits = y < 16 ? cur & ~((1u << y) - 1) & 0xFFFF : 0;
-
-			r = bits ? low_bit(bits) : NONE64;
-			break;
-		}
-		c = &t.cl[cur];
-		if (y <= c->min)
-		{
-			r = c->min;
-			break;
-		}
-		if (y > c->max)
-			break;
-		h = y >> half;
-		lo = y & (uint32_t) low_mask(half);
-		if (half == 4)
-		{
-			unsigned long long e = find_bitmap(t, c, h);
-			uint32_t	bits = slot_bits(e) & ~((1u << lo) - 1);
-
-			if (bits)
-				r = (h << 4) | low_bit(bits);
-			else if ((bits = c->summary & 0xFFFF & ~((2u << h) - 1)) == 0)
-				r = NONE64;		/* cannot happen: y <= max */
-			else
-			{
-				uint32_t	hn = low_bit(bits);
-
-				r = (hn << 4) | low_bit(slot_bits(find_bitmap(t, c, hn)));
-			}
-			break;
-		}
-		child = child_of(t, c, h);
-		frame_cluster[depth] = cur;
-		frame_half[depth] = half;
-		if (child != NONE32 && lo <= t.cl[child].max)
-		{
-			frame_key[depth++] = h;
-			cur = child;
-			y = lo;
-			continue;
-		}
-		if (h == (uint32_t) low_mask(half))
-			break;				/* cannot happen: y <= max */
-		frame_key[depth++] = NONE32;
-		cur = c->summary;
-		y = h + 1;
-	}
-	while (depth-- > 0)
-	{
-		const VebCluster *c = &t.cl[frame_cluster[depth]];
-		int			half = frame_half[depth];
-
-		if (r == NONE64)
-			continue;
-		if (frame_key[depth] != NONE32)
-			r = ((uint64_t) frame_key[depth] << half) | r;
-		else
-			r = (r << half) | t.cl[child_of(t, c, (uint32_t) r)].min;
-	}
-	return r;
-}
-
-/* Distinct index of the largest key <= x, for umin <= x < umax. */
-template <int W>
-__device__ __forceinline__ uint64_t
-veb_pred(const VebDev &t, uint64_t x)
-{
-	const int	leaf_level = W == 64 ? 4 : 3;
-	uint32_t	cur = 0;
-	uint64_t	y = x;
-
-#pragma unroll
-	for (int L = 0; L < leaf_level; L++)
-	{
-		const int	w = W >> L;
-		const int	half = w >> 1;
-		const VebCluster *c = &t.cl[cur];
-		uint32_t	h = (uint32_t) (y >> half);
-		uint32_t	lo = (uint32_t) (y & low_mask(half));
-		uint32_t	child;
-		uint64_t	hp;
-
-		if (L > 0 && y >= c->max)
-			return c->last;
-		if (half == 4)
-		{
-			unsigned long long e = find_bitmap(t, c, h);
-			uint32_t	bits = slot_bits(e) & ((2u << lo) - 1);
-
-			if (bits)
-				return slot_first(e) + __popc(bits) - 1;
-			if ((bits = c->summary & ((1u << h) - 1)) == 0)
-				return c->first;
-			e = find_bitmap(t, c, top_bit(bits));
-			return slot_first(e) + __popc(slot_bits(e)) - 1;
-		}
-		child = child_of(t, c, h);
-		if (child != NONE32 && lo >= t.cl[child].min)
-		{
-			cur = child;
-			y = lo;
-			continue;
-		}
-		if (h == 0)
-			return c->first;
-		hp = summary_pred<W>(t, c->summary, L + 1, h - 1);
-		if (hp == NONE64)
-			return c->first;
-		return t.cl[child_of(t, c, (uint32_t) hp)].last;
-	}
-	return NONE64;				/* not reached */
-}
-
-/* Distinct index of the smallest key >= x, for umin < x <= umax. */
-template <int W>
-__device__ __forceinline__ uint64_t
-veb_succ(const VebDev &t, uint64_t x)
-{
-	const int	leaf_level = W == 64 ? 4 : 3;
-	uint32_t	cur = 0;
-	uint64_t	y = x;
-
-#pragma unroll
-	for (int L = 0; L < leaf_level; L++)
-	{
-		const int	w = W >> L;
-		const int	half = w >> 1;
-		const VebCluster *c = &t.cl[cur];
-		uint32_t	h = (uint32_t) (y >> half);
-		uint32_t	lo = (uint32_t) (y & low_mask(half));
-		uint32_t	child;
-		uint64_t	hn;
-
-		if (half == 4)
-		{
-			unsigned long long e = find_bitmap(t, c, h);
-			uint32_t	bits = slot_bits(e) & ~((1u << lo) - 1);
-
-			if (bits)
-				return slot_first(e) +
-					__popc(slot_bits(e) & ((1u << low_bit(bits)) - 1));
-			bits = c->summary & 0xFFFF & ~((2u << h) - 1);
-			e = find_bitmap(t, c, low_bit(bits));
-			return slot_first(e);
-		}
-		child = child_of(t, c, h);
-		if (child != NONE32 && lo <= t.cl[child].max)
-		{
-			const VebCluster *cc = &t.cl[child];
-
-			if (lo <= cc->min)
-				return cc->first;
-			cur = child;
-			y = lo;
-			continue;
-		}
-		hn = summary_succ<W>(t, c->summary, L + 1, h + 1);
-		return t.cl[child_of(t, c, (uint32_t) hn)].first;
-	}
-	return NONE64;				/* not reached */
-}
-
-/* Distinct index of key x, or NONE64, for umin <= x <= umax. */
-template <int W>
-__device__ __forceinline__ uint64_t
-veb_exists(const VebDev &t, uint64_t x)
-{
-	const int	leaf_level = W == 64 ? 4 : 3;
-	uint32_t	cur = 0;
-	uint64_t	y = x;
-
-	if (x == t.umin)
-		return 0;
-	if (x == t.umax)
-		return t.nd - 1;
-#pragma unroll
-	for (int L = 0; L < leaf_level; L++)
-	{
-		const int	w = W >> L;
-		const int	half = w >> 1;
-		const VebCluster *c = &t.cl[cur];
-		uint32_t	h = (uint32_t) (y >> half);
-		uint32_t	lo = (uint32_t) (y & low_mask(half));
-
-		if (L > 0)
-		{
-			if (y == c->min)
-				return c->first;
-			if (y == c->max)
-				return c->last;
-			if (y < c->min || y > c->max)
-				return NONE64;
-		}
-		if (half == 4)
-		{
-			unsigned long long e = find_bitmap(t, c, h);
-			uint32_t	bits = slot_bits(e);
-
-			if ((bits >> lo) & 1)
-				return slot_first(e) + __popc(bits & ((1u << lo) - 1));
-			return NONE64;
-		}
-		cur = child_of(t, c, h);
-		if (cur == NONE32)
-			return NONE64;
-		y = lo;
-	}
-	return NONE64;				/* not reached */
-}
-
-/* Answer one probe into *first, *last (engine.h semantics). */
-template <int W>
-__device__ __forceinline__ void
-veb_answer(const VebDev &t, int op, int64_t p, int64_t hi, uint64_t *first,
-		   uint64_t *last)
-{
-	const uint64_t *rs = t.rs;
-	uint64_t	i;
-
-	switch (op)
-	{
-		case GI_OP_POINT:
-			i = (p < t.kmin || p > t.kmax) ? NONE64 : veb_exists<W>(t, map_key(p, W));
-			if (i == NONE64)
-				*first = *last = 0;
-			else
-				*first = rs[i], *last = rs[i + 1];
-			break;
-		case GI_OP_PRED:
-			if (p < t.kmin)
-				*first = *last = 0;
-			else
-			{
-				i = p >= t.kmax ? t.nd - 1 : veb_pred<W>(t, map_key(p, W));
-				*first = rs[i];
-				*last = rs[i + 1];
-			}
-			break;
-		case GI_OP_SUCC:
-			if (p > t.kmax)
-				*first = *last = t.n;
-			else
-			{
-				i = p <= t.kmin ? 0 : veb_succ<W>(t, map_key(p, W));
-				*first = rs[i];
-				*last = rs[i + 1];
-			}
-			break;
-		default:				/* GI_OP_RANGE */
-			if (p > hi)
-			{
-				*first = *last = 0;
-				break;
-			}
-			*first = p <= t.kmin ? 0 : p > t.kmax ? t.n :
-				rs[veb_succ<W>(t, map_key(p, W))];
-			*last = hi >= t.kmax ? t.n : hi < t.kmin ? 0 :
-				rs[veb_pred<W>(t, map_key(hi, W)) + 1];
-			break;
-	}
-}
 
 /* Answer count probes, one thread each (grid-stride). */
 template <int W>
 __global__ void
-veb_search_kernel(VebDev t, int op, const int64_t *probes, const int64_t *hi,
+veb_search_kernel(VebView t, int op, const int64_t *probes, const int64_t *hi,
 				  uint64_t count, uint64_t *first, uint64_t *last)
 {
 	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < count;
@@ -572,7 +102,7 @@ veb_search_kernel(VebDev t, int op, const int64_t *probes, const int64_t *hi,
 		uint64_t	f,
 					l;
 
-		veb_answer<W>(t, op, probes[i], hi ? hi[i] : 0, &f, &l);
+		veb_answer(&t, op, probes[i], hi ? hi[i] : 0, &f, &l, W);
 		first[i] = f;
 		last[i] = l;
 	}
@@ -798,7 +328,7 @@ locate(const VebBuildDev &b, uint64_t x, int L, int j, int W)
 		if (((j >> (L - l)) & 1) == 0)
 			cur = c->summary;
 		else
-			cur = find_child(b.tab, b.hash_a, b.hash_b, c,
+			cur = find_child((const VebSlot *) b.tab, b.hash_a, b.hash_b, c,
 							 (uint32_t) (word_at(x, sp, wp, W) >> (wp / 2)));
 	}
 	return cur;
@@ -1142,15 +672,15 @@ veb_finish(VebImage *img, const void *d_sorted, bool check, size_t limit,
 	return veb_build_levels<int32_t>(img, (const int32_t *) d_sorted, check, limit, err);
 }
 
-/* What the search kernel needs of an image. */
-static VebDev
-veb_dev(const VebImage *img)
+/* What the search kernel reads of an image (veb_query_twin.h); nd > 0. */
+static VebView
+veb_view(const VebImage *img)
 {
-	VebDev		t;
+	VebView		t;
 
-	t.cl = img->d_clusters;
-	t.tab = img->d_table;
-	t.rs = img->d_run_start;
+	t.clusters = img->d_clusters;
+	t.table = (const VebSlot *) img->d_table;
+	t.run_start = img->d_run_start;
 	t.hash_a = img->hash_a;
 	t.hash_b = img->hash_b;
 	t.nd = img->nd;
@@ -1192,7 +722,7 @@ static GiStatus
 veb_search(const VebImage *img, GiOp op, const int64_t *probes, const int64_t *hi,
 		   uint64_t count, uint64_t *first, uint64_t *last, cudaStream_t st, GiError *err)
 {
-	VebDev		t = veb_dev(img);
+	VebView		t = veb_view(img);
 	uint64_t	want = (count + BLOCK - 1) / BLOCK;
 	uint64_t	cap;
 

@@ -2,7 +2,7 @@
  * cpu_veb.c - the CPU engine's van Emde Boas tree, built in parallel from
  * sorted keys (Mayr et al., "Are van Emde Boas trees viable on the GPU?").
  * The GPU vEB (cuda/gpu_veb.cu) mirrors this file and shares its arithmetic
- * through veb_twin.h; the classic one-at-a-time insertion build (their
+ * through veb_twin.h and its queries through veb_query_twin.h; the classic one-at-a-time insertion build (their
  * Algorithm 2), the build-time baseline, is test/common/veb_classic.c.
  *
  * Universe.  Keys are mapped to unsigned words by flipping the sign bit
@@ -50,35 +50,28 @@
  * Hash tables: linear probing, universal hashing (multiply-add-shift, one
  * random pair per image) reduced to the table size by a multiply-high.
  *
- * Queries.  exists / predecessor / successor walk down without recursion:
- * loops bounded by the fixed depth, and a small array of pending summary
- * frames resolved on the way back; bitmaps are searched with ctz / clz.
- * Probes outside the stored range are answered from the minimum and
- * maximum before any mapping.  Large batches are split over threads and
- * searched in partially sorted blocks, as the B+ tree does.
+ * Queries (veb_query_twin.h, one source for both engines).  exists /
+ * predecessor / successor walk down without recursion: loops bounded by the
+ * fixed depth, and a small array of pending summary frames resolved on the
+ * way back; bitmaps are searched with ctz / clz; predecessor and successor
+ * are one descent with a compile-time direction.  Probes outside the stored
+ * range are answered from the minimum and maximum before any mapping.
+ * Large batches are split over threads and searched in partially sorted
+ * blocks, as the B+ tree does.
  *
  * No PostgreSQL headers here.
  */
 #include "cpu_engine.h"
-#include "veb_twin.h"
+#include "veb_query_twin.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEPTH		6		/* levels of clusters, with bitmaps, +1 */
 #define BUILD_PER_THREAD	(1 << 16)	/* keys per build thread */
 #define PROBES_PER_THREAD	65536	/* probes per query thread */
 #define DEFAULT_SORT_MIN	4096	/* sort blocks of at least this many */
 #define SORT_BLOCK			(1 << 18)	/* probes sorted together */
-
-/*
- * A hash-table slot, 64 bits, 0 when empty.  A child cluster (w >= 8):
- * the child's high half key in the low 32 bits, cluster number + 1 in the
- * high 32.  A child bitmap (w = 4): the bitmap in bits 0-15, its 4-bit key in
- * bits 16-19, the distinct index of its first value in the high 32 bits.
- */
-typedef uint64_t VebSlot;
 
 typedef struct CpuVeb
 {
@@ -102,476 +95,33 @@ typedef struct CpuVeb
 } CpuVeb;
 
 /* ---------------------------------------------------------------------
- * Words, slots and hashing
+ * Queries (the descents are veb_query_twin.h's, shared with the GPU)
  * --------------------------------------------------------------------- */
 
-/* Cluster number of the child keyed by key, or NONE32. */
-static inline uint32_t
-find_child(const CpuVeb *t, const VebCluster *c, uint32_t key)
+/* What the descents read of an image (veb_query_twin.h); t->nd > 0. */
+static VebView
+veb_view(const CpuVeb *t)
 {
-	const VebSlot *tab = t->table + c->table;
-	uint32_t	i;
+	VebView		v;
 
-	if (c->slots == 0)
-		return NONE32;
-	i = (uint32_t) hash_slot(t->hash_a, t->hash_b, key, c->slots);
-	for (;;)
-	{
-		VebSlot		e = tab[i];
-
-		if (e == 0)
-			return NONE32;
-		if ((uint32_t) e == key)
-			return (uint32_t) (e >> 32) - 1;
-		if (++i == c->slots)
-			i = 0;
-	}
-}
-
-/* The child bitmap slot keyed by key (0..15), or 0. */
-static inline VebSlot
-find_bitmap(const CpuVeb *t, const VebCluster *c, uint32_t key)
-{
-	const VebSlot *tab = t->table + c->table;
-	uint32_t	i;
-
-	if (c->slots == 0)
-		return 0;
-	i = (uint32_t) hash_slot(t->hash_a, t->hash_b, key, c->slots);
-	for (;;)
-	{
-		VebSlot		e = tab[i];
-
-		if (e == 0)
-			return 0;
-		if (((e >> 16) & 15) == key)
-			return e;
-		if (++i == c->slots)
-			i = 0;
-	}
-}
-
-/*
- * Set bits of a 32-bit word.  Portable builds have no popcnt instruction and
- * __builtin_popcount becomes a library call; this is a few inline ops.
- */
-static inline int
-popcount32(uint32_t v)
-{
-	v = v - ((v >> 1) & 0x55555555u);
-	v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
-	v = (v + (v >> 4)) & 0x0F0F0F0Fu;
-	return (int) ((v * 0x01010101u) >> 24);
-}
-
-/* ---------------------------------------------------------------------
- * Queries
- * --------------------------------------------------------------------- */
-
-/*
- * Predecessor (largest value <= y) among the values of the summary cluster
- * s at level L0 (a bitmap when L0 is the leaf level), as a word of that
- * level; NONE64 if none.  Descends without recursion: a step either enters
- * a child (its result is prefixed with the child's key) or, when the child
- * cannot hold the answer, searches the cluster's own summary for the
- * nearest smaller child, a frame resolved on the way back up.
- */
-static inline __attribute__((always_inline)) uint64_t
-summary_pred(const CpuVeb *t, uint32_t s, int L0, uint32_t y, const int W)
-{
-	const int	leaf_level = W == 64 ? 4 : 3;
-	uint32_t	frame_cluster[MAX_DEPTH] = {0};
-	uint32_t	frame_key[MAX_DEPTH] = {0};	/* child key, or NONE32 for summary */
-	int			frame_half[MAX_DEPTH] = {0};
-	int			depth = 0;
-	uint32_t	cur = s;
-	uint64_t	r = NONE64;
-	int			L;
-
-#pragma GCC unroll 6
-	for (L = L0; L <= leaf_level; L++)
-	{
-		const int	w = W >> L;
-		const int	half = w >> 1;
-		const VebCluster *c;
-		uint32_t	h;
-		uint32_t	lo;
-		uint32_t	child;
-
-		if (w == 4)
-		{
-			uint32_t	bits = cur & ((2u << y) - 1);
-
-			r = bits ? top_bit(bits) : NONE64;
-			break;
-		}
-		c = &t->clusters[cur];
-		if (y >= c->max)
-		{
-			r = c->max;
-			break;
-		}
-		if (y < c->min)
-			break;
-		h = y >> half;
-		lo = y & (uint32_t) low_mask(half);
-		if (half == 4)
-		{
-			VebSlot		e = find_bitmap(t, c, h);
-			uint32_t	bits = slot_bits(e) & ((2u << lo) - 1);
-
-			if (bits)
-				r = (h << 4) | top_bit(bits);
-			else if ((bits = c->summary & ((1u << h) - 1)) == 0)
-				r = c->min;
-			else
-			{
-				uint32_t	hp = top_bit(bits);
-
-				r = (hp << 4) | top_bit(slot_bits(find_bitmap(t, c, hp)));
-			}
-			break;
-		}
-		child = find_child(t, c, h);
-		frame_cluster[depth] = cur;
-		frame_half[depth] = half;
-		if (child != NONE32 && lo >= t->clusters[child].min)
-		{
-			frame_key[depth++] = h;
-			cur = child;
-			y = lo;
-			continue;
-		}
-		if (h == 0)
-		{
-			r = c->min;
-			break;
-		}
-		frame_key[depth++] = NONE32;
-		cur = c->summary;
-		y = h - 1;
-	}
-	while (depth-- > 0)
-	{
-		const VebCluster *c = &t->clusters[frame_cluster[depth]];
-		int			half = frame_half[depth];
-
-		if (frame_key[depth] != NONE32)
-			r = ((uint64_t) frame_key[depth] << half) | r;
-		else if (r == NONE64)
-			r = c->min;
-		else
-			r = (r << half) |
-				t->clusters[find_child(t, c, (uint32_t) r)].max;
-	}
-	return r;
-}
-
-/* Successor (smallest value >= y) in a summary: summary_pred's mirror. */
-static inline __attribute__((always_inline)) uint64_t
-summary_succ(const CpuVeb *t, uint32_t s, int L0, uint32_t y, const int W)
-{
-	const int	leaf_level = W == 64 ? 4 : 3;
-	uint32_t	frame_cluster[MAX_DEPTH] = {0};
-	uint32_t	frame_key[MAX_DEPTH] = {0};	/* child key, or NONE32 for summary */
-	int			frame_half[MAX_DEPTH] = {0};
-	int			depth = 0;
-	uint32_t	cur = s;
-	uint64_t	r = NONE64;
-	int			L;
-
-#pragma GCC unroll 6
-	for (L = L0; L <= leaf_level; L++)
-	{
-		const int	w = W >> L;
-		const int	half = w >> 1;
-		const VebCluster *c;
-		uint32_t	h;
-		uint32_t	lo;
-		uint32_t	child;
-
-		if (w == 4)
-		{
-			uint32_t	bits = y < 16 ? cur & ~((1u << y) - 1) & 0xFFFF : 0;
-
-			r = bits ? (uint32_t) __builtin_ctz(bits) : NONE64;
-			break;
-		}
-		c = &t->clusters[cur];
-		if (y <= c->min)
-		{
-			r = c->min;
-			break;
-		}
-		if (y > c->max)
-			break;
-		h = y >> half;
-		lo = y & (uint32_t) low_mask(half);
-		if (half == 4)
-		{
-			VebSlot		e = find_bitmap(t, c, h);
-			uint32_t	bits = slot_bits(e) & ~((1u << lo) - 1);
-
-			if (bits)
-				r = (h << 4) | (uint32_t) __builtin_ctz(bits);
-			else if ((bits = c->summary & 0xFFFF & ~((2u << h) - 1)) == 0)
-				r = NONE64;		/* cannot happen: y <= max */
-			else
-			{
-				uint32_t	hn = (uint32_t) __builtin_ctz(bits);
-
-				r = (hn << 4) |
-					(uint32_t) __builtin_ctz(slot_bits(find_bitmap(t, c, hn)));
-			}
-			break;
-		}
-		child = find_child(t, c, h);
-		frame_cluster[depth] = cur;
-		frame_half[depth] = half;
-		if (child != NONE32 && lo <= t->clusters[child].max)
-		{
-			frame_key[depth++] = h;
-			cur = child;
-			y = lo;
-			continue;
-		}
-		if (h == (uint32_t) low_mask(half))
-			break;				/* cannot happen: y <= max */
-		frame_key[depth++] = NONE32;
-		cur = c->summary;
-		y = h + 1;
-	}
-	while (depth-- > 0)
-	{
-		const VebCluster *c = &t->clusters[frame_cluster[depth]];
-		int			half = frame_half[depth];
-
-		if (r == NONE64)
-			continue;
-		if (frame_key[depth] != NONE32)
-			r = ((uint64_t) frame_key[depth] << half) | r;
-		else
-			r = (r << half) |
-				t->clusters[find_child(t, c, (uint32_t) r)].min;
-	}
-	return r;
-}
-
-/*
- * Distinct index of the largest key <= x, for umin <= x < umax: down the
- * root's chain of children, whose values are whole keys and so carry their
- * distinct indexes; a summary search where the chain leaves off.
- */
-static inline __attribute__((always_inline)) uint64_t
-veb_pred(const CpuVeb *t, uint64_t x, const int W)
-{
-	const int	leaf_level = W == 64 ? 4 : 3;
-	uint32_t	cur = 0;
-	uint64_t	y = x;
-	int			L;
-
-#pragma GCC unroll 6
-	for (L = 0; L < leaf_level; L++)
-	{
-		const int	w = W >> L;
-		const int	half = w >> 1;
-		const VebCluster *c = &t->clusters[cur];
-		uint32_t	h = (uint32_t) (y >> half);
-		uint32_t	lo = (uint32_t) (y & low_mask(half));
-		uint32_t	child;
-		uint64_t	hp;
-
-		/* The root's bounds were checked by the caller; y >= min here. */
-		if (L > 0 && y >= c->max)
-			return c->last;
-		if (half == 4)
-		{
-			VebSlot		e = find_bitmap(t, c, h);
-			uint32_t	bits = slot_bits(e) & ((2u << lo) - 1);
-
-			if (bits)
-				return slot_first(e) + popcount32(bits) - 1;
-			if ((bits = c->summary & ((1u << h) - 1)) == 0)
-				return c->first;
-			e = find_bitmap(t, c, top_bit(bits));
-			return slot_first(e) + popcount32(slot_bits(e)) - 1;
-		}
-		child = find_child(t, c, h);
-		if (child != NONE32 && lo >= t->clusters[child].min)
-		{
-			cur = child;
-			y = lo;
-			continue;
-		}
-		if (h == 0)
-			return c->first;
-		hp = summary_pred(t, c->summary, L + 1, h - 1, W);
-		if (hp == NONE64)
-			return c->first;
-		return t->clusters[find_child(t, c, (uint32_t) hp)].last;
-	}
-	return NONE64;				/* not reached */
-}
-
-/* Distinct index of the smallest key >= x, for umin < x <= umax. */
-static inline __attribute__((always_inline)) uint64_t
-veb_succ(const CpuVeb *t, uint64_t x, const int W)
-{
-	const int	leaf_level = W == 64 ? 4 : 3;
-	uint32_t	cur = 0;
-	uint64_t	y = x;
-	int			L;
-
-#pragma GCC unroll 6
-	for (L = 0; L < leaf_level; L++)
-	{
-		const int	w = W >> L;
-		const int	half = w >> 1;
-		const VebCluster *c = &t->clusters[cur];
-		uint32_t	h = (uint32_t) (y >> half);
-		uint32_t	lo = (uint32_t) (y & low_mask(half));
-		uint32_t	child;
-		uint64_t	hn;
-
-		/* Here min < y <= max (at the root by the caller's checks). */
-		if (half == 4)
-		{
-			VebSlot		e = find_bitmap(t, c, h);
-			uint32_t	bits = slot_bits(e) & ~((1u << lo) - 1);
-
-			if (bits)
-				return slot_first(e) +
-					popcount32(slot_bits(e) & ((1u << __builtin_ctz(bits)) - 1));
-			bits = c->summary & 0xFFFF & ~((2u << h) - 1);
-			e = find_bitmap(t, c, (uint32_t) __builtin_ctz(bits));
-			return slot_first(e);
-		}
-		child = find_child(t, c, h);
-		if (child != NONE32 && lo <= t->clusters[child].max)
-		{
-			const VebCluster *cc = &t->clusters[child];
-
-			if (lo <= cc->min)
-				return cc->first;
-			cur = child;
-			y = lo;
-			continue;
-		}
-		hn = summary_succ(t, c->summary, L + 1, h + 1, W);
-		return t->clusters[find_child(t, c, (uint32_t) hn)].first;
-	}
-	return NONE64;				/* not reached */
-}
-
-/* Distinct index of key x, or NONE64, for umin <= x <= umax. */
-static inline __attribute__((always_inline)) uint64_t
-veb_exists(const CpuVeb *t, uint64_t x, const int W)
-{
-	const int	leaf_level = W == 64 ? 4 : 3;
-	uint32_t	cur = 0;
-	uint64_t	y = x;
-	int			L;
-
-	if (x == t->umin)
-		return 0;
-	if (x == t->umax)
-		return t->nd - 1;
-#pragma GCC unroll 6
-	for (L = 0; L < leaf_level; L++)
-	{
-		const int	w = W >> L;
-		const int	half = w >> 1;
-		const VebCluster *c = &t->clusters[cur];
-		uint32_t	h = (uint32_t) (y >> half);
-		uint32_t	lo = (uint32_t) (y & low_mask(half));
-
-		if (L > 0)
-		{
-			if (y == c->min)
-				return c->first;
-			if (y == c->max)
-				return c->last;
-			if (y < c->min || y > c->max)
-				return NONE64;
-		}
-		if (half == 4)
-		{
-			VebSlot		e = find_bitmap(t, c, h);
-			uint32_t	bits = slot_bits(e);
-
-			if ((bits >> lo) & 1)
-				return slot_first(e) + popcount32(bits & ((1u << lo) - 1));
-			return NONE64;
-		}
-		cur = find_child(t, c, h);
-		if (cur == NONE32)
-			return NONE64;
-		y = lo;
-	}
-	return NONE64;				/* not reached */
-}
-
-/* Answer one probe into *first, *last (engine.h semantics). */
-static inline __attribute__((always_inline)) void
-veb_answer(const CpuVeb *t, GiOp op, int64_t p, int64_t hi, uint64_t *first,
-		   uint64_t *last, const int W)
-{
-	const uint64_t *rs = t->run_start;
-	uint64_t	n = t->hdr.n;
-	uint64_t	i;
-
-	if (t->nd == 0)
-	{
-		*first = *last = 0;
-		return;
-	}
-	switch (op)
-	{
-		case GI_OP_POINT:
-			i = (p < t->min_key || p > t->max_key) ? NONE64 :
-				veb_exists(t, map_key(p, W), W);
-			if (i == NONE64)
-				*first = *last = 0;
-			else
-				*first = rs[i], *last = rs[i + 1];
-			break;
-		case GI_OP_PRED:
-			if (p < t->min_key)
-				*first = *last = 0;
-			else
-			{
-				i = p >= t->max_key ? t->nd - 1 : veb_pred(t, map_key(p, W), W);
-				*first = rs[i];
-				*last = rs[i + 1];
-			}
-			break;
-		case GI_OP_SUCC:
-			if (p > t->max_key)
-				*first = *last = n;
-			else
-			{
-				i = p <= t->min_key ? 0 : veb_succ(t, map_key(p, W), W);
-				*first = rs[i];
-				*last = rs[i + 1];
-			}
-			break;
-		default:				/* GI_OP_RANGE: [lower_bound(p), upper_bound(hi)) */
-			if (p > hi)
-			{
-				*first = *last = 0;
-				break;
-			}
-			*first = p <= t->min_key ? 0 : p > t->max_key ? n :
-				rs[veb_succ(t, map_key(p, W), W)];
-			*last = hi >= t->max_key ? n : hi < t->min_key ? 0 :
-				rs[veb_pred(t, map_key(hi, W), W) + 1];
-			break;
-	}
+	v.clusters = t->clusters;
+	v.table = t->table;
+	v.run_start = t->run_start;
+	v.hash_a = t->hash_a;
+	v.hash_b = t->hash_b;
+	v.nd = t->nd;
+	v.n = t->hdr.n;
+	v.kmin = t->min_key;
+	v.kmax = t->max_key;
+	v.umin = t->umin;
+	v.umax = t->umax;
+	return v;
 }
 
 typedef struct QueryJob
 {
 	const CpuVeb *t;
+	VebView		view;			/* what the descents read of t */
 	GiOp		op;
 	const int64_t *probes;
 	const int64_t *probes_hi;
@@ -587,7 +137,7 @@ answer_in_order(const QueryJob *q, size_t begin, size_t end, const int W)
 	size_t		i;
 
 	for (i = begin; i < end; i++)
-		veb_answer(q->t, q->op, q->probes[i],
+		veb_answer(&q->view, q->op, q->probes[i],
 				   q->probes_hi ? q->probes_hi[i] : 0,
 				   &q->first[i], &q->last[i], W);
 }
@@ -609,7 +159,7 @@ answer_sorted(const QueryJob *q, uint64_t *rebased, uint64_t *spare,
 		int64_t		p = (int64_t) (rebased[s] + (uint64_t) min);
 		int64_t		hi = q->probes_hi ? q->probes_hi[base + pos[s]] : 0;
 
-		veb_answer(q->t, q->op, p, hi, &rebased[s], &spare[s], W);
+		veb_answer(&q->view, q->op, p, hi, &rebased[s], &spare[s], W);
 	}
 	for (s = 0; s < count; s++)
 	{
@@ -687,7 +237,20 @@ gi_cpu_veb_query(GiImage *image, GiOp op, const int64_t *probes,
 	memset(&timings, 0, sizeof(timings));
 	if (op < GI_OP_POINT || op > GI_OP_RANGE)
 		return gi_set_error(err, GI_ERR_INVALID, "unknown query op %d", (int) op);
+	if (t->nd == 0)
+	{
+		/* No key: every answer is empty (the descents need one). */
+		if (nprobes > 0)
+		{
+			memset(first, 0, nprobes * sizeof(uint64_t));
+			memset(last, 0, nprobes * sizeof(uint64_t));
+		}
+		timings.search_ms = timings.total_ms = gi_now_ms() - t0;
+		gi_timings_store(&image->last_query, &timings);
+		return GI_OK;
+	}
 	q.t = t;
+	q.view = veb_view(t);
 	q.op = op;
 	q.probes = probes;
 	q.probes_hi = op == GI_OP_RANGE ? probes_hi : NULL;
@@ -856,7 +419,8 @@ locate(const CpuVeb *t, uint64_t x, int L, int j)
 		if (((j >> (L - l)) & 1) == 0)
 			cur = c->summary;
 		else
-			cur = find_child(t, c, (uint32_t) (word_at(x, sp, wp, W) >> (wp / 2)));
+			cur = find_child(t->table, t->hash_a, t->hash_b, c,
+							 (uint32_t) (word_at(x, sp, wp, W) >> (wp / 2)));
 	}
 	return cur;
 }

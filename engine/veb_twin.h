@@ -86,6 +86,35 @@ top_bit(uint32_t bits)
 #endif
 }
 
+/* Lowest set bit of a non-zero 32-bit word. */
+GI_HD uint32_t
+low_bit(uint32_t bits)
+{
+#ifdef __CUDA_ARCH__
+	return (uint32_t) __ffs((int) bits) - 1;
+#else
+	return (uint32_t) __builtin_ctz(bits);
+#endif
+}
+
+/*
+ * Set bits of a 32-bit word.  Portable host builds have no popcnt
+ * instruction and __builtin_popcount becomes a library call; this is a few
+ * inline ops.  The device has its own instruction.
+ */
+GI_HD int
+popcount32(uint32_t v)
+{
+#ifdef __CUDA_ARCH__
+	return __popc(v);
+#else
+	v = v - ((v >> 1) & 0x55555555u);
+	v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+	v = (v + (v >> 4)) & 0x0F0F0F0Fu;
+	return (int) ((v * 0x01010101u) >> 24);
+#endif
+}
+
 /* Table slot for key in a table of slots entries (universal hash with the
  * image's constants a and b: ((a * key + b) >> 32) scaled to slots). */
 GI_HD uint32_t
@@ -94,6 +123,21 @@ hash_slot(uint64_t a, uint64_t b, uint32_t key, uint32_t slots)
 	uint32_t	h = (uint32_t) ((a * key + b) >> 32);
 
 	return (uint32_t) (((uint64_t) h * slots) >> 32);
+}
+
+/*
+ * A hash-table slot, 64 bits, 0 when empty.  A child cluster (w >= 8): the
+ * child's high half key in the low 32 bits, cluster number + 1 in the high
+ * 32.  A child bitmap (w = 4): the bitmap in bits 0-15, its 4-bit key in
+ * bits 16-19, the distinct index of its first value in the high 32 bits.
+ */
+typedef uint64_t VebSlot;
+
+/* Key (0..15) of a child bitmap slot. */
+GI_HD uint32_t
+slot_key(uint64_t e)
+{
+	return (uint32_t) ((e >> 16) & 15);
 }
 
 /* Bitmap of a child bitmap slot (a 64-bit table entry). */
