@@ -1,7 +1,7 @@
 /*
  * gpu_btree_search.cuh - the device half of the GPU B+ tree search, shared by
  * the per-probe search (cuda/gpu_btree.cu) and the tiled search of probe
- * runs (cuda/gpu_btree_tile.cu): what a kernel knows of a tree (TreeDev),
+ * runs (cuda/gpu_btree_tile.cuh): what a kernel knows of a tree (TreeDev),
  * node loads, the warp-group rank (ballot + __ffs + one min.u32, WCWS), the
  * descent (from the root or from a subtree a tile shares), and the answer of
  * one probe for every operation.  Internal to the GPU engine.
@@ -435,7 +435,7 @@ decode_probe(uint64_t sk, uint32_t &idx)
 }
 
 /*
- * The tiled search (cuda/gpu_btree_tile.cu): answer count probes (hi: range
+ * The tiled search (cuda/gpu_btree_tile.cuh): answer count probes (hi: range
  * ends) into first / last on stream st, warp tiles of consecutive probes,
  * groups of `group` lanes (2, 4 or 8) where a tile descends per probe, and
  * at most `window` leaves staged a tile (0: the default, -1: never).  run

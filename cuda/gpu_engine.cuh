@@ -29,13 +29,13 @@ typedef struct GiGpuPolicy
 								 * up to 16); 2 by default */
 	int			tile;			/* batches not sorted by the engine (groups of
 								 * 2..8): 0 a sample of the batch picks the
-								 * tiled search (cuda/gpu_btree_tile.cu) or
+								 * tiled search (cuda/gpu_btree_tile.cuh) or
 								 * the per-probe kernel, 1 always tiles, -1
 								 * always per probe */
 	int			window;			/* leaves a tile stages in shared memory: 0
 								 * default (32), -1 never, else the cap */
 	int			run;			/* the run search of the tiled kernel
-								 * (cuda/gpu_btree_tile.cu): 0 for tiles whose
+								 * (cuda/gpu_btree_tile.cuh): 0 for tiles whose
 								 * probes are in order, 1 for every narrow
 								 * tile, -1 never (the default, as measured);
 								 * GI_GPU_RUN_SEARCH overrides it

@@ -49,7 +49,7 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *   GI_CPU_SORT_MIN  the smallest probe block the CPU engine sorts for
  *                    locality; dflt when unset or not a non-negative number
  *   GI_GPU_RUN_SEARCH  which tiles of a GPU B+ tree batch take the run
- *                    search (cuda/gpu_btree_tile.cu): "off" (-1) none,
+ *                    search (cuda/gpu_btree_tile.cuh): "off" (-1) none,
  *                    "auto" (0) those whose probes are in order, "on" (1)
  *                    every narrow tile; dflt when unset or unknown
  *   GI_GPU_GATE_MIN  the smallest GPU B+ tree batch whose probe order a

@@ -1,5 +1,5 @@
 /*
- * test_sorted.c - the GPU B+ tree's run search (cuda/gpu_btree_tile.cu: a
+ * test_sorted.c - the GPU B+ tree's run search (cuda/gpu_btree_tile.cuh: a
  * warp answers a run of probes in order from a window of leaves it carries
  * forward) against brute force, through engine.h.  Probe batches in order,
  * nearly in order, with long repeats, with heads and tails outside the key

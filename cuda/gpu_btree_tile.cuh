@@ -1,5 +1,5 @@
 /*
- * gpu_btree_tile.cu - the tiled search of the GPU B+ tree: a warp takes a
+ * gpu_btree_tile.cuh - the tiled search of the GPU B+ tree: a warp takes a
  * tile of TILE_PROBES consecutive probes of a batch and first asks how far
  * apart they lie.  Sorted, nearly sorted and clustered batches give tiles
  * whose keys are close together; random batches give tiles that span the
@@ -30,7 +30,14 @@
  * Every path gives the answer the per-probe kernel gives (the same
  * [first, last), empty answers included); bench/kernel/gpu_check compares
  * them on every policy, test/unit/test_sorted.c the run search's modes.
+ *
+ * The code is all templates; cuda/gpu_btree_tile32.cu and
+ * gpu_btree_tile64.cu instantiate it for each key width, two translation
+ * units that nvcc compiles side by side (one took most of a build).
  */
+#ifndef GPUIDX_GPU_BTREE_TILE_CUH
+#define GPUIDX_GPU_BTREE_TILE_CUH
+
 #include "gpu_btree_search.cuh"
 
 #include <algorithm>
@@ -862,15 +869,4 @@ gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 	}
 }
 
-template GiStatus gi_gpu_btree_tile_search<int32_t, false>(const TreeDev<int32_t> &, cudaStream_t, int,
-														   const int64_t *, const int64_t *, uint64_t,
-														   uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
-template GiStatus gi_gpu_btree_tile_search<int32_t, true>(const TreeDev<int32_t> &, cudaStream_t, int,
-														  const int64_t *, const int64_t *, uint64_t,
-														  uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
-template GiStatus gi_gpu_btree_tile_search<int64_t, false>(const TreeDev<int64_t> &, cudaStream_t, int,
-														   const int64_t *, const int64_t *, uint64_t,
-														   uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
-template GiStatus gi_gpu_btree_tile_search<int64_t, true>(const TreeDev<int64_t> &, cudaStream_t, int,
-														  const int64_t *, const int64_t *, uint64_t,
-														  uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
+#endif							/* GPUIDX_GPU_BTREE_TILE_CUH */

@@ -1,0 +1,13 @@
+/*
+ * gpu_btree_tile32.cu - the tiled search (cuda/gpu_btree_tile.cuh) for
+ * int32_t keys, both forms of the tree; its twin for the other key width
+ * compiles beside it.
+ */
+#include "gpu_btree_tile.cuh"
+
+template GiStatus gi_gpu_btree_tile_search<int32_t, false>(const TreeDev<int32_t> &, cudaStream_t, int,
+														   const int64_t *, const int64_t *, uint64_t,
+														   uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
+template GiStatus gi_gpu_btree_tile_search<int32_t, true>(const TreeDev<int32_t> &, cudaStream_t, int,
+														  const int64_t *, const int64_t *, uint64_t,
+														  uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);

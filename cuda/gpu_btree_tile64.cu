@@ -1,0 +1,13 @@
+/*
+ * gpu_btree_tile64.cu - the tiled search (cuda/gpu_btree_tile.cuh) for
+ * int64_t keys, both forms of the tree; its twin for the other key width
+ * compiles beside it.
+ */
+#include "gpu_btree_tile.cuh"
+
+template GiStatus gi_gpu_btree_tile_search<int64_t, false>(const TreeDev<int64_t> &, cudaStream_t, int,
+														   const int64_t *, const int64_t *, uint64_t,
+														   uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
+template GiStatus gi_gpu_btree_tile_search<int64_t, true>(const TreeDev<int64_t> &, cudaStream_t, int,
+														  const int64_t *, const int64_t *, uint64_t,
+														  uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
