@@ -124,9 +124,7 @@ typedef struct GpuidxAggState
 	GpuidxImageData *img;		/* pinned during a run */
 
 	/* during a run */
-	uint8	   *vm;				/* visibility map bytes (GpuidxVisMapCopy) */
-	BlockNumber vm_blocks;		/* heap blocks the copy covers */
-	bool		vm_full;		/* every one of them all-visible */
+	GpuidxVisMapCopy vm;		/* the visibility map, copied for the run */
 	uint64	   *fetch;			/* packed TIDs to visit in the heap */
 	int64		nfetch;
 	int64		fetch_cap;
@@ -294,23 +292,6 @@ begin_agg(CustomScanState *node, EState *estate, int eflags)
 										state->index->rd_opfamily[0]);
 }
 
-/* ---------- the visibility map ---------- */
-
-/*
- * Copy the visibility map of the table's first nblocks blocks into the
- * run's memory (gpuidx_vismap_copy); vm_full when every block is set.
- */
-static void
-copy_vismap(GpuidxAggState *state, BlockNumber nblocks)
-{
-	GpuidxVisMapCopy copy;
-
-	gpuidx_vismap_copy(state->table, nblocks, state->run_cxt, &copy);
-	state->vm = copy.bits;
-	state->vm_blocks = copy.nblocks;
-	state->vm_full = copy.all_set;
-}
-
 /* ---------- adding up ---------- */
 
 /* Add one integer value (bool as 0/1, oid unsigned) to a column's totals. */
@@ -405,8 +386,8 @@ agg_span(GpuidxAggState *state, const int64 *keys, const uint64 *tids,
 		if (gi_host_aggregate(keys ? (const int64_t *) keys + done : NULL,
 							  (const uint64_t *) tids + done,
 							  rows ? rows + (Size) done * row_bytes : NULL, row_bytes,
-							  (size_t) m, state->vm, state->vm_blocks,
-							  state->vm_full, state->totals, state->ncols, (int64_t *) &counted,
+							  (size_t) m, state->vm.bits, state->vm.nblocks,
+							  state->vm.all_set, state->totals, state->ncols, (int64_t *) &counted,
 							  (uint64_t *) state->fetch + state->nfetch, &nfetch,
 							  &err) != GI_OK)
 			gpuidx_raise_engine_error(&err, "adding up index entries");
@@ -568,8 +549,8 @@ agg_on_device(GpuidxAggState *state, const uint64 *first, const uint64 *last, in
 		state->totals[c] = state->cols[c].t;
 	if (!gpuidx_aggregate_image(state->img,
 								state->need_rows ? gpuidx_layout(state->index) : NULL,
-								first, last, n, state->vm, state->vm_blocks,
-								state->vm_full, state->totals, state->ncols, &counted,
+								first, last, n, state->vm.bits, state->vm.nblocks,
+								state->vm.all_set, state->totals, state->ncols, &counted,
 								&fetch, &nfetch))
 		return false;
 	for (c = 0; c < state->ncols; c++)
@@ -701,7 +682,8 @@ agg_run(GpuidxAggState *state, GpuidxIntervals iv, Snapshot snapshot)
 
 		/* After the pin: no all-visible bit may predate an entry we miss. */
 		if (gpuidx_can_skip_heap())
-			copy_vismap(state, RelationGetNumberOfBlocks(state->table));
+			gpuidx_vismap_copy(state->table, RelationGetNumberOfBlocks(state->table),
+							   state->run_cxt, &state->vm);
 		if (agg_on_device(state, first, last, iv.n))
 			state->stat_device_runs++;
 		else
@@ -836,9 +818,7 @@ compute_row(GpuidxAggState *state)
 	old = MemoryContextSwitchTo(state->run_cxt);
 	state->fetch = NULL;
 	state->nfetch = state->fetch_cap = 0;
-	state->vm = NULL;
-	state->vm_blocks = 0;
-	state->vm_full = false;
+	memset(&state->vm, 0, sizeof(state->vm));
 	reset_totals(state);
 	iv = gpuidx_eval_batch(state->terms, econtext);
 	state->stat_probes += iv.n;
