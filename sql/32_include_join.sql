@@ -155,6 +155,8 @@ UNION ALL SELECT * FROM jcheck('as-of pred LIMIT 1 left', $$SELECT o.id, s.* FRO
 UNION ALL SELECT * FROM jcheck('as-of pred LIMIT 1 window', $$SELECT o.id, s.* FROM o LEFT JOIN LATERAL
     (SELECT t.c_i4, t.k FROM @T@ t WHERE t.k <= o.x AND t.k > o.x - 4
       ORDER BY t.k DESC LIMIT 1) s ON true$$)
+UNION ALL SELECT * FROM jcheck('as-of pred LIMIT 1 included only', $$SELECT o.id, s.c_f8, s.c_b FROM o CROSS JOIN LATERAL
+    (SELECT t.c_f8, t.c_b FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$)
 UNION ALL SELECT * FROM jcheck('as-of succ LIMIT 1 key', $$SELECT o.id, s.k FROM o CROSS JOIN LATERAL
     (SELECT t.k FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s$$)
 UNION ALL SELECT * FROM jcheck('as-of qual on included', $$SELECT o.id, s.* FROM o JOIN LATERAL
@@ -219,6 +221,8 @@ SELECT direct($$SELECT p.id, s.k, s.c_f8 FROM o p CROSS JOIN LATERAL
   WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s ON true$$) AS pred_left,
        direct($$SELECT o.id, s.k FROM o CROSS JOIN LATERAL
   (SELECT t.k FROM t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s$$) AS succ,
+       direct($$SELECT o.id, s.c_f8 FROM o CROSS JOIN LATERAL
+  (SELECT t.c_f8 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$) AS included_only,
        direct($$SELECT o.id, s.* FROM o LEFT JOIN LATERAL (SELECT t.c_i4, t.k FROM t
   WHERE t.k <= o.x AND t.k > o.x - 4 ORDER BY t.k DESC LIMIT 1) s ON true$$) AS window,
        direct($$SELECT o.id, s.* FROM o LEFT JOIN LATERAL

@@ -100,7 +100,8 @@ typedef struct GpuidxJoinState
 								 * engine's entry itself (asof_direct_row) */
 	int		   *direct_src;		/* per inner column: -1 the key, else its
 								 * INCLUDE column */
-	bool		direct_reads_key;	/* an output is the key */
+	bool		direct_reads_key;	/* an output is the key (else the key is
+									 * read only for a bound) */
 	bool		direct_reads_row;	/* an output is an INCLUDE column */
 	bool		direct_chunk;	/* this chunk may take direct answers */
 	GpuidxVisMapCopy direct_vm; /* the visibility map as the chunk found it
@@ -1124,19 +1125,26 @@ asof_direct_row(GpuidxJoinState *state, int64 r, bool pred)
 	if (ahead < state->nrows && state->row_valid[ahead] &&
 		state->last[ahead] > state->first[ahead])
 		gpuidx_prefetch_entry(state->img, pred ? (int64) state->last[ahead] - 1 :
-							  (int64) state->first[ahead], true, !vm->all_set,
-							  state->direct_reads_row);
+							  (int64) state->first[ahead], state->direct_reads_key,
+							  !vm->all_set, state->direct_reads_row);
 	if (!state->row_valid[r] || state->last[r] <= state->first[r])
 		return DIRECT_NONE;
 	pos = pred ? (int64) state->last[r] - 1 : (int64) state->first[r];
 	if (!vm->all_set &&
 		!gpuidx_vismap_copy_test(vm, (BlockNumber) (gpuidx_tid_at(state->img, pos) >> 16)))
 		return DIRECT_WALK;
-	/* past the subquery's other bound no key qualifies (the walk's test) */
+	/*
+	 * Past the subquery's other bound no key qualifies (the walk's test);
+	 * the key is read only for that bound or as an output.
+	 */
 	{
-		int64		key = gpuidx_key_at(state->img, pos);
+		bool		bounded = pred ? state->row_lo[r] > PG_INT64_MIN :
+			state->row_hi[r] < PG_INT64_MAX;
+		int64		key = 0;
 
-		if (pred ? key < state->row_lo[r] : key > state->row_hi[r])
+		if (bounded || state->direct_reads_key)
+			key = gpuidx_key_at(state->img, pos);
+		if (bounded && (pred ? key < state->row_lo[r] : key > state->row_hi[r]))
 			return DIRECT_NONE;
 		restore_row(state, r);
 		if (state->direct_reads_row)
