@@ -24,7 +24,10 @@
  * probe; each thread holds 64 bytes of a node (four 16-byte loads), counts
  * its keys below the probe, and the group
  * finds the first thread not entirely below with __ballot_sync + __ffs; the
- * child position is clamped with one min.u32 (inline PTX).  Large batches are
+ * child position is clamped with one min.u32 (inline PTX).  Group 1 (the
+ * thread search) gives each probe one lane that binary-searches a node by
+ * loads, log2 M of them in the node's one cache line.  Cache hints (a
+ * policy field) keep internal nodes in L2 ahead of the leaves.  Large batches are
  * partially radix-sorted on their top N bits first (Harmonia,
  * N = B - log2(2^B / T * K) = log2(T / K)), and the results scattered back to
  * the caller's order.  Probes are int64; those outside the stored type's
@@ -54,7 +57,7 @@
  * without it on 60 of 192 rows (dense and lognormal batches) and faster on
  * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).
  */
-static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0, -1};
+static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0, -1, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -100,12 +103,14 @@ geo_compute(uint64_t n, int m, Geo *g)
 /* ------------------------------------------------------------------------ */
 
 /*
- * The search kernel: each group of G lanes answers probes i = group id,
- * + number of groups, ...  Unsorted: probes[i] -> first/last[i].  Sorted:
- * the i-th sorted probe goes to its caller index (scatter).  gate: run only
- * when *gate is 0 (the tiled search's sample chose this kernel; NULL: always).
+ * The search kernel: each group of G lanes (G = 1: the thread search)
+ * answers probes i = group id, + number of groups, ...  Unsorted:
+ * probes[i] -> first/last[i].  Sorted: the i-th sorted probe goes to its
+ * caller index (scatter).  gate: run only when *gate is 0 (the tiled
+ * search's sample chose this kernel; NULL: always).  HINTS: node and leaf
+ * loads with cache hints (GiGpuPolicy.cache_hints).
  */
-template <class K, int G, bool SORTED, bool DYN>
+template <class K, int G, bool SORTED, bool DYN, bool HINTS>
 __global__ void __launch_bounds__(256)
 btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 					const int64_t *probes_hi,
@@ -143,7 +148,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 				ph = probes_hi[i];
 			out = i;
 		}
-		answer<K, G, DYN>(T, op, p, ph, g, f, l);
+		answer<K, G, DYN, HINTS>(T, op, p, ph, g, f, l);
 		if (g.r == 0)
 		{
 			first[out] = f;
@@ -492,7 +497,7 @@ struct ScratchGuard
 };
 
 /* Blocks per SM for a search kernel instantiation (cached). */
-template <class K, int G, bool SORTED, bool DYN>
+template <class K, int G, bool SORTED, bool DYN, bool HINTS>
 static int
 search_grid(void)
 {
@@ -504,7 +509,7 @@ search_grid(void)
 		int			per_sm = 0;
 
 		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm,
-														  btree_search_kernel<K, G, SORTED, DYN>, 256, 0) != cudaSuccess || per_sm < 1)
+														  btree_search_kernel<K, G, SORTED, DYN, HINTS>, 256, 0) != cudaSuccess || per_sm < 1)
 		{
 			(void) cudaGetLastError();
 			per_sm = 4;
@@ -516,33 +521,35 @@ search_grid(void)
 }
 
 /* Launch the search kernel for one chunk. */
-template <class K, int G, bool SORTED, bool DYN>
+template <class K, int G, bool SORTED, bool DYN, bool HINTS>
 static GiStatus
 launch_search(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
 			  const int64_t *hi, const void *skeys, const uint32_t *sidx,
 			  uint64_t count, uint64_t *first, uint64_t *last, const int *gate, GiError *err)
 {
 	uint64_t	want = (count * G + 255) / 256;
-	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED, DYN>());
+	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED, DYN, HINTS>());
 
-	btree_search_kernel<K, G, SORTED, DYN><<<grid, 256, 0, st>>>(
+	btree_search_kernel<K, G, SORTED, DYN, HINTS><<<grid, 256, 0, st>>>(
 		T, op, probes, hi, (const typename KeyLimits<K>::SKey *) skeys, sidx, count, first, last, gate);
 	CKL("btree_search_kernel");
 	return GI_OK;
 }
 
-/* Dispatch on the group size (int32: 2..32 lanes, int64: 2..16). */
-template <class K, bool SORTED, bool DYN>
+/* Dispatch on the group size (int32: 1..32 lanes, int64: 1..16). */
+template <class K, bool SORTED, bool DYN, bool HINTS>
 static GiStatus
-launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
-				const int64_t *hi, const void *skeys, const uint32_t *sidx,
-				uint64_t count, uint64_t *first, uint64_t *last, int group, const int *gate,
-				GiError *err)
+launch_search_gh(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
+				 const int64_t *hi, const void *skeys, const uint32_t *sidx,
+				 uint64_t count, uint64_t *first, uint64_t *last, int group, const int *gate,
+				 GiError *err)
 {
 #define LAUNCH_G(GG) \
-	return launch_search<K, GG, SORTED, DYN>(st, T, op, probes, hi, skeys, sidx, count, first, last, gate, err)
+	return launch_search<K, GG, SORTED, DYN, HINTS>(st, T, op, probes, hi, skeys, sidx, count, first, last, gate, err)
 	switch (group)
 	{
+		case 1:
+			LAUNCH_G(1);
 		case 8:
 			LAUNCH_G(8);
 		case 16:
@@ -557,6 +564,23 @@ launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *pro
 			LAUNCH_G(2);
 	}
 #undef LAUNCH_G
+}
+
+/* Dispatch on the group size and the cache hints (unsorted batches only:
+ * the engine's partial sort of a batch already orders its leaf reads). */
+template <class K, bool SORTED, bool DYN>
+static GiStatus
+launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
+				const int64_t *hi, const void *skeys, const uint32_t *sidx,
+				uint64_t count, uint64_t *first, uint64_t *last, int group, bool hints,
+				const int *gate, GiError *err)
+{
+	if constexpr (!SORTED)
+		if (hints)
+			return launch_search_gh<K, SORTED, DYN, true>(st, T, op, probes, hi, skeys, sidx, count,
+														  first, last, group, gate, err);
+	return launch_search_gh<K, SORTED, DYN, false>(st, T, op, probes, hi, skeys, sidx, count,
+												   first, last, group, gate, err);
 }
 
 /* The bits a probe batch is sorted on: top N bits below the keys' common prefix. */
@@ -682,7 +706,12 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 												   g_policy.gate_min < 0 ? LLONG_MAX :
 												   g_policy.gate_min);
 
-	if (!do_sort && g_policy.tile >= 0 && g_policy.group <= 8 &&
+	/* the per-probe kernel's group (1: the thread search; the tiled search
+	 * takes groups of 2 for it) and cache hints */
+	int			group = gi_setting_gpu_group(g_policy.group);
+	bool		hints = gi_setting_gpu_cache_hints(g_policy.cache_hints == 0 ? -1 : g_policy.cache_hints) > 0;
+
+	if (!do_sort && g_policy.tile >= 0 && group <= 8 &&
 		!(g_policy.tile == 0 && (long long) count < gate_min))
 	{							/* probe order found on the device: a sample of
 								 * tiles picks the kernel (tile 0), or tiles */
@@ -693,18 +722,18 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 		if (img->ins)
 		{
 			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
-												   g_policy.group, g_policy.window, run, dedup, gate, err)));
+												   group, g_policy.window, run, dedup, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
-													 first, last, g_policy.group, gate, err)));
+													 first, last, group, hints, gate, err)));
 		}
 		else
 		{
 			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
-													g_policy.group, g_policy.window, run, dedup, gate, err)));
+													group, g_policy.window, run, dedup, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
-													  first, last, g_policy.group, gate, err)));
+													  first, last, group, hints, gate, err)));
 		}
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
@@ -714,10 +743,10 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 	{
 		if (img->ins)
 			CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
-												 first, last, g_policy.group, NULL, err)));
+												 first, last, group, hints, NULL, err)));
 		else
 			CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
-												  first, last, g_policy.group, NULL, err)));
+												  first, last, group, hints, NULL, err)));
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
 		return GI_OK;
@@ -739,10 +768,10 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 	*sort_ms += t1 - t0;
 	if (img->ins)
 		CKS((launch_search_g<K, true, true>(st, T, op, NULL, NULL, dk.Current(), dv.Current(),
-											count, first, last, g_policy.group, NULL, err)));
+											count, first, last, group, false, NULL, err)));
 	else
 		CKS((launch_search_g<K, true, false>(st, T, op, NULL, NULL, dk.Current(), dv.Current(),
-											 count, first, last, g_policy.group, NULL, err)));
+											 count, first, last, group, false, NULL, err)));
 	CK(cudaStreamSynchronize(st));
 	*search_ms += gi_now_ms() - t1;
 	return GI_OK;
@@ -942,8 +971,8 @@ void
 gi_gpu_dev_set_policy(const GiGpuPolicy *p)
 {
 	g_policy = *p;
-	if (g_policy.group != 2 && g_policy.group != 4 && g_policy.group != 8 &&
-		g_policy.group != 16 && g_policy.group != 32)
+	if (g_policy.group != 1 && g_policy.group != 2 && g_policy.group != 4 &&
+		g_policy.group != 8 && g_policy.group != 16 && g_policy.group != 32)
 		g_policy.group = 2;
 }
 

@@ -25,8 +25,12 @@ typedef struct GiGpuPolicy
 	int			sort_mode;		/* -1 auto (Harmonia partial sort when it
 								 * pays), 0 never sort, 1 always sort */
 	int			sort_bits;		/* top bits sorted on; 0 = from the formula */
-	int			group;			/* threads per probe: 2, 4, 8, 16 or 32 (int64:
-								 * up to 16); 2 by default */
+	int			group;			/* lanes per probe of the per-probe kernel: 2,
+								 * 4, 8, 16 or 32 (int64: up to 16), 2 by
+								 * default, or 1: the thread search (a lane a
+								 * probe, a binary search of loads in each
+								 * node; the tiled search then takes groups
+								 * of 2); GI_GPU_GROUP overrides it */
 	int			tile;			/* batches not sorted by the engine (groups of
 								 * 2..8): 0 a sample of the batch picks the
 								 * tiled search (cuda/gpu_btree_tile.cuh) or
@@ -57,6 +61,12 @@ typedef struct GiGpuPolicy
 								 * do those equal to the previous row's
 								 * last); 0 default (on), 1 on, -1 off;
 								 * GI_GPU_DEDUP overrides it */
+	int			cache_hints;	/* the per-probe kernel on unsorted batches:
+								 * internal nodes read with an L2 evict_last
+								 * policy, leaves with evict_first (and not
+								 * kept in L1 by the group search); 0 default
+								 * (off), 1 on, -1 off; GI_GPU_CACHE_HINTS
+								 * overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

@@ -5,8 +5,10 @@
  */
 #include "engine_util.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,32 +119,124 @@ env_mode(const char *name, int dflt)
 	return dflt;
 }
 
+/*
+ * The GPU query settings, read from the environment once and kept (every
+ * GPU B+ tree query consults several: a getenv each cost 0.1-0.3 us with a
+ * few dozen variables set).  A slot holds the value, GPU_UNSET when the
+ * variable is unset or invalid, or GPU_UNREAD until first use and after
+ * gi_settings_reload().  Threads that read a slot at once store the same
+ * value.
+ */
+#define GPU_UNREAD	LLONG_MIN
+#define GPU_UNSET	(LLONG_MIN + 1)
+enum
+{
+	GS_RUN_SEARCH, GS_CHILD_ARITH, GS_DEDUP, GS_GROUP, GS_CACHE_HINTS, GS_GATE_MIN, GS_COUNT
+};
+static _Atomic long long gpu_settings[GS_COUNT] = {
+	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD
+};
+
+/* A mode setting (env_mode) as a slot value. */
+static long long
+mode_slot(const char *name)
+{
+	int			m = env_mode(name, INT_MIN);
+
+	return m == INT_MIN ? GPU_UNSET : m;
+}
+
+/* Parse GPU setting slot from the environment (GPU_UNSET when unset or
+ * not valid). */
+static long long
+gpu_setting_parse(int slot)
+{
+	switch (slot)
+	{
+		case GS_RUN_SEARCH:
+			return mode_slot("GI_GPU_RUN_SEARCH");
+		case GS_CHILD_ARITH:
+			return mode_slot("GI_GPU_CHILD_ARITH");
+		case GS_DEDUP:
+			return mode_slot("GI_GPU_DEDUP");
+		case GS_GROUP:
+			{
+				long long	g = env_count("GI_GPU_GROUP", 0);
+
+				return (g == 1 || g == 2 || g == 4 || g == 8 || g == 16 || g == 32) ? g : GPU_UNSET;
+			}
+		case GS_CACHE_HINTS:
+			return mode_slot("GI_GPU_CACHE_HINTS");
+		default:
+			return env_count("GI_GPU_GATE_MIN", GPU_UNSET);
+	}
+}
+
+/* GPU setting slot, or dflt when its variable is unset (read once). */
+static long long
+gpu_setting(int slot, long long dflt)
+{
+	long long	v = atomic_load_explicit(&gpu_settings[slot], memory_order_relaxed);
+
+	if (v == GPU_UNREAD)
+	{
+		v = gpu_setting_parse(slot);
+		atomic_store_explicit(&gpu_settings[slot], v, memory_order_relaxed);
+	}
+	return v == GPU_UNSET ? dflt : v;
+}
+
+/* Forget the GPU settings read so far (engine_util.h). */
+void
+gi_settings_reload(void)
+{
+	int			i;
+
+	for (i = 0; i < GS_COUNT; i++)
+		atomic_store_explicit(&gpu_settings[i], GPU_UNREAD, memory_order_relaxed);
+}
+
 /* GI_GPU_RUN_SEARCH as -1 / 0 / 1, or dflt (engine_util.h). */
 int
 gi_setting_gpu_run_search(int dflt)
 {
-	return env_mode("GI_GPU_RUN_SEARCH", dflt);
+	return (int) gpu_setting(GS_RUN_SEARCH, dflt);
 }
 
 /* GI_GPU_CHILD_ARITH as -1 / 0 / 1, or dflt (engine_util.h). */
 int
 gi_setting_gpu_child_arith(int dflt)
 {
-	return env_mode("GI_GPU_CHILD_ARITH", dflt);
+	return (int) gpu_setting(GS_CHILD_ARITH, dflt);
 }
 
 /* GI_GPU_DEDUP as -1 / 0 / 1, or dflt (engine_util.h). */
 int
 gi_setting_gpu_dedup(int dflt)
 {
-	return env_mode("GI_GPU_DEDUP", dflt);
+	return (int) gpu_setting(GS_DEDUP, dflt);
+}
+
+/* GI_GPU_GROUP when it is a group size the per-probe kernel has (1, 2, 4,
+ * 8, 16, 32), else dflt (engine_util.h). */
+int
+gi_setting_gpu_group(int dflt)
+{
+	return (int) gpu_setting(GS_GROUP, dflt);
+}
+
+/* GI_GPU_CACHE_HINTS as -1 / 0 / 1, or dflt (engine_util.h). */
+int
+gi_setting_gpu_cache_hints(int dflt)
+{
+	return (int) gpu_setting(GS_CACHE_HINTS, dflt);
 }
 
 /* GI_GPU_GATE_MIN, or dflt (engine_util.h). */
 long long
 gi_setting_gpu_gate_min(long long dflt)
 {
-	return env_count("GI_GPU_GATE_MIN", dflt);
+	return gpu_setting(GS_GATE_MIN, dflt);
 }
 
 /* Engine name for messages and gpuidx_info. */

@@ -43,7 +43,11 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
 
 /*
  * Tuning settings, for tests and experiments; this is the one place that
- * reads them from the environment.
+ * reads them from the environment.  The GI_GPU_* ones are read once, at
+ * their first use, and kept (a GPU query reads several);
+ * gi_settings_reload() makes the next use read them again (tests that
+ * change them with setenv call it).  The GI_CPU_* ones are read at each
+ * use.
  *   GI_CPU_THREADS   threads of a parallel CPU loop; 0 (unset, not a
  *                    positive number) lets the loop choose from the cores
  *   GI_CPU_SORT_MIN  the smallest probe block the CPU engine sorts for
@@ -62,6 +66,12 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *   GI_GPU_DEDUP     whether equal probes of a GPU B+ tree tile that
  *                    descend do so once ("on", 1) or each ("off", -1);
  *                    dflt otherwise
+ *   GI_GPU_GROUP     lanes a probe of the GPU B+ tree's per-probe kernel:
+ *                    1 (the thread search), 2, 4, 8, 16 or 32; dflt
+ *                    otherwise
+ *   GI_GPU_CACHE_HINTS  whether the GPU B+ tree's per-probe kernel loads
+ *                    with L2 cache hints ("on", 1) or not ("off", -1);
+ *                    dflt otherwise
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
@@ -69,6 +79,9 @@ int			gi_setting_gpu_run_search(int dflt);
 long long	gi_setting_gpu_gate_min(long long dflt);
 int			gi_setting_gpu_child_arith(int dflt);
 int			gi_setting_gpu_dedup(int dflt);
+int			gi_setting_gpu_group(int dflt);
+int			gi_setting_gpu_cache_hints(int dflt);
+void		gi_settings_reload(void);
 
 #ifdef __cplusplus
 }

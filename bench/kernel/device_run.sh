@@ -22,8 +22,8 @@ if [ ! -x bench/kernel/kernel_bench ] || [ ! -x bench/kernel/gpu_check ]; then
 else echo "bench binaries carried" > "$OUT/build_bench.log"; fi
 wait
 tail -n 3 "$OUT/build_unit.log" "$OUT/build_bench.log"
-step gpu_check; timeout 100 bench/kernel/gpu_check ${CHECK_N:-1000000} 2>&1 | tail -25; echo "gpu_check rc=${PIPESTATUS[0]}"
-step unittest; timeout 90 $UT/test/unit/test_engine 2>&1 | tail -8; echo "unittest rc=${PIPESTATUS[0]}"
+step gpu_check; timeout ${CHECK_TIMEOUT:-160} bench/kernel/gpu_check ${CHECK_N:-1000000} 2>&1 | tail -25; echo "gpu_check rc=${PIPESTATUS[0]}"
+step unittest; timeout ${UNIT_TIMEOUT:-150} $UT/test/unit/test_engine 2>&1 | tail -8; echo "unittest rc=${PIPESTATUS[0]}"
 } 2>&1 | tee "$OUT/check.log"
 step bench; timeout ${BENCH_TIMEOUT:-200} bench/kernel/kernel_bench "$@" > "$OUT/bench.md" 2> "$OUT/bench_progress.log"; echo "bench rc=$?"
 [ -n "$SKIP_SANITIZER" ] || {

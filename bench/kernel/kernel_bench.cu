@@ -8,9 +8,10 @@
  * engine, and a sweep of the query policy (sorted bits, group size).
  *
  * With --paths, every query row is also timed on each search path and
- * policy variant (path_variants: the sample's old threshold, the tiled
- * search forced, the per-probe kernel forced, ...) beside the binary
- * search, in a table of its own; --device-only leaves out the host-side
+ * policy variant (path_variants: the tiled search forced, the per-probe
+ * kernel forced, the thread search, cache hints, ...) beside the binary
+ * search, in a table of its own, and the fixed costs of a small batch
+ * (one probe, 10^5 probes, an empty kernel) are timed apart; --device-only leaves out the host-side
  * parts (host builds, end to end, CPU engine) at every size, as 10^9 keys
  * always do.  --orders and --dists pick the probe orders (random, sorted,
  * clustered) and key distributions (uniform, lognormal) to run.
@@ -33,7 +34,7 @@
 #include <string>
 #include <vector>
 
-static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_paths;
+static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_paths, t_fixed;
 static bool g_paths;				/* --paths */
 static bool g_device_only;		/* --device-only */
 static bool g_order_on[3] = {true, true, true};	/* --orders */
@@ -49,11 +50,12 @@ struct PathVariant
 	void		(*apply) (GiGpuPolicy *p);
 };
 static const PathVariant path_variants[] = {
-	{"gate 2^22", [](GiGpuPolicy *p) { p->gate_min = 1 << 22; }},	/* the sample's old threshold */
 	{"tiled", [](GiGpuPolicy *p) { p->tile = 1; }},	/* tiles, never the per-probe kernel */
 	{"per-probe", [](GiGpuPolicy *p) { p->tile = -1; }},	/* one descent a probe */
-	{"prefix loads", [](GiGpuPolicy *p) { p->child_arith = -1; }},	/* children from prefix[] */
 	{"no dedup", [](GiGpuPolicy *p) { p->dedup = -1; }},	/* equal probes descend each */
+	{"thread", [](GiGpuPolicy *p) { p->group = 1; }},	/* the per-probe kernel a lane a probe */
+	{"hints", [](GiGpuPolicy *p) { p->cache_hints = 1; }},	/* L2 evict_last inner, evict_first leaves */
+	{"thread+hints", [](GiGpuPolicy *p) { p->group = 1; p->cache_hints = 1; }},
 };
 #define NVARIANTS ((int) (sizeof(path_variants) / sizeof(path_variants[0])))
 
@@ -263,6 +265,62 @@ mismatches(const uint64_t *f1, const uint64_t *l1, const uint64_t *f2, const uin
 	return h;
 }
 
+/* An empty kernel: the floor of timed() around one launch. */
+__global__ void
+empty_kernel(void)
+{
+}
+
+/*
+ * The fixed costs of a small batch (--paths, uniform keys): timed() around
+ * an empty kernel (launch + synchronisation, the floor of the method),
+ * around the binary search and the engine's query of 1 probe (launch,
+ * host work and one probe's latency) and of q probes (random point
+ * probes pr), the engine's query with the thread search (group 1), and the
+ * share of a call spent inside gi_gpu_btree_dev_query (its total_ms: the
+ * rest is gi_gpu_dev_query's wrapper and timed()'s second
+ * synchronisation).  Medians of 21 after a warm-up.
+ */
+template <class K>
+static void
+fixed_costs(GiImage *img, const K *dkeys, uint64_t n, const int64_t *pr, uint64_t q,
+			GiGpuScratch *scratch, uint64_t *f1, uint64_t *l1)
+{
+	const int	reps = 21;
+	GiGpuPolicy old,
+				thread;
+	std::vector<double> te, tb1, tt1, tth1, tbq, ttq, tthq, tin;
+
+	gi_gpu_dev_get_policy(&old);
+	thread = old;
+	thread.group = 1;
+	for (int r = 0; r <= reps; r++)
+	{
+		double		e = timed([&] { empty_kernel<<<1, 32>>>(); }),
+					b1 = timed([&] { bsearch_kernel<K><<<grid(1), 256>>>(dkeys, n, GI_OP_POINT, pr, 1, f1, l1); }),
+					t1 = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, 1, f1, l1, scratch, &er_)); }),
+					bq = timed([&] { bsearch_kernel<K><<<grid(q), 256>>>(dkeys, n, GI_OP_POINT, pr, q, f1, l1); }),
+					tq = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
+		double		in = img->last_query.total_ms;
+
+		gi_gpu_dev_set_policy(&thread);
+		double		th1 = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, 1, f1, l1, scratch, &er_)); }),
+					thq = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
+
+		gi_gpu_dev_set_policy(&old);
+		CUDA_OK(cudaGetLastError());
+		if (r == 0)
+			continue;
+		te.push_back(e), tb1.push_back(b1), tt1.push_back(t1), tth1.push_back(th1);
+		tbq.push_back(bq), ttq.push_back(tq), tthq.push_back(thq), tin.push_back(in);
+	}
+	t_fixed.push_back(fmt("| %s | %.0e | %.0e | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |",
+						  sizeof(K) == 4 ? "int32" : "int64", (double) n, (double) q,
+						  median(te) * 1e3, median(tb1) * 1e3, median(tt1) * 1e3, median(tth1) * 1e3,
+						  median(tbq) * 1e3, median(ttq) * 1e3, median(tin) * 1e3, median(tthq) * 1e3));
+	fprintf(stderr, "%s\n", t_fixed.back().c_str());
+}
+
 /* Everything for one key type, size and distribution. */
 template <class K>
 static void
@@ -399,6 +457,8 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 			cluster_probes_kernel<<<grid(q), 256>>>(ps, pc, q, a % runs ? a % runs : 1);
 			CUDA_OK(cudaGetLastError());
 		}
+		if (g_paths && q == qs.front() && dist == 0)
+			fixed_costs<K>(img, (const K *) dkeys, n, pr, q, scratch, f1, l1);
 		for (int op = GI_OP_POINT; op <= GI_OP_PRED; op++)
 			for (int order = 0; order < 3; order++)
 			{
@@ -694,8 +754,10 @@ main(int argc, char **argv)
 		for (int v = 0; v < NVARIANTS; v++)
 			head += fmt(" %s/default |", path_variants[v].name);
 		head += " default of bandwidth bound | mismatches (variants vs bsearch) |";
-		printf("\n### Search paths and policy variants per query row (Gq/s; default = the engine's default policy; each other column changes one field of it: gate 2^22 = the order sample only from 2^22 probes on, smaller batches per-probe (the default: from 2^18); tiled = the tiled search for every batch; per-probe = one descent a probe for every batch; prefix loads = descents load a node's first child from the prefix sums instead of computing it from the level cut; no dedup = in the tiled search every probe that descends does so, equal ones too, instead of one a row; best = the best of all columns)\n\n");
+		printf("\n### Search paths and policy variants per query row (Gq/s; default = the engine's default policy; each other column changes one field of it: tiled = the tiled search for every batch; per-probe = one descent a probe for every batch; no dedup = in the tiled search every probe that descends does so, equal ones too, instead of one a row; thread = the per-probe kernel with one lane a probe (group 1: a binary search of loads in each node) wherever the default takes the per-probe kernel; hints = the per-probe kernel's loads with L2 cache hints (internal nodes evict_last, leaves evict_first); thread+hints = both; best = the best of all columns)\n\n");
 		print_table(head.c_str(), t_paths);
+		printf("\n### Fixed costs of a small batch (us, host clock around the call and a device synchronisation, as the tables above time it; uniform keys, random point probes; median of 21): empty = an empty kernel's launch and synchronisation; 1 probe = the binary search kernel, the engine's query (default policy), the engine's query with the thread search; q probes likewise; in the call = the engine's query's own total_ms (the rest is gi_gpu_dev_query's wrapper and the second synchronisation)\n\n");
+		print_table("| key | n | q | empty | bsearch 1 probe | tree 1 probe | thread 1 probe | bsearch q | tree q | of which in the call | thread q |", t_fixed);
 	}
 	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
 	print_table("| key | n | dist | op | GPU probes | GPU ms (transfer / sort / search) | GPU Gq/s | CPU probes | CPU ms | CPU Gq/s | GPU/CPU | mismatches |", t_e2e);

@@ -11,13 +11,15 @@
  * narrow tile does), and in the further modes of `modes` (the order sample
  * at every batch size, children loaded from the prefix sums rather than
  * computed from the level cut, equal probes descending each rather than
- * once a row): each answer must match brute force (an empty
+ * once a row, the thread search (GI_GPU_GROUP 1: a lane a probe), loads
+ * with cache hints): each answer must match brute force (an empty
  * answer: only empty, as test_engine.c checks) and every mode must agree
  * with mode off to the letter.  GPU only: without a device nothing runs.
  * gi_test_sorted_main(), run by test_engine's main; GI_UNIT_MAX caps the
  * key counts (compute-sanitizer runs use a small one).
  */
 #include "engine.h"
+#include "engine_util.h"			/* gi_settings_reload */
 #include "test_util.h"
 
 #include <string.h>
@@ -40,17 +42,25 @@ typedef struct SortedMode
 	const char *gate_min;		/* GI_GPU_GATE_MIN (NULL: unset) */
 	const char *child_arith;	/* GI_GPU_CHILD_ARITH (NULL: unset) */
 	const char *dedup;			/* GI_GPU_DEDUP (NULL: unset) */
+	const char *group;			/* GI_GPU_GROUP (NULL: unset) */
+	const char *hints;			/* GI_GPU_CACHE_HINTS (NULL: unset) */
 } SortedMode;
 
 static const SortedMode modes[] = {
-	{"off", "off", NULL, NULL, NULL},
-	{"auto", "auto", NULL, NULL, NULL},
-	{"on", "on", NULL, NULL, NULL},
-	{"sampled", "off", "0", NULL, NULL},	/* the order sample at every batch size */
-	{"prefix", "off", NULL, "off", NULL},	/* children from the prefix sums */
-	{"sampled prefix", "off", "0", "off", NULL},
-	{"no dedup", "off", NULL, NULL, "off"}, /* equal probes descend each */
-	{"on no dedup", "on", NULL, NULL, "off"},
+	{"off", "off", NULL, NULL, NULL, NULL, NULL},
+	{"auto", "auto", NULL, NULL, NULL, NULL, NULL},
+	{"on", "on", NULL, NULL, NULL, NULL, NULL},
+	{"sampled", "off", "0", NULL, NULL, NULL, NULL},	/* the order sample at every batch size */
+	{"prefix", "off", NULL, "off", NULL, NULL, NULL},	/* children from the prefix sums */
+	{"sampled prefix", "off", "0", "off", NULL, NULL, NULL},
+	{"no dedup", "off", NULL, NULL, "off", NULL, NULL}, /* equal probes descend each */
+	{"on no dedup", "on", NULL, NULL, "off", NULL, NULL},
+	{"thread", "off", NULL, NULL, NULL, "1", NULL},	/* the per-probe kernel a lane a probe */
+	{"thread prefix", "off", NULL, "off", NULL, "1", NULL},
+	{"sampled thread", "off", "0", NULL, NULL, "1", NULL},
+	{"hints", "off", NULL, NULL, NULL, NULL, "on"},	/* loads with L2 cache hints */
+	{"thread hints", "off", NULL, NULL, NULL, "1", "on"},
+	{"sampled thread hints", "off", "0", NULL, NULL, "1", "on"},
 };
 #define NMODES ((int) (sizeof(modes) / sizeof(modes[0])))
 #define NRUN_MODES 3			/* the run search's; the rest run for shapes
@@ -59,7 +69,8 @@ static const SortedMode modes[] = {
 
 static bool small_run;			/* GI_UNIT_MAX under 100000 */
 
-/* Set (value) or unset (NULL) an environment variable. */
+/* Set (value) or unset (NULL) an environment variable, and have the
+ * engine read its GPU settings again. */
 static void
 set_or_unset(const char *name, const char *value)
 {
@@ -67,6 +78,7 @@ set_or_unset(const char *name, const char *value)
 		setenv(name, value, 1);
 	else
 		unsetenv(name);
+	gi_settings_reload();
 }
 static const char *batch_names[] = {"sorted", "nearly sorted", "repeats", "outside",
 "dense", "sparse"};
@@ -203,10 +215,12 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 			int			reports = 0;
 			bool		ok;
 
-			setenv("GI_GPU_RUN_SEARCH", modes[mode].run, 1);
+			set_or_unset("GI_GPU_RUN_SEARCH", modes[mode].run);
 			set_or_unset("GI_GPU_GATE_MIN", modes[mode].gate_min);
 			set_or_unset("GI_GPU_CHILD_ARITH", modes[mode].child_arith);
 			set_or_unset("GI_GPU_DEDUP", modes[mode].dedup);
+			set_or_unset("GI_GPU_GROUP", modes[mode].group);
+			set_or_unset("GI_GPU_CACHE_HINTS", modes[mode].hints);
 			memset(rf, 0xAB, np * sizeof(uint64_t));
 			memset(rl, 0xCD, np * sizeof(uint64_t));
 			st = gi_image_query(img, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL, np, rf, rl, &err);
@@ -242,6 +256,9 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 	unsetenv("GI_GPU_GATE_MIN");
 	unsetenv("GI_GPU_CHILD_ARITH");
 	unsetenv("GI_GPU_DEDUP");
+	unsetenv("GI_GPU_GROUP");
+	unsetenv("GI_GPU_CACHE_HINTS");
+	gi_settings_reload();
 }
 
 /* One key width, count and shape: build a GPU image, ask every batch kind. */
