@@ -168,6 +168,10 @@ dev_query(GiImage *img, int op, const GiGpuPolicy &pol, const int64_t *dpr, cons
 	gi_gpu_dev_set_policy(&pol);
 	cudaMemset(df, 0xab, q * 8);
 	cudaMemset(dl, 0xcd, q * 8);
+	/* (the query runs on the thread's non-blocking stream, which does not
+	 * wait for the legacy stream's memsets: without this an empty image's
+	 * zeroed answers could be poisoned after the fact) */
+	cudaDeviceSynchronize();
 	GiStatus	st = gi_gpu_dev_query(img, (GiOp) op, dpr, op == GI_OP_RANGE ? dph : NULL,
 									  q, df, dl, NULL, err);
 
