@@ -20,8 +20,8 @@
  * Build: CUB radix sort of (key, payload) pairs when unsorted, then the
  * levels bottom-up, one thread per key slot (CUBPT).
  *
- * Query: a narrowed group of G threads (2 by default; 4..32 selectable) per
- * probe; each thread holds 64 bytes of a node (four 16-byte loads), counts
+ * Query: a narrowed group of G threads (1 by default, see below; 2..32
+ * selectable) per probe; each thread holds 64 bytes of a node (four 16-byte loads), counts
  * its keys below the probe, and the group
  * finds the first thread not entirely below with __ballot_sync + __ffs; the
  * child position is clamped with one min.u32 (inline PTX).  Group 1 (the
@@ -51,13 +51,18 @@
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
 
 /*
- * group 2: fastest measured.  run -1: the run search stays opt-in
+ * group 1 (the thread search) for the per-probe kernel: on the H100
+ * (2026-11-26, bench/kernel --paths) 1.0-2.2x groups of 2 wherever the
+ * per-probe kernel ran (random 10^8 probes over 10^6 int32 keys: 14.96 vs
+ * 9.94 x 10^9 q/s point, 19.89 vs 9.03 pred; 10^5-probe batches 1.3-1.6x);
+ * the tiled search keeps groups of 2.  Cache hints off: no row gained.
+ * run -1: the run search stays opt-in
  * (GI_GPU_RUN_SEARCH=auto|on): on the H100 (2026-11-25, bench/kernel
  * --paths) taking it for every sorted tile was slower than the tiled search
  * without it on 60 of 192 rows (dense and lognormal batches) and faster on
  * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).
  */
-static GiGpuPolicy g_policy = {-1, 0, 2, 0, 0, -1, 0, 0, 0, 0};
+static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -722,7 +727,8 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 		if (img->ins)
 		{
 			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
-												   group, g_policy.window, run, dedup, gate, err)));
+												   group, g_policy.window, run, dedup, g_policy.sample_leaves,
+												   gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
 													 first, last, group, hints, gate, err)));
@@ -730,7 +736,8 @@ query_chunk(const GpuImage *img, GiOp op, const int64_t *probes, const int64_t *
 		else
 		{
 			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
-													group, g_policy.window, run, dedup, gate, err)));
+													group, g_policy.window, run, dedup, g_policy.sample_leaves,
+												   gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
 													  first, last, group, hints, gate, err)));
@@ -973,7 +980,7 @@ gi_gpu_dev_set_policy(const GiGpuPolicy *p)
 	g_policy = *p;
 	if (g_policy.group != 1 && g_policy.group != 2 && g_policy.group != 4 &&
 		g_policy.group != 8 && g_policy.group != 16 && g_policy.group != 32)
-		g_policy.group = 2;
+		g_policy.group = 1;
 }
 
 /* Build from device-resident keys (and payloads), sorting them if asked. */

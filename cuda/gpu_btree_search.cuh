@@ -653,6 +653,7 @@ template <class K, bool DYN>
 GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									 const int64_t *probes, const int64_t *hi, uint64_t count,
 									 uint64_t *first, uint64_t *last, int group, int window,
-									 int run, bool dedup, int *gate, GiError *err);
+									 int run, bool dedup, int sample_leaves, int *gate,
+									 GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */

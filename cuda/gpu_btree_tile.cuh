@@ -717,14 +717,18 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 
 /*
  * Whether the tile of cnt probes (and range ends) at base is narrow, for the
- * sample: tile_span's answer, with every load of a lane issued before the
- * first is used (the sample's time is a few memory latencies, not one a
- * row: it sits in front of every sampled batch).
+ * sample: its keys span at most half of the tree's key span (tile_narrow)
+ * and, unless max_leaves is 0, lie in at most max_leaves leaves
+ * (tile_bounds: by rank, so that a skewed key distribution, whose long tail
+ * makes every tile look narrow by key span, is judged by where its keys
+ * fall).  Every load of a lane is issued before the first is used (the
+ * sample's time is a few memory latencies, not one a row: it sits in
+ * front of every sampled batch).
  */
-template <class K>
+template <class K, bool DYN>
 __device__ __forceinline__ bool
 sample_narrow(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
-			  uint64_t base, uint32_t cnt)
+			  uint64_t base, uint32_t cnt, uint32_t max_leaves)
 {
 	constexpr int ROWS = TILE_PROBES / 32;
 	const uint32_t lane = threadIdx.x & 31;
@@ -756,25 +760,43 @@ sample_narrow(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t 
 	hi = warp_extreme<K, true>(hi);
 	lo = lo < T.kmin ? T.kmin : lo > T.kmax ? T.kmax : lo;
 	hi = hi < T.kmin ? T.kmin : hi > T.kmax ? T.kmax : hi;
-	return tile_narrow<K>(T, lo, hi);
+	if (!tile_narrow<K>(T, lo, hi))
+		return false;
+	if (max_leaves == 0)
+		return true;
+
+	Start		S;
+	uint32_t	li0,
+				li1;
+
+	tile_bounds<K, DYN>(T, op, lo, hi, &S, &li0, &li1);
+	return li1 < li0 + max_leaves;
 }
 
 /*
  * The sample that picks the kernel for a batch: one block of SAMPLE_WARPS
  * warps looks at up to SAMPLE_TILES tiles spread over it (two a warp) and
- * sets *gate to 1 (tiled search) when at least one in eight is narrow, else
- * 0 (per-probe kernel).
+ * sets *gate to 1 (tiled search) or 0 (per-probe kernel).  sample_leaves
+ * (GiGpuPolicy.sample_leaves): >= 0, tiles when at least half of the
+ * sampled tiles lie in at most that many leaves (0: TILE_MAX_LEAVES, the
+ * staging window); -1, the rule measured until 2026-11-26: tiles when one
+ * in eight spans at most half of the key span.  On the H100 (2026-11-26)
+ * the old rule sent random batches over lognormal keys to the tiled search
+ * (0.74x the per-probe kernel) and sparse sorted ones (10^6 probes over
+ * 10^7 keys: each tile ~80 leaves) to tiles that descend a probe at a time.
  */
 #define SAMPLE_TILES	64
 #define SAMPLE_WARPS	32
-template <class K>
+template <class K, bool DYN>
 __global__ void __launch_bounds__(SAMPLE_WARPS * 32)
 tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
-				   uint64_t count, int *gate)
+				   uint64_t count, int sample_leaves, int *gate)
 {
 	__shared__ int narrow;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
 	uint64_t	sampled = std::min<uint64_t>(tiles, SAMPLE_TILES);
+	uint32_t	max_leaves = sample_leaves < 0 ? 0 : sample_leaves == 0 ? TILE_MAX_LEAVES :
+		(uint32_t) sample_leaves;
 
 	if (threadIdx.x == 0)
 		narrow = 0;
@@ -782,15 +804,16 @@ tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *p
 	for (uint64_t k = threadIdx.x >> 5; k < sampled; k += SAMPLE_WARPS)
 	{
 		uint64_t	base = k * tiles / sampled * TILE_PROBES;
-		bool		nw = sample_narrow<K>(T, op, probes, probes_hi, base,
-										  (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES));
+		bool		nw = sample_narrow<K, DYN>(T, op, probes, probes_hi, base,
+											   (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES),
+											   max_leaves);
 
 		if ((threadIdx.x & 31) == 0 && nw)
 			atomicAdd(&narrow, 1);
 	}
 	__syncthreads();
 	if (threadIdx.x == 0)
-		*gate = narrow * 8 >= (int) sampled ? 1 : 0;
+		*gate = (sample_leaves < 0 ? narrow * 8 : narrow * 2) >= (int) sampled ? 1 : 0;
 }
 
 /* Blocks per SM for one instantiation (cached). */
@@ -848,14 +871,15 @@ GiStatus
 gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 						 const int64_t *probes, const int64_t *hi, uint64_t count,
 						 uint64_t *first, uint64_t *last, int group, int window,
-						 int run, bool dedup, int *gate, GiError *err)
+						 int run, bool dedup, int sample_leaves, int *gate, GiError *err)
 {
 	uint32_t	max_leaves = window < 0 ? 0 : window == 0 ? TILE_MAX_LEAVES :
 		(uint32_t) std::min(window, TILE_MAX_LEAVES);
 
 	if (gate)
 	{
-		tile_sample_kernel<K><<<1, SAMPLE_WARPS * 32, 0, st>>>(T, op, probes, hi, count, gate);
+		tile_sample_kernel<K, DYN><<<1, SAMPLE_WARPS * 32, 0, st>>>(T, op, probes, hi, count,
+																	sample_leaves, gate);
 		CKL("tile_sample_kernel");
 	}
 	switch (group)

@@ -7,7 +7,7 @@
 
 template GiStatus gi_gpu_btree_tile_search<int64_t, false>(const TreeDev<int64_t> &, cudaStream_t, int,
 														   const int64_t *, const int64_t *, uint64_t,
-														   uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
+														   uint64_t *, uint64_t *, int, int, int, bool, int, int *, GiError *);
 template GiStatus gi_gpu_btree_tile_search<int64_t, true>(const TreeDev<int64_t> &, cudaStream_t, int,
 														  const int64_t *, const int64_t *, uint64_t,
-														  uint64_t *, uint64_t *, int, int, int, bool, int *, GiError *);
+														  uint64_t *, uint64_t *, int, int, int, bool, int, int *, GiError *);

@@ -26,8 +26,8 @@ typedef struct GiGpuPolicy
 								 * pays), 0 never sort, 1 always sort */
 	int			sort_bits;		/* top bits sorted on; 0 = from the formula */
 	int			group;			/* lanes per probe of the per-probe kernel: 2,
-								 * 4, 8, 16 or 32 (int64: up to 16), 2 by
-								 * default, or 1: the thread search (a lane a
+								 * 4, 8, 16 or 32 (int64: up to 16), or 1
+								 * (the default): the thread search (a lane a
 								 * probe, a binary search of loads in each
 								 * node; the tiled search then takes groups
 								 * of 2); GI_GPU_GROUP overrides it */
@@ -67,6 +67,14 @@ typedef struct GiGpuPolicy
 								 * kept in L1 by the group search); 0 default
 								 * (off), 1 on, -1 off; GI_GPU_CACHE_HINTS
 								 * overrides it */
+	int			sample_leaves;	/* tile 0: what the order sample calls a
+								 * narrow tile: 0 default, one whose keys lie
+								 * in at most the staging window's leaves
+								 * (32), the tiled search taken when at least
+								 * half of the sampled tiles are; > 0 that
+								 * many leaves; -1 the rule until 2026-11-26:
+								 * keys spanning at most half of the tree's
+								 * key span, tiles when one in eight is */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

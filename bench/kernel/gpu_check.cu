@@ -204,7 +204,8 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	 * the thread search (group 1) per probe, with children from the prefix
 	 * sums, and behind the order sample (which tiles with groups of 2);
 	 * cache hints (10th field) on the thread search and on groups of 2, 16
-	 * and 32 (int64: 16), every load width the hints have */
+	 * and 32 (int64: 16), every load width the hints have; the order
+	 * sample's key-span rule (11th field -1) and a leaf rule of 3 leaves */
 	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0}, {0, 0, 4, 1, 1, 0}, {0, 0, 8, 1, 3, 0},
 	{0, 0, 2, 1, 2, 0}, {0, 0, 2, 1, 0, 0}, {0, 0, 2, 1, 0, 1}, {0, 0, 4, 1, 2, 1},
 	{0, 0, 8, 1, 1, 1}, {0, 0, 2, 1, 0, -1}, {0, 0, 2, 0, 0, -1, 1},
@@ -213,7 +214,8 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	{0, 0, 1, -1, 0, -1}, {0, 0, 1, -1, 0, -1, 0, -1}, {0, 0, 1, 0, 0, -1, 1},
 	{0, 0, 1, -1, 0, -1, 0, 0, 0, 1}, {0, 0, 1, 0, 0, -1, 1, 0, 0, 1},
 	{0, 0, 2, -1, 0, -1, 0, 0, 0, 1}, {0, 0, 16, -1, 0, -1, 0, 0, 0, 1},
-	{0, 0, 32, -1, 0, -1, 0, 0, 0, 1}};
+	{0, 0, 32, -1, 0, -1, 0, 0, 0, 1}, {0, 0, 2, 0, 0, -1, 1, 0, 0, 0, -1},
+	{0, 0, 1, 0, 0, -1, 1, 0, 0, 0, 3}};
 	const int	ntiles = (int) (sizeof(tiles) / sizeof(tiles[0]));
 	size_t		q = p.size();
 	std::vector<uint64_t> rf(q), rl(q), f(q), l(q);
