@@ -26,6 +26,7 @@ int			gpuidx_service_max_images = 256;
 int			gpuidx_service_workers = 4;
 int			gpuidx_service_memory_limit_mb = 4096;
 int			gpuidx_service_test_delay_ms = 0;
+bool		gpuidx_service_test_agg_cpu = false;
 double		gpuidx_service_spin_ms = 0.2;
 double		gpuidx_service_gpu_spin_ms = 2.0;
 
@@ -167,4 +168,11 @@ gpuidx_define_gucs(void)
 							"Lets tests cancel a waiting backend or kill the service mid-batch.",
 							&gpuidx_service_test_delay_ms, 0, 0, 600000,
 							PGC_SIGHUP, GUC_UNIT_MS | GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuidx.service_test_agg_cpu",
+							 "Testing only: GpuIndexAgg sends runs on a CPU image to the gpuidx service too.",
+							 "The service then adds them up with the CPU engine, so that a host without "
+							 "a GPU runs the requests a GPU image's runs send (a backend adds up faster "
+							 "itself).",
+							 &gpuidx_service_test_agg_cpu, false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }
