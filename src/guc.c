@@ -113,7 +113,7 @@ gpuidx_define_gucs(void)
 	DefineCustomIntVariable("gpuidx.gpu_min_agg_entries",
 							"Fewest index entries GpuIndexAgg adds up on the GPU in one run.",
 							"With fewer entries a GPU image's entries are added up on the host "
-							"(as in service mode, and for the key of a veb image).  The default is the "
+							"(as the key of a veb image always is).  In service mode the service adds up.  The default is the "
 							"crossover measured on an H100 (device about 0.14 ms a run, the host "
 							"about 3 ns an entry).",
 							&gpuidx_gpu_min_agg_entries, 50000, 0, INT_MAX,

@@ -8,7 +8,9 @@
  * one engine image built from the mapped arrays on the first batch that
  * needs it, answers the batches backends put in their request slots, and
  * keeps the images on the device under gpuidx.device_memory_limit (least
- * recently used first).  An engine error fails that request only: the
+ * recently used first).  It also adds up GpuIndexAgg's runs on a GPU image
+ * (GPUIDX_REQ_OP_AGG, service_agg.c), putting the index's INCLUDE columns
+ * on the device first.  An engine error fails that request only: the
  * engine image involved is dropped and built again on demand.
  *
  * The main thread takes the requests and does everything that touches

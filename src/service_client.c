@@ -10,6 +10,8 @@
  * the service has not taken is withdrawn, one it is answering is waited for
  * before the slot is used again).  If the service is not running, or stops
  * while answering, the caller answers on the host (never a wrong answer).
+ * GpuIndexAgg's runs go the same way (gpuidx_service_aggregate): ranges,
+ * the visibility map copy and totals in, totals and the fetch list out.
  */
 #include "gpuidx.h"
 #include "service.h"
