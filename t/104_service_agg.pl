@@ -102,15 +102,15 @@ is(check($wide), "t|$engine|all", 'every page changed: the long fetch list comes
 is(check($any), "t|$engine|all", '= ANY, every page changed');
 
 # New entries: a delta in the shared image (the service's columns merged
-# by rank).
+# by rank; VACUUM would fold them into the base).  Their pages are not
+# all-visible: the entries on them come back to be fetched.
 $node->safe_psql('postgres', q{VACUUM a; VACUUM ab;
 SELECT on_both('INSERT INTO @T@ SELECT -g, g * 7 % 70000 - 35000, NULLIF(g % 5, 0), g, g / 3.0, g % 2 = 0
-  FROM generate_series(1, 4000) g');
-VACUUM a; VACUUM ab;});
-like($node->safe_psql('postgres', q{SELECT (gpuidx_info('a_gi')->>'delta_entries')::int > 0}),
-	qr/^t$/, 'the image has a delta');
-is(check($wide), "t|$engine|none", 'with a delta: the service adds up, right');
-is(check($any), "t|$engine|none", '= ANY with a delta');
+  FROM generate_series(1, 4000) g');});
+is($node->safe_psql('postgres', q{SELECT (gpuidx_info('a_gi')->>'delta_entries')::int > 0}),
+	't', 'the image has a delta');
+is(check($wide), "t|$engine|partly", 'with a delta: the service adds up, right');
+like(check($any), qr/^t\|$engine\|(partly|none)$/, '= ANY with a delta');
 
 # The included columns on the device count in gpuidx_info (GPU only).
 if ($engine eq 'gpu')
