@@ -177,12 +177,15 @@ END $f$;
 
 -- added_on(q, idx, reads): whether q's GpuIndexAgg node (forced, under
 -- EXPLAIN ANALYZE) added up where it should (Aggregated On): on the device
--- for a GPU image outside service mode over at least
--- gpuidx.gpu_min_agg_entries entries, unless q reads the key (reads 'key')
--- of a veb image (it holds no keys by position on the device); on the host
--- otherwise.  reads 'include': q reads INCLUDE columns, not the key; where
--- it added up on the device, gpuidx_info must count the included columns'
--- device bytes (columns_kept)
+-- for a GPU image over at least gpuidx.gpu_min_agg_entries entries (in
+-- service mode the service's image: gpuidx_info's engine is then the
+-- service's, and the service adds up), unless q reads the key (reads
+-- 'key') of a veb image (it holds no keys by position on the device); on
+-- the host otherwise, and for a private image in service mode (the store
+-- had no room: the service holds no engine image of it).  reads 'include':
+-- q reads INCLUDE columns, not the key; where it added up on the device,
+-- gpuidx_info must count the included columns' device bytes (columns_kept:
+-- in service mode the service's)
 CREATE FUNCTION added_on(q text, idx regclass, reads text)
 RETURNS TABLE(node text, as_expected boolean, columns_kept boolean)
 LANGUAGE plpgsql AS $f$
@@ -190,15 +193,15 @@ DECLARE
   plan jsonb;
   n jsonb;
   info jsonb := gpuidx_info(idx);
-  service boolean := (info->>'service')::boolean OR
-    (current_setting('shared_preload_libraries') LIKE '%gpuidx%' AND
-     current_setting('gpuidx.service') = 'on');
+  private_in_service boolean := NOT (info->>'service')::boolean AND
+    current_setting('shared_preload_libraries') LIKE '%gpuidx%' AND
+    current_setting('gpuidx.service') = 'on';
   expected text;
 BEGIN
   plan := forced_agg_plan(q);
   FOR n IN SELECT jsonb_path_query(plan, 'strict $.** ? (@."Node Type" == "Custom Scan")') LOOP
     node := n->>'Custom Plan Provider';
-    expected := CASE WHEN info->>'engine' = 'gpu' AND NOT service
+    expected := CASE WHEN info->>'engine' = 'gpu' AND NOT private_in_service
                        AND (reads <> 'key' OR info->>'structure' = 'btree')
                        AND (n->>'Entries')::bigint > 0
                        AND (n->>'Entries')::bigint >= current_setting('gpuidx.gpu_min_agg_entries')::bigint

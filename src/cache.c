@@ -1426,11 +1426,14 @@ attach_include_columns(GpuidxImageData *img, const GpuidxLayout *layout)
  * copy vm: totals into cols and *counted, the TIDs of entries not on
  * all-visible pages into *fetch (palloc'd in the current context, *nfetch
  * of them).  layout: the index's, when a column is an INCLUDE one (its
- * columns are then put on the device first).  Returns false, having added
- * nothing, where the caller adds up on the host instead: a CPU image,
- * service mode (the service holds the engine images), columns that do not
- * fit the device memory limit, and columns or structures the device does
- * not add up (GI_ERR_UNSUPPORTED).
+ * columns are then put on the device first).  In service mode a view's
+ * ranges go to the gpuidx service, which adds them up on its engine image
+ * the same way (gpuidx_service_aggregate).  Returns false, having added
+ * nothing, where the caller adds up on the host instead: a CPU image (a
+ * view the service holds on the CPU engine), a private image in service
+ * mode (the service has none of it), no service to answer, columns that
+ * do not fit the device memory limit, and columns or structures the device
+ * does not add up (GI_ERR_UNSUPPORTED).
  */
 bool
 gpuidx_aggregate_image(GpuidxImageData *img, const GpuidxLayout *layout,
@@ -1443,7 +1446,17 @@ gpuidx_aggregate_image(GpuidxImageData *img, const GpuidxLayout *layout,
 	uint64_t   *out = NULL;
 	size_t		nout = 0;
 
-	if (gpuidx_service_mode() || img->shared)
+	if (img->shared)
+	{
+		/* (gpuidx.service_test_agg_cpu: a CPU image's runs too, for tests) */
+		if (!gpuidx_service_mode() ||
+			(img->engine != GI_ENGINE_GPU && !gpuidx_service_test_agg_cpu))
+			return false;
+		return gpuidx_service_aggregate(img, layout, first, last, nranges, vm,
+										vm_blocks, vm_full, cols, ncols, counted,
+										fetch, nfetch);
+	}
+	if (gpuidx_service_mode())
 		return false;
 	gpuidx_image_build_engine(img);
 	/* (the CPU engine's twin is the host loop, which the caller runs with

@@ -23,9 +23,13 @@
  * at least gpuidx.gpu_min_agg_entries entries is added up on the device
  * instead (gi_image_aggregate through gpuidx_aggregate_image: the same
  * picking and totals, the INCLUDE columns copied to the device as columns
- * when first needed, the fetch list copied back); in service mode the
- * service holds the engine images, so runs stay on the host there.
- * EXPLAIN ANALYZE's Aggregated On says which.
+ * when first needed, the fetch list copied back).  In service mode the
+ * gpuidx service holds the engine images: a run on a view the service
+ * holds on the GPU goes there (gpuidx_service_aggregate: the ranges, the
+ * map copy and the totals through the backend's transfer segment; the
+ * service puts the INCLUDE columns on the device and sends back the
+ * totals and the fetch list), the same picking and totals, and the heap
+ * is visited here as ever.  EXPLAIN ANALYZE's Aggregated On says which.
  *
  * Results are PostgreSQL's: count is int8; sum of int2/int4 is int8 (an
  * int128 total outside int8 raises "bigint out of range", where
@@ -143,7 +147,8 @@ typedef struct GpuidxAggState
 	int64		stat_entries;
 	int64		stat_image;
 	int64		stat_fetches;
-	int64		stat_device_runs;	/* runs added up on the device */
+	int64		stat_device_runs;	/* runs added up by the engine image */
+	GiEngineKind agg_engine;	/* its engine (the GPU but in tests) */
 	int64		stat_host_runs; /* runs added up on the host */
 	double		ms_load;
 	double		ms_search;
@@ -525,9 +530,10 @@ stage_positions(GpuidxAggState *state, int64 first, int64 last)
 /*
  * Add up every range on the device (gi_image_aggregate through
  * gpuidx_aggregate_image, which puts the INCLUDE columns on the device
- * first when a column is one) when the image is on the GPU and the run
- * holds at least gpuidx.gpu_min_agg_entries entries.  Returns false,
- * having added nothing, when the host is to add up.
+ * first when a column is one; in service mode the gpuidx service does
+ * both on its image) when the image is on the GPU and the run holds at
+ * least gpuidx.gpu_min_agg_entries entries.  Returns false, having added
+ * nothing, when the host is to add up.
  */
 static bool
 agg_on_device(GpuidxAggState *state, const uint64 *first, const uint64 *last, int64 n)
@@ -539,7 +545,8 @@ agg_on_device(GpuidxAggState *state, const uint64 *first, const uint64 *last, in
 	int64		i;
 	int			c;
 
-	if (state->img->engine != GI_ENGINE_GPU)
+	/* (a view: gpuidx_aggregate_image asks what the service holds) */
+	if (state->img->engine != GI_ENGINE_GPU && !state->img->shared)
 		return false;
 	for (i = 0; i < n; i++)
 		total += (int64) (last[i] - first[i]);
@@ -555,6 +562,7 @@ agg_on_device(GpuidxAggState *state, const uint64 *first, const uint64 *last, in
 		return false;
 	for (c = 0; c < state->ncols; c++)
 		state->cols[c].t = state->totals[c];
+	state->agg_engine = state->img->engine;
 	state->rows += counted;
 	state->stat_image += counted;
 	state->stat_entries += total;
@@ -912,7 +920,8 @@ explain_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 														  state->stat_host_calls), es);
 		ExplainPropertyText("Aggregated On",
 							state->stat_device_runs == 0 ? "host" :
-							state->stat_host_runs == 0 ? "gpu" : "gpu and host", es);
+							state->stat_host_runs == 0 ? gi_engine_name(state->agg_engine) :
+							psprintf("%s and host", gi_engine_name(state->agg_engine)), es);
 		ExplainPropertyInteger("Probes", NULL, state->stat_probes, es);
 		ExplainPropertyInteger("Entries", NULL, state->stat_entries, es);
 		ExplainPropertyInteger("From Image", NULL, state->stat_image, es);

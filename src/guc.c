@@ -26,6 +26,7 @@ int			gpuidx_service_max_images = 256;
 int			gpuidx_service_workers = 4;
 int			gpuidx_service_memory_limit_mb = 4096;
 int			gpuidx_service_test_delay_ms = 0;
+bool		gpuidx_service_test_agg_cpu = false;
 double		gpuidx_service_spin_ms = 0.2;
 double		gpuidx_service_gpu_spin_ms = 2.0;
 
@@ -112,7 +113,7 @@ gpuidx_define_gucs(void)
 	DefineCustomIntVariable("gpuidx.gpu_min_agg_entries",
 							"Fewest index entries GpuIndexAgg adds up on the GPU in one run.",
 							"With fewer entries a GPU image's entries are added up on the host "
-							"(as in service mode, and for the key of a veb image).  The default is the "
+							"(as the key of a veb image always is).  In service mode the service adds up.  The default is the "
 							"crossover measured on an H100 (device about 0.14 ms a run, the host "
 							"about 3 ns an entry).",
 							&gpuidx_gpu_min_agg_entries, 50000, 0, INT_MAX,
@@ -167,4 +168,11 @@ gpuidx_define_gucs(void)
 							"Lets tests cancel a waiting backend or kill the service mid-batch.",
 							&gpuidx_service_test_delay_ms, 0, 0, 600000,
 							PGC_SIGHUP, GUC_UNIT_MS | GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuidx.service_test_agg_cpu",
+							 "Testing only: GpuIndexAgg sends runs on a CPU image to the gpuidx service too.",
+							 "The service then adds them up with the CPU engine, so that a host without "
+							 "a GPU runs the requests a GPU image's runs send (a backend adds up faster "
+							 "itself).",
+							 &gpuidx_service_test_agg_cpu, false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }

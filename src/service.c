@@ -8,7 +8,9 @@
  * one engine image built from the mapped arrays on the first batch that
  * needs it, answers the batches backends put in their request slots, and
  * keeps the images on the device under gpuidx.device_memory_limit (least
- * recently used first).  An engine error fails that request only: the
+ * recently used first).  It also adds up GpuIndexAgg's runs on a GPU image
+ * (GPUIDX_REQ_OP_AGG, service_agg.c), putting the index's INCLUDE columns
+ * on the device first.  An engine error fails that request only: the
  * engine image involved is dropped and built again on demand.
  *
  * The main thread takes the requests and does everything that touches
@@ -156,6 +158,7 @@ typedef struct ServiceImage
 	int64		ndelta;
 	int			structure;
 	int			key_bytes;
+	int			row_bytes;		/* INCLUDE rows (0: none) */
 	dsm_segment *base_seg;
 	dsm_segment *delta_seg;
 	GiImage    *image[3];		/* by GiEngineKind */
@@ -425,6 +428,7 @@ find_image(uint64 id, int slotno)
 		si->ndelta = slot->ndelta;
 		si->structure = slot->structure;
 		si->key_bytes = slot->key_bytes;
+		si->row_bytes = slot->row_bytes;
 	}
 	LWLockRelease(s->lock);
 	if (base_handle == DSM_HANDLE_INVALID)
@@ -504,6 +508,168 @@ merged_entries(ServiceImage *si, const int64 **keys, const uint64 **tids,
 	}
 	*keys = *mkeys;
 	*tids = *mtids;
+}
+
+/*
+ * si's arrays as the CPU twin of gi_image_aggregate reads them: the base
+ * and the delta parts of the mapped segments, the delta's positions.
+ */
+static void
+host_entries(ServiceImage *si, GiAggEntries *host)
+{
+	GpuidxSegmentLayout b,
+				d;
+	char	   *base = dsm_segment_address(si->base_seg);
+	char	   *delta = dsm_segment_address(si->delta_seg);
+
+	gpuidx_base_layout(si->nbase, si->row_bytes, &b);
+	/* (the NULL count only moves what follows the delta's rows) */
+	gpuidx_delta_layout(si->ndelta, 0, si->row_bytes, &d);
+	memset(host, 0, sizeof(*host));
+	host->keys = (const int64_t *) (base + b.keys);
+	host->tids = (const uint64_t *) (base + b.tids);
+	host->rows = si->row_bytes > 0 ? base + b.rows : NULL;
+	host->nbase = (size_t) si->nbase;
+	host->dkeys = (const int64_t *) (delta + d.keys);
+	host->dtids = (const uint64_t *) (delta + d.tids);
+	host->drows = si->row_bytes > 0 ? delta + d.rows : NULL;
+	host->drank = (const int64_t *) (delta + d.rank);
+	host->ndelta = (size_t) si->ndelta;
+	host->row_bytes = si->row_bytes;
+}
+
+/*
+ * Put the index's INCLUDE columns (hdr: their widths and places in a row)
+ * on si's GPU image for GpuIndexAgg, unless they are there: the service's
+ * side of attach_include_columns (cache.c), from the rows of the mapped
+ * segments, base and delta merged by the delta's positions, in host memory
+ * as large as their values for the time of the copy.  Under
+ * gpuidx.device_memory_limit, least recently used images first: when they
+ * still do not fit, or the device has no memory for them,
+ * GI_ERR_UNSUPPORTED (the backend adds up on the host).  Only while no
+ * query runs on the image (it changes).  Their bytes count in the image's
+ * device bytes (gpuidx_info's include_device_bytes, through the INFO op).
+ */
+static GiStatus
+attach_service_columns(ServiceImage *si, const GpuidxAggTransfer *hdr, GiError *err)
+{
+	GiImage    *image = si->image[GI_ENGINE_GPU];
+	GiImageInfo info;
+	GiIncludeColumns ic;
+	GpuidxSegmentLayout b,
+				d;
+	const char *brows,
+			   *drows;
+	const int64 *drank;
+	int			nc = hdr->ninclude,
+				value_bytes = 0,
+				c;
+	uint64		bytes;
+	int64		n = si->n;
+	MemoryContext cxt,
+				old;
+	GiStatus	st = GI_OK;
+
+	Assert(engine_inflight(si, GI_ENGINE_GPU) == 0);
+	gi_image_info(image, &info);
+	if (info.include_columns == nc)
+		return GI_OK;
+	for (c = 0; c < nc; c++)
+	{
+		if ((int) sizeof(uint16) + hdr->value_offset[c] + hdr->width[c] > si->row_bytes)
+		{
+			err->status = GI_ERR_INVALID;
+			snprintf(err->message, sizeof(err->message),
+					 "included column %d lies past the shared image's %d-byte rows",
+					 c, si->row_bytes);
+			return GI_ERR_INVALID;
+		}
+		value_bytes += hdr->width[c];
+	}
+	bytes = (uint64) n * value_bytes + (uint64) nc * ((n + 7) / 8);
+	if (gpuidx_device_memory_limit_mb > 0)
+	{
+		uint64		limit = (uint64) gpuidx_device_memory_limit_mb * 1024 * 1024;
+
+		make_device_room(si, bytes);
+		if (device_bytes_in_use() + bytes > limit)
+		{
+			err->status = GI_ERR_UNSUPPORTED;
+			snprintf(err->message, sizeof(err->message),
+					 "the included columns do not fit gpuidx.device_memory_limit");
+			return GI_ERR_UNSUPPORTED;
+		}
+	}
+	gpuidx_base_layout(si->nbase, si->row_bytes, &b);
+	gpuidx_delta_layout(si->ndelta, 0, si->row_bytes, &d);
+	brows = (const char *) dsm_segment_address(si->base_seg) + b.rows;
+	drows = (const char *) dsm_segment_address(si->delta_seg) + d.rows;
+	drank = (const int64 *) ((const char *) dsm_segment_address(si->delta_seg) + d.rank);
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpuidx service columns",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		char	   *values[GPUIDX_MAX_INCLUDE];
+		uint8	   *nulls[GPUIDX_MAX_INCLUDE];
+		bool		any_null[GPUIDX_MAX_INCLUDE];
+		int64		pos,
+					bi = 0,
+					di = 0;
+
+		for (c = 0; c < nc; c++)
+		{
+			values[c] = MemoryContextAllocHuge(cxt, (Size) Max(n, 1) * hdr->width[c]);
+			nulls[c] = MemoryContextAllocExtended(cxt, (Size) (n + 7) / 8 + 1,
+												  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+			any_null[c] = false;
+		}
+		/* the rows in rank order: the delta's entries at their positions */
+		for (pos = 0; pos < n; pos++)
+		{
+			const char *row;
+			uint16		mask;
+
+			if (di < si->ndelta && drank[di] == pos)
+				row = drows + (Size) (di++) * si->row_bytes;
+			else
+				row = brows + (Size) (bi++) * si->row_bytes;
+			memcpy(&mask, row, sizeof(uint16));
+			for (c = 0; c < nc; c++)
+			{
+				memcpy(values[c] + (Size) pos * hdr->width[c],
+					   row + sizeof(uint16) + hdr->value_offset[c], hdr->width[c]);
+				if (mask & (1 << c))
+				{
+					nulls[c][pos / 8] |= (uint8) (1 << (pos % 8));
+					any_null[c] = true;
+				}
+			}
+		}
+		memset(&ic, 0, sizeof(ic));
+		ic.ncols = nc;
+		for (c = 0; c < nc; c++)
+		{
+			ic.width[c] = hdr->width[c];
+			ic.values[c] = values[c];
+			ic.nulls[c] = any_null[c] ? nulls[c] : NULL;
+		}
+		st = gi_image_attach_columns(image, &ic, err);
+	}
+	PG_FINALLY();
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+	}
+	PG_END_TRY();
+	if (st == GI_ERR_DEVICE_OOM)
+		st = err->status = GI_ERR_UNSUPPORTED;	/* the host adds up */
+	else if (st == GI_ERR_DEVICE)
+		drop_engine(si, GI_ENGINE_GPU); /* build again on demand */
+	if (si->image[GI_ENGINE_GPU])
+		note_engine_bytes(si, GI_ENGINE_GPU);
+	record_engines(si);
+	return st;
 }
 
 /*
@@ -730,6 +896,61 @@ answer_here(int i, ServiceImage *si, int engine, int64 n)
 	return true;
 }
 
+/* Free the fetch list an aggregation on a slot left (service_agg.c). */
+static void
+forget_kept_fetch(ServiceJob *job)
+{
+	if (job->kept)
+		gi_free(job->kept);
+	job->kept = NULL;
+	job->nkept = job->kept_next = 0;
+}
+
+/*
+ * Get an aggregation request (GPUIDX_REQ_OP_AGG) on si's engine image
+ * ready: the INCLUDE columns on the GPU image, or the shared arrays for a
+ * CPU image (only when the backend asked for the CPU engine:
+ * gpuidx.service_test_agg_cpu).  GI_ERR_UNSUPPORTED sends the run back to
+ * the backend's host loop (the CPU engine where the GPU was asked for,
+ * columns that do not fit); *wait: the columns must be attached but a
+ * query runs on the image.
+ */
+static GiStatus
+prepare_aggregation(ServiceImage *si, int engine, GpuidxServiceRequest *req,
+					char *buf, ServiceJob *job, bool *wait, GiError *err)
+{
+	const GpuidxAggTransfer *hdr = (const GpuidxAggTransfer *) buf;
+	GiImageInfo info;
+
+	*wait = false;
+	job->hostp = NULL;
+	if (engine == GI_ENGINE_CPU)
+	{
+		if (req->engine != GI_ENGINE_CPU)
+		{
+			/* (a backend adds up faster than a round trip to the CPU engine) */
+			err->status = GI_ERR_UNSUPPORTED;
+			snprintf(err->message, sizeof(err->message),
+					 "the gpuidx service holds this image on the CPU engine");
+			return GI_ERR_UNSUPPORTED;
+		}
+		host_entries(si, &job->host);
+		job->hostp = &job->host;
+		return GI_OK;
+	}
+	if (hdr->ninclude == 0)
+		return GI_OK;
+	gi_image_info(si->image[engine], &info);
+	if (info.include_columns == hdr->ninclude)
+		return GI_OK;
+	if (engine_inflight(si, engine) > 0)
+	{
+		*wait = true;
+		return GI_OK;
+	}
+	return attach_service_columns(si, hdr, err);
+}
+
 /*
  * Answer one request (its state is RUNNING) here, hand its query to the
  * pool, or leave it for later (the caller puts it back).
@@ -739,15 +960,30 @@ answer(int i, GpuidxServiceRequest *req)
 {
 	GpuidxServiceShared *s = gpuidx_service_shared;
 	ServiceImage *si;
+	ServiceJob *job = &jobs[i];
 	int			engine;
 	char	   *buf;
 	int64		n = req->nprobes;
+	bool		agg = req->op == GPUIDX_REQ_OP_AGG;
 	GiError		err;
 	GiStatus	st;
 	instr_time	t0;
 	double		build_ms;
 
 	req->message[0] = '\0';
+	req->engine_ms = 0;
+	if (req->op == GPUIDX_REQ_OP_AGG_FETCH)
+	{
+		/* the next part of the fetch list the slot's aggregation left */
+		buf = transfer_of(i, req);
+		req->engine_used = req->engine;
+		req->status = buf != NULL &&
+			service_agg_fetch(buf, req->transfer_bytes, &job->kept, job->nkept,
+							  &job->kept_next) ? GI_OK : GPUIDX_REQ_ERR_NO_IMAGE;
+		return REQUEST_ANSWERED;
+	}
+	/* (the slot's earlier aggregation was read, or abandoned) */
+	forget_kept_fetch(job);
 	si = find_image(req->image_id, req->image_slot);
 	buf = transfer_of(i, req);
 	if (si == NULL || buf == NULL ||
@@ -756,6 +992,14 @@ answer(int i, GpuidxServiceRequest *req)
 		req->status = GPUIDX_REQ_ERR_NO_IMAGE;
 		return REQUEST_ANSWERED;
 	}
+	if (agg && !service_agg_request_ok(buf, req->transfer_bytes))
+	{
+		req->status = GPUIDX_REQ_ERR_SERVICE;
+		strlcpy(req->message, "malformed aggregation request", sizeof(req->message));
+		return REQUEST_ANSWERED;
+	}
+	if (agg)
+		n = ((GpuidxAggTransfer *) buf)->nranges;
 	engine = req->engine == GI_ENGINE_GPU && s->gpu_usable ? GI_ENGINE_GPU : GI_ENGINE_CPU;
 	if (must_wait(si, engine))
 		return REQUEST_DEFERRED;
@@ -796,11 +1040,24 @@ answer(int i, GpuidxServiceRequest *req)
 		req->status = GI_OK;
 		return REQUEST_ANSWERED;
 	}
+	req->engine_used = engine;
+	if (agg)
+	{
+		bool		wait;
+
+		st = prepare_aggregation(si, engine, req, buf, job, &wait, &err);
+		if (wait)
+			return REQUEST_DEFERRED;
+		if (st != GI_OK)
+		{
+			req->status = st;
+			strlcpy(req->message, err.message, sizeof(req->message));
+			return REQUEST_ANSWERED;
+		}
+	}
 	build_ms = ms_since(t0);
 	if (service_pool_running() && !answer_here(i, si, engine, n))
 	{
-		ServiceJob *job = &jobs[i];
-
 		job->req = req;
 		job->image = si->image[engine];
 		job->inflight = &si->inflight[engine];
@@ -817,13 +1074,16 @@ answer(int i, GpuidxServiceRequest *req)
 		return REQUEST_DISPATCHED;
 	}
 	INSTR_TIME_SET_CURRENT(t0);
-	st = gi_image_query(si->image[engine], (GiOp) req->op,
-						(const int64_t *) buf,
-						req->op == GI_OP_RANGE ? (const int64_t *) (buf + n * 8) : NULL,
-						(size_t) n, (uint64_t *) (buf + 2 * n * 8),
-						(uint64_t *) (buf + 3 * n * 8), &err);
+	if (agg)
+		st = service_agg_run(si->image[engine], job->hostp, buf, &job->kept,
+							 &job->nkept, &err);
+	else
+		st = gi_image_query(si->image[engine], (GiOp) req->op,
+							(const int64_t *) buf,
+							req->op == GI_OP_RANGE ? (const int64_t *) (buf + n * 8) : NULL,
+							(size_t) n, (uint64_t *) (buf + 2 * n * 8),
+							(uint64_t *) (buf + 3 * n * 8), &err);
 	req->engine_ms = build_ms + ms_since(t0);
-	req->engine_used = engine;
 	req->status = st;
 	if (engine == GI_ENGINE_GPU)
 	{

@@ -106,12 +106,67 @@ typedef struct GpuidxServiceRequest
 	char		message[256];
 } GpuidxServiceRequest;
 
-/* A request's op: a GiOp, or this (the engine image's GiImageInfo). */
+/*
+ * A request's op: a GiOp, or one of these: the engine image's GiImageInfo;
+ * adding up position ranges (GpuIndexAgg: GpuidxAggTransfer below); the
+ * next part of a fetch list an aggregation left with the service.
+ */
 #define GPUIDX_REQ_OP_INFO		0
+#define GPUIDX_REQ_OP_AGG		10
+#define GPUIDX_REQ_OP_AGG_FETCH	11
 
 /* Answers that are not engine statuses. */
 #define GPUIDX_REQ_ERR_NO_IMAGE	100 /* the shared image went away */
 #define GPUIDX_REQ_ERR_SERVICE	101 /* an error in the service (message) */
+
+/*
+ * The transfer segment of a GPUIDX_REQ_OP_AGG request (gi_image_aggregate
+ * in the service): this header, then at the offsets gpuidx_agg_layout
+ * gives first[nranges], last[nranges] (positions in the image), the
+ * columns' totals GiAggColumn[ncols] (added to in place), the visibility
+ * map copy ((vm_blocks + 3) / 4 bytes; none when vm_full), and room for
+ * fetch_room TIDs of the fetch list.  A longer fetch list stays with the
+ * service (nfetch says its length) and is read back by
+ * GPUIDX_REQ_OP_AGG_FETCH requests (GpuidxAggFetchTransfer).
+ */
+typedef struct GpuidxAggTransfer
+{
+	/* in */
+	int64		nranges;
+	int64		fetch_room;
+	uint64		vm_blocks;
+	bool		vm_full;
+	int			ncols;
+	/* the index's INCLUDE columns (0: the run reads none), all put on the
+	 * device at once, as attach_include_columns does per backend */
+	int			ninclude;
+	int16		width[GPUIDX_MAX_INCLUDE];
+	int16		value_offset[GPUIDX_MAX_INCLUDE];
+	/* out */
+	int64		counted;		/* entries added up from the image */
+	int64		nfetch;			/* the fetch list's length */
+} GpuidxAggTransfer;
+
+/* Where each part of an aggregation's transfer segment starts. */
+typedef struct GpuidxAggLayout
+{
+	Size		first;
+	Size		last;
+	Size		cols;
+	Size		vm;
+	Size		fetch;
+	Size		total;
+} GpuidxAggLayout;
+
+/*
+ * The transfer segment of a GPUIDX_REQ_OP_AGG_FETCH request: the backend
+ * asks for up to count TIDs; the service writes how many it copied (the
+ * next ones of the list it kept) into count, the TIDs after the header.
+ */
+typedef struct GpuidxAggFetchTransfer
+{
+	int64		count;
+} GpuidxAggFetchTransfer;
 
 /* The store and the request slots, in the main shared memory. */
 typedef struct GpuidxServiceShared
@@ -169,6 +224,7 @@ extern int	gpuidx_service_max_images;
 extern int	gpuidx_service_workers;
 extern int	gpuidx_service_memory_limit_mb;
 extern int	gpuidx_service_test_delay_ms;
+extern bool gpuidx_service_test_agg_cpu;
 extern double gpuidx_service_spin_ms;
 extern double gpuidx_service_gpu_spin_ms;
 
@@ -200,6 +256,11 @@ extern bool gpuidx_shared_engine_info(const GpuidxImageData *img,
 									  uint64 *device_bytes, uint64 *host_bytes,
 									  int *engines);
 
+/* ---------- service_agg.c ---------- */
+extern void gpuidx_agg_layout(int64 nranges, int ncols, uint64 vm_blocks,
+							  bool vm_full, int64 fetch_room,
+							  GpuidxAggLayout *layout);
+
 /* ---------- service_client.c ---------- */
 extern bool gpuidx_service_query(GpuidxImageData *img, GiEngineKind engine,
 								 GiOp op, const int64 *probes,
@@ -208,5 +269,11 @@ extern bool gpuidx_service_query(GpuidxImageData *img, GiEngineKind engine,
 extern bool gpuidx_service_image_info(GpuidxImageData *img, GiEngineKind engine,
 									  GiImageInfo *info);
 extern GiEngineKind gpuidx_service_choose_engine(void);
+extern bool gpuidx_service_aggregate(GpuidxImageData *img, const GpuidxLayout *layout,
+									 const uint64 *first, const uint64 *last,
+									 int64 nranges, const uint8 *vm,
+									 BlockNumber vm_blocks, bool vm_full,
+									 GiAggColumn *cols, int ncols, int64 *counted,
+									 uint64 **fetch, int64 *nfetch);
 
 #endif							/* GPUIDX_SERVICE_H */

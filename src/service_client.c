@@ -10,6 +10,8 @@
  * the service has not taken is withdrawn, one it is answering is waited for
  * before the slot is used again).  If the service is not running, or stops
  * while answering, the caller answers on the host (never a wrong answer).
+ * GpuIndexAgg's runs go the same way (gpuidx_service_aggregate): ranges,
+ * the visibility map copy and totals in, totals and the fetch list out.
  */
 #include "gpuidx.h"
 #include "service.h"
@@ -23,6 +25,16 @@
 
 /* Most probes sent in one request (32 bytes each in the transfer segment). */
 #define SERVICE_CHUNK_PROBES	(1 << 20)
+
+/*
+ * GpuIndexAgg through the service: most position ranges sent in one request
+ * (16 bytes each), the room for the fetch list an aggregation request
+ * leaves (TIDs: a longer list stays with the service), and most TIDs of it
+ * read back in one GPUIDX_REQ_OP_AGG_FETCH request.
+ */
+#define SERVICE_AGG_RANGES		(1 << 20)
+#define SERVICE_AGG_FETCH_ROOM	(1 << 16)
+#define SERVICE_AGG_FETCH_CHUNK	(1 << 22)
 
 static dsm_segment *transfer_seg = NULL;
 static Size transfer_bytes = 0;
@@ -231,10 +243,13 @@ raise_request_error(GpuidxServiceRequest *req)
 /*
  * Hand the filled-in request to the service and wait for its answer,
  * polling for up to spin_ms first; false when the service cannot answer
- * (gone, or the image went away).  An engine error is raised.
+ * (gone, or the image went away), or, with host_if_unsupported, answers
+ * GI_ERR_UNSUPPORTED (the caller does the work on the host).  Any other
+ * engine error is raised.
  */
 static bool
-submit_and_wait(GpuidxServiceRequest *req, uint32 starts, double spin_ms)
+submit_and_wait(GpuidxServiceRequest *req, uint32 starts, double spin_ms,
+				bool host_if_unsupported)
 {
 	bool		answered;
 
@@ -248,7 +263,8 @@ submit_and_wait(GpuidxServiceRequest *req, uint32 starts, double spin_ms)
 	if (!answered)
 		return false;
 	pg_atomic_write_u32(&req->state, GPUIDX_REQ_IDLE);
-	if (req->status == GPUIDX_REQ_ERR_NO_IMAGE)
+	if (req->status == GPUIDX_REQ_ERR_NO_IMAGE ||
+		(host_if_unsupported && req->status == GI_ERR_UNSUPPORTED))
 		return false;
 	if (req->status != GI_OK)
 		raise_request_error(req);
@@ -278,7 +294,7 @@ query_chunk(GpuidxServiceRequest *req, GpuidxImageData *img, GiEngineKind engine
 	req->nprobes = n;
 	req->transfer = dsm_segment_handle(transfer_seg);
 	req->transfer_bytes = (Size) n * 32;
-	if (!submit_and_wait(req, starts, answer_spin_ms(img, engine, n)))
+	if (!submit_and_wait(req, starts, answer_spin_ms(img, engine, n), false))
 		return false;
 	memcpy(first, buf + 2 * n * 8, sizeof(uint64) * n);
 	memcpy(last, buf + 3 * n * 8, sizeof(uint64) * n);
@@ -357,10 +373,187 @@ gpuidx_service_image_info(GpuidxImageData *img, GiEngineKind engine,
 	req->nprobes = 0;
 	req->transfer = dsm_segment_handle(transfer_seg);
 	req->transfer_bytes = sizeof(GiImageInfo);
-	if (!submit_and_wait(req, starts, gpuidx_service_spin_ms))
+	if (!submit_and_wait(req, starts, gpuidx_service_spin_ms, false))
 		return false;
 	memcpy(info, buf, sizeof(GiImageInfo));
 	img->engine = (GiEngineKind) req->engine_used;
+	return true;
+}
+
+/* Point a request at img's shared image. */
+static void
+request_for(GpuidxServiceRequest *req, GpuidxImageData *img, int op,
+			GiEngineKind engine, int64 n, Size bytes)
+{
+	req->abandoned = false;
+	req->latch = MyLatch;
+	req->image_id = img->shared_id;
+	req->image_slot = img->shared_slot;
+	req->op = op;
+	req->engine = engine;
+	req->nprobes = n;
+	req->transfer = dsm_segment_handle(transfer_seg);
+	req->transfer_bytes = bytes;
+}
+
+/*
+ * Read back the n TIDs of the fetch list the service kept from the last
+ * aggregation request into out, SERVICE_AGG_FETCH_CHUNK at a time; false
+ * when the service cannot give them (the caller adds up on the host).
+ */
+static bool
+read_kept_fetch(GpuidxServiceRequest *req, GpuidxImageData *img,
+				GiEngineKind engine, uint32 starts, uint64 *out, int64 n)
+{
+	Size		off = MAXALIGN(sizeof(GpuidxAggFetchTransfer));
+	int64		got = 0;
+
+	while (got < n)
+	{
+		int64		want = Min(n - got, (int64) SERVICE_AGG_FETCH_CHUNK);
+		char	   *buf = transfer_buffer(off + sizeof(uint64) * want);
+		GpuidxAggFetchTransfer *hdr = (GpuidxAggFetchTransfer *) buf;
+
+		hdr->count = want;
+		request_for(req, img, GPUIDX_REQ_OP_AGG_FETCH, engine, 0,
+					off + sizeof(uint64) * want);
+		if (!submit_and_wait(req, starts, gpuidx_service_spin_ms, false))
+			return false;
+		if (hdr->count <= 0 || hdr->count > want)
+			return false;
+		memcpy(out + got, buf + off, sizeof(uint64) * hdr->count);
+		got += hdr->count;
+	}
+	return true;
+}
+
+/*
+ * Add up the position ranges [first, last) of a shared image in the gpuidx
+ * service (GpuIndexAgg: gi_image_aggregate on its engine image, as
+ * gpuidx_aggregate_image does on a backend's own GPU image), with the
+ * visibility map copy vm: totals into cols and *counted, the TIDs of
+ * entries not on all-visible pages into *fetch (palloc'd, *nfetch of
+ * them).  layout: the index's, when a column is an INCLUDE one (the
+ * service puts them on the device first).  The ranges go
+ * SERVICE_AGG_RANGES a request; a request's fetch list past the room left
+ * for it is read back after.  Returns false, having added nothing, where
+ * the caller adds up on the host: no service, the image gone or given to a
+ * newer version, or the service's answer GI_ERR_UNSUPPORTED (its image on
+ * the CPU engine, a veb image's key, columns that do not fit the device).
+ * Engine errors are raised; a cancel abandons the request.
+ */
+bool
+gpuidx_service_aggregate(GpuidxImageData *img, const GpuidxLayout *layout,
+						 const uint64 *first, const uint64 *last, int64 nranges,
+						 const uint8 *vm, BlockNumber vm_blocks, bool vm_full,
+						 GiAggColumn *cols, int ncols, int64 *counted,
+						 uint64 **fetch, int64 *nfetch)
+{
+	GpuidxServiceRequest *req = my_request();
+	GiEngineKind engine = img->engine == GI_ENGINE_GPU ? GI_ENGINE_GPU : GI_ENGINE_CPU;
+	double		spin_ms = engine == GI_ENGINE_GPU ?
+		Max(gpuidx_service_spin_ms, gpuidx_service_gpu_spin_ms) : gpuidx_service_spin_ms;
+	GiAggColumn *totals;
+	uint64	   *list;
+	int64		nlist = 0,
+				cap = 1024,
+				added = 0,
+				done;
+	double		engine_ms = 0;
+	uint32		starts;
+	instr_time	t0,
+				t1;
+
+	if (req == NULL || !img->shared || !gpuidx_service_running() || nranges <= 0)
+		return false;
+	INSTR_TIME_SET_CURRENT(t0);
+	starts = gpuidx_service_shared->service_starts;
+	if (!wait_slot_free(req))
+		return false;
+	/* (the caller's totals change only once every request succeeded) */
+	totals = palloc(sizeof(GiAggColumn) * Max(ncols, 1));
+	memcpy(totals, cols, sizeof(GiAggColumn) * ncols);
+	list = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * cap);
+	for (done = 0; done < nranges; done += SERVICE_AGG_RANGES)
+	{
+		int64		m = Min((int64) SERVICE_AGG_RANGES, nranges - done);
+		int64		entries = 0,
+					room,
+					nf,
+					i;
+		GpuidxAggLayout l;
+		GpuidxAggTransfer *hdr;
+		char	   *buf;
+
+		for (i = done; i < done + m; i++)
+			entries += (int64) (last[i] - first[i]);
+		room = Min(entries, (int64) SERVICE_AGG_FETCH_ROOM);
+		gpuidx_agg_layout(m, ncols, vm_blocks, vm_full, room, &l);
+		buf = transfer_buffer(l.total);
+		hdr = (GpuidxAggTransfer *) buf;
+		memset(hdr, 0, sizeof(*hdr));
+		hdr->nranges = m;
+		hdr->fetch_room = room;
+		hdr->vm_blocks = vm_blocks;
+		hdr->vm_full = vm_full;
+		hdr->ncols = ncols;
+		if (layout != NULL)
+		{
+			hdr->ninclude = layout->ninclude;
+			memcpy(hdr->width, layout->width, sizeof(hdr->width));
+			memcpy(hdr->value_offset, layout->value_offset, sizeof(hdr->value_offset));
+		}
+		memcpy(buf + l.first, first + done, sizeof(uint64) * m);
+		memcpy(buf + l.last, last + done, sizeof(uint64) * m);
+		memcpy(buf + l.cols, totals, sizeof(GiAggColumn) * ncols);
+		if (!vm_full && vm_blocks > 0)
+		{
+			if (vm != NULL)
+				memcpy(buf + l.vm, vm, (vm_blocks + 3) / 4);
+			else
+				memset(buf + l.vm, 0, (vm_blocks + 3) / 4);
+		}
+		request_for(req, img, GPUIDX_REQ_OP_AGG, engine, m, l.total);
+		if (!submit_and_wait(req, starts, spin_ms, true))
+		{
+			/* (an engine that cannot add this up: the CPU one, say) */
+			if (req->status == GI_ERR_UNSUPPORTED)
+				img->engine = (GiEngineKind) req->engine_used;
+			pfree(totals);
+			pfree(list);
+			return false;
+		}
+		img->engine = (GiEngineKind) req->engine_used;
+		engine_ms += req->engine_ms;
+		memcpy(totals, buf + l.cols, sizeof(GiAggColumn) * ncols);
+		added += hdr->counted;
+		nf = hdr->nfetch;
+		if (nlist + nf > cap)
+		{
+			cap = Max(cap * 2, nlist + nf);
+			list = repalloc_huge(list, sizeof(uint64) * cap);
+		}
+		if (nf <= room)
+			memcpy(list + nlist, buf + l.fetch, sizeof(uint64) * nf);
+		else if (!read_kept_fetch(req, img, engine, starts, list + nlist, nf))
+		{
+			pfree(totals);
+			pfree(list);
+			return false;
+		}
+		nlist += nf;
+		CHECK_FOR_INTERRUPTS();
+	}
+	memcpy(cols, totals, sizeof(GiAggColumn) * ncols);
+	pfree(totals);
+	*counted += added;
+	*fetch = list;
+	*nfetch = nlist;
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	elog(DEBUG2, "gpuidx service: %lld ranges added up by the %s engine in %.3f ms of a %.3f ms round trip, %lld heap fetches",
+		 (long long) nranges, gi_engine_name(img->engine), engine_ms,
+		 INSTR_TIME_GET_MILLISEC(t1), (long long) nlist);
 	return true;
 }
 

@@ -50,7 +50,7 @@ service_job_finish(ServiceJob *job)
 		SetLatch(latch);
 }
 
-/* Run one job's engine query (no PostgreSQL calls). */
+/* Run one job's engine query or aggregation (no PostgreSQL calls). */
 static void
 run_job(ServiceJob *job)
 {
@@ -61,11 +61,15 @@ run_job(ServiceJob *job)
 				t1;
 
 	INSTR_TIME_SET_CURRENT(t0);
-	job->status = gi_image_query(job->image, (GiOp) job->op,
-								 (const int64_t *) buf,
-								 job->op == GI_OP_RANGE ? (const int64_t *) (buf + n * 8) : NULL,
-								 (size_t) n, (uint64_t *) (buf + 2 * n * 8),
-								 (uint64_t *) (buf + 3 * n * 8), &err);
+	if (job->op == GPUIDX_REQ_OP_AGG)
+		job->status = service_agg_run(job->image, job->hostp, buf, &job->kept,
+									  &job->nkept, &err);
+	else
+		job->status = gi_image_query(job->image, (GiOp) job->op,
+									 (const int64_t *) buf,
+									 job->op == GI_OP_RANGE ? (const int64_t *) (buf + n * 8) : NULL,
+									 (size_t) n, (uint64_t *) (buf + 2 * n * 8),
+									 (uint64_t *) (buf + 3 * n * 8), &err);
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	job->engine_ms = INSTR_TIME_GET_MILLISEC(t1);

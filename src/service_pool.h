@@ -5,8 +5,9 @@
  * taking requests, mapping segments, building engine images, evicting, and
  * the store's lock.  With gpuidx.service_workers of 2 or more it hands the
  * engine query itself (gi_image_query on a built engine image, probes read
- * from and answers written into the mapped transfer segment) to a pool of
- * threads, so that several backends' batches run at once.
+ * from and answers written into the mapped transfer segment; or
+ * gi_image_aggregate for GpuIndexAgg, service_agg.c) to a pool of threads,
+ * so that several backends' batches run at once.
  *
  * A worker calls no PostgreSQL function but SetLatch (which only writes the
  * latch in shared memory and wakes its owner with a signal or a self-pipe
@@ -35,6 +36,19 @@ typedef struct ServiceJob
 	int64		nprobes;
 	char	   *buf;			/* the mapped transfer segment */
 	double		build_ms;		/* the main thread's share of engine_ms */
+	GiAggEntries host;			/* GPUIDX_REQ_OP_AGG on a CPU image: the
+								 * shared arrays (service_agg_run) */
+	const GiAggEntries *hostp;	/* &host, or NULL (a GPU image) */
+
+	/*
+	 * The fetch list an aggregation on this slot left for
+	 * GPUIDX_REQ_OP_AGG_FETCH (the engine's allocation): written by
+	 * whichever thread answered it, read and freed by the main thread when
+	 * the slot's next request comes (the slot is not reused before).
+	 */
+	uint64_t   *kept;
+	int64		nkept;
+	int64		kept_next;
 
 	/* set by the worker */
 	GiStatus	status;
@@ -50,5 +64,12 @@ extern void service_pool_submit(ServiceJob *job);
 extern ServiceJob *service_pool_take_failed(void);
 extern void service_job_finish(ServiceJob *job);
 extern ServiceJob *service_pool_stop(void);
+
+/* service_agg.c: GpuIndexAgg's adding up (no PostgreSQL calls) */
+extern bool service_agg_request_ok(const char *buf, Size bytes);
+extern GiStatus service_agg_run(GiImage *image, const GiAggEntries *host, char *buf,
+								uint64_t **kept, int64 *nkept, GiError *err);
+extern bool service_agg_fetch(char *buf, Size bytes, uint64_t **kept, int64 nkept,
+							  int64 *next);
 
 #endif							/* GPUIDX_SERVICE_POOL_H */
