@@ -14,15 +14,21 @@
 #define IDX_BELOW		0x40000000u /* sorted probe was below INT32_MIN */
 #define IDX_ABOVE		0x80000000u /* sorted probe was above INT32_MAX */
 #define IDX_MASK		0x3fffffffu
-#define GATE_MIN_DEFAULT (1u << 18)	/* smaller batches take the per-probe
+#define GATE_MIN_DEFAULT (1u << 22)	/* smaller batches take the per-probe
 										 * kernel without the sample
 										 * (GiGpuPolicy.gate_min).  H100,
-										 * 2026-11-26: at 10^5 probes the
-										 * per-probe kernel beat the tiled
-										 * search in every order (3-5x on
-										 * sorted and clustered batches); at
-										 * 10^6 the sample picks well.  Until
-										 * 2026-11-26 batches below 2^22 took
+										 * 2026-11-26, with the thread
+										 * search: at 10^6 probes the
+										 * per-probe kernel was as fast as
+										 * the sampled default or faster in
+										 * all 72 rows of bench/kernel
+										 * --paths (sorted and clustered
+										 * batches included: up to 1.4x); at
+										 * 10^8 the tiled search wins sorted
+										 * batches (int32 10^8 keys: 45.8 vs
+										 * 33.8 x 10^9 q/s).  Earlier: 2^18
+										 * (groups of 2, at 10^5 probes);
+										 * before that batches below 2^22 took
 										 * the tiled search unsampled. */
 
 /* ------------------------------------------------------------------------ */

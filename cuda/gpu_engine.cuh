@@ -47,7 +47,7 @@ typedef struct GiGpuPolicy
 	int			gate_min;		/* tile 0: the smallest batch whose order the
 								 * sample decides (smaller ones take the
 								 * per-probe kernel unsampled); 0 the default
-								 * (2^18), -1 never sample (every batch
+								 * (2^22), -1 never sample (every batch
 								 * per-probe); GI_GPU_GATE_MIN overrides it */
 	int			child_arith;	/* how a descent finds a node's first child:
 								 * 0 default (computed), 1 computed from the
