@@ -271,6 +271,22 @@ submit_and_wait(GpuidxServiceRequest *req, uint32 starts, double spin_ms,
 	return true;
 }
 
+/* Point a request at img's shared image. */
+static void
+request_for(GpuidxServiceRequest *req, GpuidxImageData *img, int op,
+			GiEngineKind engine, int64 n, Size bytes)
+{
+	req->abandoned = false;
+	req->latch = MyLatch;
+	req->image_id = img->shared_id;
+	req->image_slot = img->shared_slot;
+	req->op = op;
+	req->engine = engine;
+	req->nprobes = n;
+	req->transfer = dsm_segment_handle(transfer_seg);
+	req->transfer_bytes = bytes;
+}
+
 /*
  * Send one chunk of a batch; false if the service is not there to answer
  * (the caller answers on the host).
@@ -285,15 +301,7 @@ query_chunk(GpuidxServiceRequest *req, GpuidxImageData *img, GiEngineKind engine
 	memcpy(buf, probes, sizeof(int64) * n);
 	if (op == GI_OP_RANGE)
 		memcpy(buf + n * 8, probes_hi, sizeof(int64) * n);
-	req->abandoned = false;
-	req->latch = MyLatch;
-	req->image_id = img->shared_id;
-	req->image_slot = img->shared_slot;
-	req->op = op;
-	req->engine = engine;
-	req->nprobes = n;
-	req->transfer = dsm_segment_handle(transfer_seg);
-	req->transfer_bytes = (Size) n * 32;
+	request_for(req, img, op, engine, n, (Size) n * 32);
 	if (!submit_and_wait(req, starts, answer_spin_ms(img, engine, n), false))
 		return false;
 	memcpy(first, buf + 2 * n * 8, sizeof(uint64) * n);
@@ -364,36 +372,12 @@ gpuidx_service_image_info(GpuidxImageData *img, GiEngineKind engine,
 	if (!wait_slot_free(req))
 		return false;
 	buf = transfer_buffer(sizeof(GiImageInfo));
-	req->abandoned = false;
-	req->latch = MyLatch;
-	req->image_id = img->shared_id;
-	req->image_slot = img->shared_slot;
-	req->op = GPUIDX_REQ_OP_INFO;
-	req->engine = engine;
-	req->nprobes = 0;
-	req->transfer = dsm_segment_handle(transfer_seg);
-	req->transfer_bytes = sizeof(GiImageInfo);
+	request_for(req, img, GPUIDX_REQ_OP_INFO, engine, 0, sizeof(GiImageInfo));
 	if (!submit_and_wait(req, starts, gpuidx_service_spin_ms, false))
 		return false;
 	memcpy(info, buf, sizeof(GiImageInfo));
 	img->engine = (GiEngineKind) req->engine_used;
 	return true;
-}
-
-/* Point a request at img's shared image. */
-static void
-request_for(GpuidxServiceRequest *req, GpuidxImageData *img, int op,
-			GiEngineKind engine, int64 n, Size bytes)
-{
-	req->abandoned = false;
-	req->latch = MyLatch;
-	req->image_id = img->shared_id;
-	req->image_slot = img->shared_slot;
-	req->op = op;
-	req->engine = engine;
-	req->nprobes = n;
-	req->transfer = dsm_segment_handle(transfer_seg);
-	req->transfer_bytes = bytes;
 }
 
 /*
