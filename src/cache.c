@@ -1347,15 +1347,10 @@ attach_include_columns(GpuidxImageData *img, const GpuidxLayout *layout)
 	GiIncludeColumns ic;
 	GiImageInfo info;
 	GiError		err;
-	char	   *values[GPUIDX_MAX_INCLUDE];
-	uint8	   *nulls[GPUIDX_MAX_INCLUDE];
-	bool		any_null[GPUIDX_MAX_INCLUDE];
 	uint64		bytes;
-	int64		pos,
-				b = 0,
-				d = 0;
-	int			nc = layout->ninclude,
-				c;
+	int			nc = layout->ninclude;
+	MemoryContext cxt,
+				old;
 
 	gi_image_info(img->image, &info);
 	if (info.include_columns == nc)
@@ -1369,53 +1364,19 @@ attach_include_columns(GpuidxImageData *img, const GpuidxLayout *layout)
 		if (device_bytes_in_use(NULL) + bytes > limit)
 			return false;
 	}
-	memset(&ic, 0, sizeof(ic));
-	ic.ncols = nc;
-	for (c = 0; c < nc; c++)
-	{
-		values[c] = gpuidx_alloc_huge((Size) img->n * layout->width[c]);
-		nulls[c] = gpuidx_alloc_huge((Size) (img->n + 7) / 8);
-		memset(nulls[c], 0, (Size) (img->n + 7) / 8);
-		any_null[c] = false;
-	}
-	/* the rows in rank order: the delta's entries at their drank */
-	for (pos = 0; pos < img->n; pos++)
-	{
-		const char *row;
-		uint16		mask;
-
-		if (d < img->ndelta && img->drank[d] == pos)
-			row = img->drows + (Size) (d++) * img->row_bytes;
-		else
-			row = img->rows + (Size) (b++) * img->row_bytes;
-		memcpy(&mask, row, sizeof(uint16));
-		for (c = 0; c < nc; c++)
-		{
-			memcpy(values[c] + (Size) pos * layout->width[c],
-				   row + sizeof(uint16) + layout->value_offset[c], layout->width[c]);
-			if (mask & (1 << c))
-			{
-				nulls[c][pos / 8] |= (uint8) (1 << (pos % 8));
-				any_null[c] = true;
-			}
-		}
-	}
-	for (c = 0; c < nc; c++)
-	{
-		ic.width[c] = layout->width[c];
-		ic.values[c] = values[c];
-		ic.nulls[c] = any_null[c] ? nulls[c] : NULL;
-	}
-	if (gi_image_attach_columns(img->image, &ic, &err) != GI_OK &&
-		err.status != GI_ERR_DEVICE_OOM)
+	/* (the column arrays live only for the copy; an error frees them too) */
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpuidx included columns",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	gpuidx_rows_to_columns(img->rows, img->drows, img->drank, img->n, img->ndelta,
+						   img->row_bytes, nc, layout->width, layout->value_offset, &ic);
+	gi_image_attach_columns(img->image, &ic, &err);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	if (err.status != GI_OK && err.status != GI_ERR_DEVICE_OOM)
 	{
 		drop_failed_image(img, &err);
 		gpuidx_raise_engine_error(&err, "copying included columns to the device");
-	}
-	for (c = 0; c < nc; c++)
-	{
-		pfree(values[c]);
-		pfree(nulls[c]);
 	}
 	return err.status == GI_OK;
 }

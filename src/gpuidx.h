@@ -276,6 +276,10 @@ extern void gpuidx_append(Relation index, uint16 list, int64 key,
 /* ---------- utils.c ---------- */
 
 extern void *gpuidx_alloc_huge(Size size);
+extern void gpuidx_rows_to_columns(const char *rows, const char *drows,
+								   const int64 *drank, int64 n, int64 ndelta,
+								   int row_bytes, int ncols, const int16 *width,
+								   const int16 *value_offset, GiIncludeColumns *ic);
 extern double gpuidx_lap_ms(instr_time *t);
 extern void gpuidx_raise_engine_error(const GiError *err, const char *what);
 extern void gpuidx_sort_pairs(int64 *keys, uint64 *tids, int64 n);

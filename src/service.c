@@ -558,9 +558,6 @@ attach_service_columns(ServiceImage *si, const GpuidxAggTransfer *hdr, GiError *
 	GiIncludeColumns ic;
 	GpuidxSegmentLayout b,
 				d;
-	const char *brows,
-			   *drows;
-	const int64 *drank;
 	int			nc = hdr->ninclude,
 				value_bytes = 0,
 				c;
@@ -602,58 +599,17 @@ attach_service_columns(ServiceImage *si, const GpuidxAggTransfer *hdr, GiError *
 	}
 	gpuidx_base_layout(si->nbase, si->row_bytes, &b);
 	gpuidx_delta_layout(si->ndelta, 0, si->row_bytes, &d);
-	brows = (const char *) dsm_segment_address(si->base_seg) + b.rows;
-	drows = (const char *) dsm_segment_address(si->delta_seg) + d.rows;
-	drank = (const int64 *) ((const char *) dsm_segment_address(si->delta_seg) + d.rank);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpuidx service columns",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		char	   *values[GPUIDX_MAX_INCLUDE];
-		uint8	   *nulls[GPUIDX_MAX_INCLUDE];
-		bool		any_null[GPUIDX_MAX_INCLUDE];
-		int64		pos,
-					bi = 0,
-					di = 0;
+		char	   *base = dsm_segment_address(si->base_seg);
+		char	   *delta = dsm_segment_address(si->delta_seg);
 
-		for (c = 0; c < nc; c++)
-		{
-			values[c] = MemoryContextAllocHuge(cxt, (Size) Max(n, 1) * hdr->width[c]);
-			nulls[c] = MemoryContextAllocExtended(cxt, (Size) (n + 7) / 8 + 1,
-												  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-			any_null[c] = false;
-		}
-		/* the rows in rank order: the delta's entries at their positions */
-		for (pos = 0; pos < n; pos++)
-		{
-			const char *row;
-			uint16		mask;
-
-			if (di < si->ndelta && drank[di] == pos)
-				row = drows + (Size) (di++) * si->row_bytes;
-			else
-				row = brows + (Size) (bi++) * si->row_bytes;
-			memcpy(&mask, row, sizeof(uint16));
-			for (c = 0; c < nc; c++)
-			{
-				memcpy(values[c] + (Size) pos * hdr->width[c],
-					   row + sizeof(uint16) + hdr->value_offset[c], hdr->width[c]);
-				if (mask & (1 << c))
-				{
-					nulls[c][pos / 8] |= (uint8) (1 << (pos % 8));
-					any_null[c] = true;
-				}
-			}
-		}
-		memset(&ic, 0, sizeof(ic));
-		ic.ncols = nc;
-		for (c = 0; c < nc; c++)
-		{
-			ic.width[c] = hdr->width[c];
-			ic.values[c] = values[c];
-			ic.nulls[c] = any_null[c] ? nulls[c] : NULL;
-		}
+		gpuidx_rows_to_columns(base + b.rows, delta + d.rows,
+							   (const int64 *) (delta + d.rank), si->n, si->ndelta,
+							   si->row_bytes, nc, hdr->width, hdr->value_offset, &ic);
 		st = gi_image_attach_columns(image, &ic, err);
 	}
 	PG_FINALLY();

@@ -24,6 +24,67 @@ gpuidx_alloc_huge(Size size)
 	return p;
 }
 
+/*
+ * An image's INCLUDE columns in rank order, one value array and one NULL
+ * bitmap a column, into ic (for gi_image_attach_columns): rows holds the
+ * base part's n - ndelta rows, drows the delta's ndelta, which go to
+ * positions drank; a row is a uint16 NULL mask, then the values (width and
+ * value_offset a column).  The arrays are palloc'd in the current memory
+ * context; a column with no NULL gets no bitmap in ic.  Shared by a
+ * backend's own image (cache.c) and the service's (service.c).
+ */
+void
+gpuidx_rows_to_columns(const char *rows, const char *drows, const int64 *drank,
+					   int64 n, int64 ndelta, int row_bytes, int ncols,
+					   const int16 *width, const int16 *value_offset,
+					   GiIncludeColumns *ic)
+{
+	char	   *values[GPUIDX_MAX_INCLUDE];
+	uint8	   *nulls[GPUIDX_MAX_INCLUDE];
+	bool		any_null[GPUIDX_MAX_INCLUDE];
+	int64		pos,
+				b = 0,
+				d = 0;
+	int			c;
+
+	for (c = 0; c < ncols; c++)
+	{
+		values[c] = gpuidx_alloc_huge((Size) n * width[c]);
+		nulls[c] = gpuidx_alloc_huge((Size) (n + 7) / 8);
+		memset(nulls[c], 0, (Size) (n + 7) / 8);
+		any_null[c] = false;
+	}
+	for (pos = 0; pos < n; pos++)
+	{
+		const char *row;
+		uint16		mask;
+
+		if (d < ndelta && drank[d] == pos)
+			row = drows + (Size) (d++) * row_bytes;
+		else
+			row = rows + (Size) (b++) * row_bytes;
+		memcpy(&mask, row, sizeof(uint16));
+		for (c = 0; c < ncols; c++)
+		{
+			memcpy(values[c] + (Size) pos * width[c],
+				   row + sizeof(uint16) + value_offset[c], width[c]);
+			if (mask & (1 << c))
+			{
+				nulls[c][pos / 8] |= (uint8) (1 << (pos % 8));
+				any_null[c] = true;
+			}
+		}
+	}
+	memset(ic, 0, sizeof(*ic));
+	ic->ncols = ncols;
+	for (c = 0; c < ncols; c++)
+	{
+		ic->width[c] = width[c];
+		ic->values[c] = values[c];
+		ic->nulls[c] = any_null[c] ? nulls[c] : NULL;
+	}
+}
+
 /* Raise an engine error as a PostgreSQL error with a fitting SQLSTATE. */
 void
 gpuidx_raise_engine_error(const GiError *err, const char *what)
