@@ -1,6 +1,6 @@
 # Several backends' batches at once in the gpuidx service (service mode
-# only): pgbench clients run batches (= ANY, gpuidx_lookup,
-# gpuidx_predecessor, gpuidx_range_count) on a 10^5-row B+ tree index and a
+# only): pgbench clients run batches (= ANY, also summed by the service,
+# gpuidx_lookup, gpuidx_predecessor, gpuidx_range_count) on a 10^5-row B+ tree index and a
 # vEB index while writers insert, update and delete rows and VACUUM runs
 # (new versions: deltas, batch insertion in the service, folds), each batch
 # checked against a btree twin under
@@ -65,6 +65,36 @@ BEGIN
   IF got IS DISTINCT FROM want THEN
     RAISE EXCEPTION '= ANY on % (seed %): % against %', tab, seed, got, want;
   END IF;
+  -- the same sums, and sums over a range, by GpuIndexAgg (every other
+  -- scan off) with its runs added up by the service (every run sent to it,
+  -- on the CPU engine too): its visibility map copy and fetch list under
+  -- the writers and VACUUM
+  PERFORM set_config('gpuidx.gpu_min_agg_entries', '0', true),
+          set_config('gpuidx.service_test_agg_cpu', 'on', true),
+          set_config('gpuidx.enable_customscan', 'off', true),
+          set_config('enable_indexscan', 'off', true),
+          set_config('enable_indexonlyscan', 'off', true),
+          set_config('enable_bitmapscan', 'off', true);
+  EXECUTE format('SELECT count(*) || '','' || coalesce(sum(id), 0) || '','' || coalesce(sum(k), 0)
+                    FROM %I WHERE k = ANY($1)', tab) INTO got USING a;
+  IF got IS DISTINCT FROM want THEN
+    RAISE EXCEPTION '= ANY added up by the service on % (seed %): % against %',
+      tab, seed, got, want;
+  END IF;
+  EXECUTE format('SELECT count(*) || '','' || coalesce(sum(id), 0) || '','' || coalesce(sum(k), 0)
+                    FROM %I WHERE k BETWEEN $1 AND $1 + 20000', tab) INTO got USING a[1];
+  EXECUTE format('SELECT count(*) || '','' || coalesce(sum(id), 0) || '','' || coalesce(sum(k), 0)
+                    FROM %I WHERE k BETWEEN $1 AND $1 + 20000', twin) INTO want USING a[1];
+  IF got IS DISTINCT FROM want THEN
+    RAISE EXCEPTION 'range sum added up by the service on % (seed %): % against %',
+      tab, seed, got, want;
+  END IF;
+  PERFORM set_config('gpuidx.gpu_min_agg_entries', '50000', true),
+          set_config('gpuidx.service_test_agg_cpu', 'off', true),
+          set_config('gpuidx.enable_customscan', 'on', true),
+          set_config('enable_indexscan', 'on', true),
+          set_config('enable_indexonlyscan', 'on', true),
+          set_config('enable_bitmapscan', 'on', true);
   SELECT count(*) || ',' || coalesce(sum(key), 0) INTO got
     FROM gpuidx_lookup(idx::regclass, a);
   EXECUTE format('SELECT count(*) || '','' || coalesce(sum(b.k), 0)
@@ -155,6 +185,18 @@ like(
 	'the service built the engine images (it answered the batches)');
 cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM t'), '>', 100000,
 	'the writer inserted rows');
+like(
+	$node->safe_psql('postgres', q{
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+SET enable_indexonlyscan = off;
+SET enable_bitmapscan = off;
+SET gpuidx.enable_customscan = off;
+SET gpuidx.gpu_min_agg_entries = 0;
+SET gpuidx.service_test_agg_cpu = on;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT sum(k) FROM t WHERE k BETWEEN 1000 AND 21000}),
+	qr/Aggregated On: (cpu|gpu)/,
+	'the readers\' sums are added up by the service');
 
 # Cancels while a query thread answers the batch: every later batch of the
 # same backends is still right.
