@@ -162,8 +162,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 	}
 }
 
-/* Make (sortable key, index) pairs of a probe batch (int32 trees flag the
- * probes outside int32 in the index's top bits). */
+/* Make (sortable key, index) pairs of a probe batch (encode_probe). */
 template <class K>
 __global__ void
 probe_pairs_kernel(const int64_t *probes, uint64_t count,
@@ -171,29 +170,7 @@ probe_pairs_kernel(const int64_t *probes, uint64_t count,
 {
 	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < count;
 		 i += (uint64_t) gridDim.x * blockDim.x)
-	{
-		int64_t		p = probes[i];
-
-		if constexpr (sizeof(K) == 4)
-		{
-			uint32_t	flags = 0;
-			int32_t		v;
-
-			if (p < INT32_MIN)
-				flags = IDX_BELOW, v = INT32_MIN;
-			else if (p > INT32_MAX)
-				flags = IDX_ABOVE, v = INT32_MAX;
-			else
-				v = (int32_t) p;
-			skeys[i] = (uint32_t) v ^ 0x80000000u;
-			sidx[i] = (uint32_t) i | flags;
-		}
-		else
-		{
-			skeys[i] = (uint64_t) p ^ 0x8000000000000000ull;
-			sidx[i] = (uint32_t) i;
-		}
-	}
+		encode_probe<K>(probes[i], (uint32_t) i, skeys[i], sidx[i]);
 }
 
 /* Lay the sorted keys out in padded leaf slots (one thread per slot). */

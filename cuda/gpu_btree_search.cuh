@@ -622,6 +622,37 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 	}
 }
 
+/*
+ * The sortable pair of probe p with caller index i (i < 2^30): its key as
+ * an unsigned integer in the tree's width, and the index; an int32 tree
+ * flags a probe outside int32 in the index's top bits and keeps the bound
+ * it passed (decode_probe gives the probe back).
+ */
+template <class K>
+__device__ __forceinline__ void
+encode_probe(int64_t p, uint32_t i, typename KeyLimits<K>::SKey &sk, uint32_t &idx)
+{
+	if constexpr (sizeof(K) == 4)
+	{
+		uint32_t	flags = 0;
+		int32_t		v;
+
+		if (p < INT32_MIN)
+			flags = IDX_BELOW, v = INT32_MIN;
+		else if (p > INT32_MAX)
+			flags = IDX_ABOVE, v = INT32_MAX;
+		else
+			v = (int32_t) p;
+		sk = (uint32_t) v ^ 0x80000000u;
+		idx = i | flags;
+	}
+	else
+	{
+		sk = (uint64_t) p ^ 0x8000000000000000ull;
+		idx = i;
+	}
+}
+
 /* Decode a sorted probe (int32 trees): value, flags and caller index. */
 __device__ __forceinline__ int64_t
 decode_probe(uint32_t sk, uint32_t &idx)
