@@ -73,6 +73,23 @@ typedef struct GpuDir
 	uint64_t	cap;			/* leaves the arrays have room for */
 } GpuDir;
 
+/*
+ * A static copy of an insertable image (GiGpuPolicy.snapshot): its keys in
+ * rank order laid out as a bulk build lays them (padded leaves, internal
+ * levels, child prefix sums; gi_gpu_btree_static_build), which a query
+ * reads instead of the directory: the same positions, the static search's
+ * speed.  Built by the first large query after an insertion
+ * (gi_gpu_btree_snapshot), dropped by the next insertion.
+ */
+typedef struct GpuStatic
+{
+	Geo			geo;
+	void	   *leaves;
+	void	   *nodes;
+	uint32_t   *prefix;
+	uint64_t	bytes;			/* device bytes of the three */
+} GpuStatic;
+
 typedef struct GpuIns
 {
 	int			seg_shift;		/* a segment holds 2^seg_shift nodes */
@@ -101,6 +118,10 @@ typedef struct GpuIns
 	uint64_t	rank_keys_bytes;
 	int			kw;
 	uint64_t	seg_bytes;		/* device bytes of the segments */
+	GpuStatic  *snap;			/* the static copy; NULL until a query
+								 * builds it and after each insertion (read
+								 * and published with atomics: queries run
+								 * side by side) */
 } GpuIns;
 
 typedef struct GpuImage
@@ -190,6 +211,25 @@ GiStatus	gi_gpu_btree_build_inner(int kw, cudaStream_t st, const void *leaf_max,
 /* Free one directory set, and the whole insertable state (NULL is fine). */
 void		gi_gpu_btree_dir_free(GpuDir *d);
 void		gi_gpu_btree_ins_free(GpuIns *ins);
+
+/*
+ * Lay out n keys sorted in rank order (device, key width kw) as a static
+ * tree on stream st into *out (allocated here; freed with
+ * gi_gpu_btree_static_free).  The stream is synchronized before return.
+ */
+GiStatus	gi_gpu_btree_static_build(int kw, const void *sorted, uint64_t n,
+									  cudaStream_t st, GpuStatic *out, GiError *err);
+void		gi_gpu_btree_static_free(GpuStatic *s);
+
+/*
+ * The static copy of an insertable image for a query on stream st: *out is
+ * the copy (built now, on st, if there is none and no other query is
+ * building one), or NULL when the query must read the directory instead
+ * (another query is building it, it would pass the device memory limit,
+ * or the device is out of memory for it).
+ */
+GiStatus	gi_gpu_btree_snapshot(const GiImage *image, cudaStream_t st,
+								  const GpuStatic **out, GiError *err);
 
 /* Device bytes the insertable state holds beside the internal levels. */
 uint64_t	gi_gpu_btree_ins_bytes(const GpuIns *ins);

@@ -75,6 +75,12 @@ typedef struct GiGpuPolicy
 								 * many leaves; -1 the rule until 2026-11-26:
 								 * keys spanning at most half of the tree's
 								 * key span, tiles when one in eight is */
+	int			snapshot;		/* an insertable image's queries: 0 default,
+								 * batches of 2^16 probes or more read its
+								 * static copy (built by the first of them
+								 * after an insertion, cuda/gpu_btree.cuh
+								 * GpuStatic), smaller ones the directory; 1
+								 * every batch the copy, -1 never */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

@@ -947,7 +947,8 @@ refresh_payloads(GpuImage *img, GiError *err)
 	return GI_OK;
 }
 
-/* Free the rank-ordered key copy (an insertion made it stale). */
+/* Free the rank-ordered key copy and the static copy (an insertion made
+ * them stale; no query holds the image then). */
 static void
 drop_rank_keys(GpuIns *ins)
 {
@@ -955,6 +956,12 @@ drop_rank_keys(GpuIns *ins)
 		cudaFree(ins->rank_keys);
 	ins->rank_keys = NULL;
 	ins->rank_keys_bytes = 0;
+	if (ins->snap)
+	{
+		gi_gpu_btree_static_free(ins->snap);
+		free(ins->snap);
+		ins->snap = NULL;
+	}
 }
 
 /*
@@ -985,6 +992,90 @@ refresh_rank_keys(GpuImage *img, GiError *err)
 	CK(cudaStreamSynchronize(img->stream));
 	ins->rank_keys = out.release();
 	ins->rank_keys_bytes = img->hdr.n * sizeof(K);
+	return GI_OK;
+}
+
+/*
+ * Build the static copy of an insertable image on stream st: the keys
+ * gathered in rank order (or the rank-ordered copy, when aggregation made
+ * one), laid out by gi_gpu_btree_static_build.  Out of device memory, it
+ * gives *out = NULL and GI_OK: the query reads the directory instead.
+ */
+template <class K>
+static GiStatus
+build_snapshot(GpuImage *img, cudaStream_t st, GpuStatic **out, GiError *err)
+{
+	GpuIns	   *ins = img->ins;
+	DevBuf		keys;
+	const K    *sorted = (const K *) ins->rank_keys;
+	GpuStatic  *snap;
+	GiStatus	rc;
+
+	*out = NULL;
+	if (!sorted)
+	{
+		if (gi_gpu_alloc(keys, img->hdr.n * sizeof(K), "the keys in rank order", err) != GI_OK)
+		{
+			if (err->status != GI_ERR_DEVICE_OOM)
+				return err->status;
+			gi_clear_error(err);
+			return GI_OK;
+		}
+		gather_leaf_slots_kernel<K, K><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, st>>>(
+			(K *const *) ins->d_kseg, ins->seg_shift, ins->dir.node, ins->dir.base, ins->nleaves,
+			(K *) keys.p);
+		CKL("gather_leaf_slots_kernel (static copy)");
+		sorted = (const K *) keys.p;
+	}
+	snap = (GpuStatic *) calloc(1, sizeof(GpuStatic));
+	if (!snap)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory");
+	rc = gi_gpu_btree_static_build(sizeof(K), sorted, img->hdr.n, st, snap, err);
+	if (rc != GI_OK)
+	{
+		free(snap);
+		if (rc != GI_ERR_DEVICE_OOM)
+			return rc;
+		gi_clear_error(err);
+		return GI_OK;
+	}
+	*out = snap;
+	return GI_OK;
+}
+
+/* gi_gpu_btree_snapshot (gpu_btree.cuh). */
+GiStatus
+gi_gpu_btree_snapshot(const GiImage *image, cudaStream_t st, const GpuStatic **out,
+					  GiError *err)
+{
+	/* queries share the image read-only; the copy is a cache they fill */
+	GpuImage   *img = (GpuImage *) image;
+	GpuIns	   *ins = img->ins;
+	static std::mutex snap_lock;
+	GpuStatic  *snap;
+
+	*out = __atomic_load_n(&ins->snap, __ATOMIC_ACQUIRE);
+	if (*out || img->hdr.n == 0 || img->broken)
+		return GI_OK;
+
+	/* one query builds it; the others read the directory meanwhile */
+	std::unique_lock<std::mutex> guard(snap_lock, std::try_to_lock);
+
+	if (!guard.owns_lock())
+		return GI_OK;
+	if ((*out = ins->snap) != NULL)
+		return GI_OK;
+	if (img->mem_limit &&
+		held_bytes(img) + img->hdr.n * (uint64_t) img->kw * 3 > img->mem_limit)
+		return GI_OK;			/* (the copy, about 1.05x the keys, and the
+								 * gathered keys while it is built) */
+	if (img->kw == 4)
+		CKS(build_snapshot<int32_t>(img, st, &snap, err));
+	else
+		CKS(build_snapshot<int64_t>(img, st, &snap, err));
+	if (snap)
+		__atomic_store_n(&ins->snap, snap, __ATOMIC_RELEASE);
+	*out = snap;
 	return GI_OK;
 }
 

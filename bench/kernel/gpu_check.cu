@@ -192,7 +192,8 @@ dev_query(GiImage *img, int op, const GiGpuPolicy &pol, const int64_t *dpr, cons
  */
 static void
 check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t> p,
-			 std::vector<int64_t> ph, const char *form, size_t n, int w, int shape)
+			 std::vector<int64_t> ph, const char *form, size_t n, int w, int shape,
+			 bool snap_only = false)
 {
 	/* tiles: window none / 1 / 3 / 2 / 32 leaves; run search (6th field)
 	 * for tiles in order (0), every narrow tile (1) or none (-1); the
@@ -240,18 +241,39 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 		cudaMemcpy(dph, ph.data(), q * 8, cudaMemcpyHostToDevice);
 		for (int op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
 		{
-			std::vector<GiGpuPolicy> pols(tiles, tiles + ntiles);
+			std::vector<GiGpuPolicy> pols;
 			GiGpuPolicy ref = {0, 0, 2, -1, 0, -1};
+
+			if (!snap_only)
+				pols.assign(tiles, tiles + ntiles);
+			ref.snapshot = -1;	/* an insertable image: its directory */
 
 			snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d per-probe",
 					 form, op, n, w, shape, order);
 			GiStatus	st = dev_query(img, op, ref, dpr, dph, q, df, dl, rf, rl, &err);
 
 			test_record(&tr, st == GI_OK && same(keys, op, p, ph, rf.data(), rl.data(), tag), tag);
-			for (int mode = 0; mode <= 1 && !quick; mode++)
+			for (int mode = 0; mode <= 1 && !quick && !snap_only; mode++)
 				for (int g = 1; g <= 32; g *= 2)
 					if (w != 8 || g != 32)
 						pols.push_back(GiGpuPolicy{mode, (int) (next_rand() % 3) * 6, g, 0, 0, 0});
+			for (GiGpuPolicy &pol : pols)
+				if (pol.snapshot == 0)
+					pol.snapshot = -1;	/* the directory's kernels, as before */
+			{
+				/* the static copy of an insertable image (snapshot 1): per
+				 * probe (thread search), behind the order sample (gate_min
+				 * 1), the tiled search, the engine's probe sort, and the
+				 * default policy */
+				GiGpuPolicy sp[5] = {{0, 0, 1, -1, 0, -1}, {0, 0, 1, 0, 0, -1, 1},
+				{0, 0, 2, 1, 0, -1}, {1, 0, 1, -1, 0, -1}, {-1, 0, 1, 0, 0, -1}};
+
+				for (GiGpuPolicy &pol : sp)
+				{
+					pol.snapshot = 1;
+					pols.push_back(pol);
+				}
+			}
 			for (const GiGpuPolicy &pol : pols)
 			{
 				size_t		bad = q;
@@ -260,10 +282,10 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				for (size_t i = 0; i < q && bad == q; i++)
 					if (f[i] != rf[i] || l[i] != rl[i])
 						bad = i;
-				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d hints=%d",
+				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d hints=%d snapshot=%d",
 						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
 						 pol.tile, pol.window, pol.run, pol.gate_min, pol.child_arith, pol.dedup,
-						 pol.cache_hints);
+						 pol.cache_hints, pol.snapshot);
 				if (bad < q)
 					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
 						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],
@@ -385,6 +407,18 @@ run_case(size_t n, int w, int shape, size_t q)
 		keys.insert(keys.end(), more.begin(), more.end());
 		std::sort(keys.begin(), keys.end());
 		check_orders(dimg, keys, p, ph, "insertable", n, w, shape);
+
+		/* a second batch drops the static copy the first queries built:
+		 * the next ones must see the new keys */
+		std::vector<int64_t> more2 = make_keys(n / 8 + 1, w, shape);
+
+		ist = gi_image_insert(dimg, more2.data(), NULL, more2.size(), &err);
+		if (ist != GI_OK)
+			printf("  insert: %s\n", err.message);
+		test_record(&tr, ist == GI_OK, "gi_image_insert (second batch)");
+		keys.insert(keys.end(), more2.begin(), more2.end());
+		std::sort(keys.begin(), keys.end());
+		check_orders(dimg, keys, p, ph, "insertable, second batch", n, w, shape, true);
 	}
 	if (gimg)
 	{

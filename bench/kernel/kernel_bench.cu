@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_paths, t_fixed;
+static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_paths, t_fixed, t_ins;
 static bool g_paths;				/* --paths */
 static bool g_device_only;		/* --device-only */
 static bool g_order_on[3] = {true, true, true};	/* --orders */
@@ -321,6 +321,81 @@ fixed_costs(GiImage *img, const K *dkeys, uint64_t n, const int64_t *pr, uint64_
 	fprintf(stderr, "%s\n", t_fixed.back().c_str());
 }
 
+/*
+ * The insertable form against the static tree (--paths, uniform keys, the
+ * largest batch): an image built from the same sorted keys and made
+ * insertable (gi_gpu_dev_make_insertable: leaves as 3/4-full nodes behind
+ * a directory), queried with random and sorted point probes through its
+ * directory (policy snapshot -1) and through its static copy (the default:
+ * the first query after the conversion builds it, and is shown on its
+ * own).  Every answer is checked against the static image's.
+ */
+template <class K>
+static void
+insertable_rows(GiImage *img, const void *dkeys, uint64_t n, const int64_t *pr,
+				const int64_t *ps, uint64_t q, GiGpuScratch *scratch, uint64_t *f1,
+				uint64_t *l1, uint64_t *f2, uint64_t *l2, int reps)
+{
+	GiBuildParams params = {GI_ENGINE_GPU, GI_STRUCT_BTREE, (int) sizeof(K), 0};
+	GiImage    *iimg = NULL;
+	GiImageInfo before,
+				after;
+	GiGpuPolicy old,
+				dir;
+	double		first = -1;
+
+	GI_OK_OR_DIE(gi_gpu_dev_build(&params, dkeys, NULL, n, true, NULL, &iimg, &er_));
+	GI_OK_OR_DIE(gi_gpu_dev_make_insertable(iimg, &er_));
+	gi_image_info(iimg, &before);
+	gi_gpu_dev_get_policy(&old);
+	dir = old;
+	dir.snapshot = -1;
+	for (int order = 0; order < 2; order++)
+	{
+		const int64_t *probes = order ? ps : pr;
+		std::vector<double> ts,
+					td,
+					tc;
+		unsigned long long bad = 0;
+
+		for (int r = 0; r <= reps; r++)
+		{
+			double		s = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, probes, NULL, q, f1, l1, scratch, &er_)); });
+
+			gi_gpu_dev_set_policy(&dir);
+			double		d = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(iimg, GI_OP_POINT, probes, NULL, q, f2, l2, scratch, &er_)); });
+
+			gi_gpu_dev_set_policy(&old);
+			bad += mismatches(f1, l1, f2, l2, q);
+			double		c = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(iimg, GI_OP_POINT, probes, NULL, q, f2, l2, scratch, &er_)); });
+
+			bad += mismatches(f1, l1, f2, l2, q);
+			if (first < 0)
+				first = c;		/* the static copy is built in this one */
+			else if (r > 0)
+			{
+				ts.push_back(s);
+				td.push_back(d);
+				tc.push_back(c);
+			}
+		}
+		if (tc.empty())
+			continue;
+		gi_image_info(iimg, &after);
+		std::string first_col = order == 0 ? fmt("%.3f", first) : std::string("-");
+
+		t_ins.push_back(fmt("| %s | %.0e | %.0e | %s | %.2f | %.2f (%.2fx) | %.2f (%.2fx) | %s | %.3f | %.2f / %.2f | %llu |",
+							sizeof(K) == 4 ? "int32" : "int64", (double) n, (double) q,
+							order_name[order], q / median(ts) / 1e6,
+							q / median(td) / 1e6, median(ts) / median(td),
+							q / median(tc) / 1e6, median(ts) / median(tc),
+							first_col.c_str(), median(tc),
+							(double) before.device_bytes / n, (double) after.device_bytes / n, bad));
+		fprintf(stderr, "%s\n", t_ins.back().c_str());
+	}
+	gi_image_free(iimg);
+}
+
 /* Everything for one key type, size and distribution. */
 template <class K>
 static void
@@ -459,6 +534,8 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 		}
 		if (g_paths && q == qs.front() && dist == 0)
 			fixed_costs<K>(img, (const K *) dkeys, n, pr, q, scratch, f1, l1);
+		if (g_paths && q == qmax && dist == 0)
+			insertable_rows<K>(img, dkeys, n, pr, ps, q, scratch, f1, l1, f2, l2, reps);
 		for (int op = GI_OP_POINT; op <= GI_OP_PRED; op++)
 			for (int order = 0; order < 3; order++)
 			{
@@ -758,6 +835,8 @@ main(int argc, char **argv)
 		print_table(head.c_str(), t_paths);
 		printf("\n### Fixed costs of a small batch (us, host clock around the call and a device synchronisation, as the tables above time it; uniform keys, random point probes; median of 21): empty = an empty kernel's launch and synchronisation; 1 probe = the binary search kernel, the engine's query (default policy), the engine's query with the thread search; q probes likewise; in the call = the engine's query's own total_ms (the rest is gi_gpu_dev_query's wrapper and the second synchronisation)\n\n");
 		print_table("| key | n | q | empty | bsearch 1 probe | tree 1 probe | thread 1 probe | bsearch q | tree q | of which in the call | thread q |", t_fixed);
+		printf("\n### The insertable form (uniform keys, point probes; Gq/s, in parentheses against the static tree in the same run): static = the bulk-built image; directory = the same keys made insertable (gi_gpu_dev_make_insertable), read through its leaf directory (snapshot -1); static copy = the same insertable image read through the static copy its first large query builds (the default); first = that first query's ms (random row: the copy built in it); device B/key before / after the copy\n\n");
+		print_table("| key | n | q | probe order | static Gq/s | directory Gq/s | static copy Gq/s | first ms | then ms | device B/key | mismatches |", t_ins);
 	}
 	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
 	print_table("| key | n | dist | op | GPU probes | GPU ms (transfer / sort / search) | GPU Gq/s | CPU probes | CPU ms | CPU Gq/s | GPU/CPU | mismatches |", t_e2e);
