@@ -92,6 +92,23 @@ timed(F f)
 	return gi_now_ms() - t0;
 }
 
+/*
+ * Host wall clock around a call that is synchronous itself (the engine's
+ * queries return with their answers on the device complete): the device is
+ * idle before, and no synchronisation is added after, where timed() would
+ * add an empty one (1-2 us) that only an asynchronous launch needs.
+ */
+template <class F>
+static double
+timed_call(F f)
+{
+	CUDA_OK(cudaDeviceSynchronize());
+	double		t0 = gi_now_ms();
+
+	f();
+	return gi_now_ms() - t0;
+}
+
 /* Count probes whose two answers differ (empty answers compare equal). */
 __global__ void
 mismatch_kernel(const uint64_t *f1, const uint64_t *l1, const uint64_t *f2,

@@ -289,7 +289,7 @@ fixed_costs(GiImage *img, const K *dkeys, uint64_t n, const int64_t *pr, uint64_
 	const int	reps = 21;
 	GiGpuPolicy old,
 				thread;
-	std::vector<double> te, tb1, tt1, tth1, tbq, ttq, tthq, tin;
+	std::vector<double> te, tb1, tt1, tth1, tbq, ttq, tthq, tin, ttqs;
 
 	gi_gpu_dev_get_policy(&old);
 	thread = old;
@@ -298,14 +298,15 @@ fixed_costs(GiImage *img, const K *dkeys, uint64_t n, const int64_t *pr, uint64_
 	{
 		double		e = timed([&] { empty_kernel<<<1, 32>>>(); }),
 					b1 = timed([&] { bsearch_kernel<K><<<grid(1), 256>>>(dkeys, n, GI_OP_POINT, pr, 1, f1, l1); }),
-					t1 = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, 1, f1, l1, scratch, &er_)); }),
+					t1 = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, 1, f1, l1, scratch, &er_)); }),
 					bq = timed([&] { bsearch_kernel<K><<<grid(q), 256>>>(dkeys, n, GI_OP_POINT, pr, q, f1, l1); }),
-					tq = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
+					tq = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
 		double		in = img->last_query.total_ms;
+		double		tq_sync = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
 
 		gi_gpu_dev_set_policy(&thread);
-		double		th1 = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, 1, f1, l1, scratch, &er_)); }),
-					thq = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
+		double		th1 = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, 1, f1, l1, scratch, &er_)); }),
+					thq = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
 
 		gi_gpu_dev_set_policy(&old);
 		CUDA_OK(cudaGetLastError());
@@ -313,11 +314,13 @@ fixed_costs(GiImage *img, const K *dkeys, uint64_t n, const int64_t *pr, uint64_
 			continue;
 		te.push_back(e), tb1.push_back(b1), tt1.push_back(t1), tth1.push_back(th1);
 		tbq.push_back(bq), ttq.push_back(tq), tthq.push_back(thq), tin.push_back(in);
+		ttqs.push_back(tq_sync);
 	}
-	t_fixed.push_back(fmt("| %s | %.0e | %.0e | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |",
+	t_fixed.push_back(fmt("| %s | %.0e | %.0e | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |",
 						  sizeof(K) == 4 ? "int32" : "int64", (double) n, (double) q,
 						  median(te) * 1e3, median(tb1) * 1e3, median(tt1) * 1e3, median(tth1) * 1e3,
-						  median(tbq) * 1e3, median(ttq) * 1e3, median(tin) * 1e3, median(tthq) * 1e3));
+						  median(tbq) * 1e3, median(ttq) * 1e3, median(tin) * 1e3, median(tthq) * 1e3,
+						  median(ttqs) * 1e3));
 	fprintf(stderr, "%s\n", t_fixed.back().c_str());
 }
 
@@ -360,14 +363,14 @@ insertable_rows(GiImage *img, const void *dkeys, uint64_t n, const int64_t *pr,
 
 		for (int r = 0; r <= reps; r++)
 		{
-			double		s = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, probes, NULL, q, f1, l1, scratch, &er_)); });
+			double		s = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, probes, NULL, q, f1, l1, scratch, &er_)); });
 
 			gi_gpu_dev_set_policy(&dir);
-			double		d = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(iimg, GI_OP_POINT, probes, NULL, q, f2, l2, scratch, &er_)); });
+			double		d = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(iimg, GI_OP_POINT, probes, NULL, q, f2, l2, scratch, &er_)); });
 
 			gi_gpu_dev_set_policy(&old);
 			bad += mismatches(f1, l1, f2, l2, q);
-			double		c = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(iimg, GI_OP_POINT, probes, NULL, q, f2, l2, scratch, &er_)); });
+			double		c = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(iimg, GI_OP_POINT, probes, NULL, q, f2, l2, scratch, &er_)); });
 
 			bad += mismatches(f1, l1, f2, l2, q);
 			if (first < 0)
@@ -548,7 +551,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 
 				for (int r = 0; r <= reps; r++)
 				{
-					double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
+					double		ms = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
 
 					if (r > 0)
 						tt.push_back(ms), ts.push_back(img->last_query.sort_ms);
@@ -600,7 +603,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 						gi_gpu_dev_set_policy(&pol);
 						for (int r = 0; r <= reps; r++)
 						{
-							double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
+							double		ms = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
 
 							if (r > 0)
 								tp.push_back(ms);
@@ -639,7 +642,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 					gi_gpu_dev_set_policy(&tv[v]);
 					for (int r = 0; r <= reps; r++)
 					{
-						double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, probes, NULL, q, f1, l1, scratch, &er_)); });
+						double		ms = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, probes, NULL, q, f1, l1, scratch, &er_)); });
 
 						if (r > 0)
 							tt.push_back(ms);
@@ -661,7 +664,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 					gi_gpu_dev_set_policy(&p);
 					for (int r = 0; r <= reps; r++)
 					{
-						double		ms = timed([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
+						double		ms = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, GI_OP_POINT, pr, NULL, q, f1, l1, scratch, &er_)); });
 
 						if (r > 0)
 							tt.push_back(ms);
@@ -818,7 +821,7 @@ main(int argc, char **argv)
 
 	printf("\n### Builds (ms; median of %d after a warm-up)\n\n", reps);
 	print_table("| key | n | dist | host unsorted pairs -> image, sorted pairs back: total (transfer / sort / build) | same, nothing back | device unsorted pairs: total (sort / build) | device sorted keys | device B/key | levels |", t_build);
-	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9)\n\n");
+	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9; host clock: the binary search's launch and a device synchronisation, the engine's synchronous call)\n\n");
 	print_table("| key | n | dist | probes | op | probe order | tree ms | of which sort ms | tree Gq/s | bsearch ms | bsearch Gq/s | tree/bsearch | of bandwidth bound | mismatches |", t_query);
 	printf("\nBandwidth bound: probes (8 B) + answers (16 B) + the leaves touched (at most all, at most 128 B a probe) over the measured copy bandwidth; the column is bound time / tree time.\n");
 	if (g_paths)
@@ -833,8 +836,8 @@ main(int argc, char **argv)
 		head += " default of bandwidth bound | mismatches (variants vs bsearch) |";
 		printf("\n### Search paths and policy variants per query row (Gq/s; default = the engine's default policy; each other column changes one field of it: tiled = the tiled search for every batch; per-probe = the per-probe kernel (the default's group: the thread search, a lane a probe) for every batch; group 2 = the per-probe kernel with two lanes a probe wherever the default takes it; key-span sample = the order sample's rule until 2026-11-26 (tiles when one sampled tile in eight spans at most half of the key span) instead of the leaf rule (tiles when half of them lie in at most 32 leaves); default 11-26 = group 2 and the key-span sample, the default until 2026-11-26; hints = the per-probe kernel's loads with L2 cache hints (internal nodes evict_last, leaves evict_first); best = the best of all columns)\n\n");
 		print_table(head.c_str(), t_paths);
-		printf("\n### Fixed costs of a small batch (us, host clock around the call and a device synchronisation, as the tables above time it; uniform keys, random point probes; median of 21): empty = an empty kernel's launch and synchronisation; 1 probe = the binary search kernel, the engine's query (default policy), the engine's query with the thread search; q probes likewise; in the call = the engine's query's own total_ms (the rest is gi_gpu_dev_query's wrapper and the second synchronisation)\n\n");
-		print_table("| key | n | q | empty | bsearch 1 probe | tree 1 probe | thread 1 probe | bsearch q | tree q | of which in the call | thread q |", t_fixed);
+		printf("\n### Fixed costs of a small batch (us, as the tables above time them: host clock around an asynchronous launch and a device synchronisation for the binary search, around the engine's synchronous call for the tree; uniform keys, random point probes; median of 21): empty = an empty kernel's launch and synchronisation; 1 probe = the binary search kernel, the engine's query (default policy), the engine's query with the thread search; q probes likewise; in the call = the engine's query's own total_ms (the rest is gi_gpu_dev_query's wrapper); with a sync after = the engine's query timed with a device synchronisation after it (how the tables timed it before the tenth session)\n\n");
+		print_table("| key | n | q | empty | bsearch 1 probe | tree 1 probe | thread 1 probe | bsearch q | tree q | of which in the call | thread q | tree q with a sync after |", t_fixed);
 		printf("\n### The insertable form (uniform keys, point probes; Gq/s, in parentheses against the static tree in the same run): static = the bulk-built image; directory = the same keys made insertable (gi_gpu_dev_make_insertable), read through its leaf directory (snapshot -1); static copy = the same insertable image read through the static copy its first large query builds (the default); first = that first query's ms (random row: the copy built in it); device B/key before / after the copy\n\n");
 		print_table("| key | n | q | probe order | static Gq/s | directory Gq/s | static copy Gq/s | first ms | then ms | device B/key | mismatches |", t_ins);
 	}
