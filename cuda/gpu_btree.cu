@@ -26,8 +26,7 @@
  * finds the first thread not entirely below with __ballot_sync + __ffs; the
  * child position is clamped with one min.u32 (inline PTX).  Group 1 (the
  * thread search) gives each probe one lane that binary-searches a node by
- * loads, log2 M of them in the node's one cache line.  Cache hints (a
- * policy field) keep internal nodes in L2 ahead of the leaves.  Large batches are
+ * loads, log2 M of them in the node's one cache line.  Large batches are
  * partially radix-sorted on their top N bits first (Harmonia,
  * N = B - log2(2^B / T * K) = log2(T / K)), and the results scattered back to
  * the caller's order.  Probes are int64; those outside the stored type's
@@ -58,14 +57,14 @@
  * (2026-11-26, bench/kernel --paths) 1.0-2.2x groups of 2 wherever the
  * per-probe kernel ran (random 10^8 probes over 10^6 int32 keys: 14.96 vs
  * 9.94 x 10^9 q/s point, 19.89 vs 9.03 pred; 10^5-probe batches 1.3-1.6x);
- * the tiled search keeps groups of 2.  Cache hints off: no row gained.
+ * the tiled search keeps groups of 2.
  * run -1: the run search stays opt-in
  * (GI_GPU_RUN_SEARCH=auto|on): on the H100 (2026-11-25, bench/kernel
  * --paths) taking it for every sorted tile was slower than the tiled search
  * without it on 60 of 192 rows (dense and lognormal batches) and faster on
  * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).
  */
-static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0};
+static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -115,10 +114,9 @@ geo_compute(uint64_t n, int m, Geo *g)
  * answers probes i = group id, + number of groups, ...  Unsorted:
  * probes[i] -> first/last[i].  Sorted: the i-th sorted probe goes to its
  * caller index (scatter).  gate: run only when *gate is 0 (the tiled
- * search's sample chose this kernel; NULL: always).  HINTS: node and leaf
- * loads with cache hints (GiGpuPolicy.cache_hints).
+ * search's sample chose this kernel; NULL: always).
  */
-template <class K, int G, bool SORTED, bool DYN, bool HINTS>
+template <class K, int G, bool SORTED, bool DYN>
 __global__ void __launch_bounds__(256)
 btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 					const int64_t *probes_hi,
@@ -156,7 +154,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 				ph = probes_hi[i];
 			out = i;
 		}
-		answer<K, G, DYN, HINTS>(T, op, p, ph, g, f, l);
+		answer<K, G, DYN>(T, op, p, ph, g, f, l);
 		if (g.r == 0)
 		{
 			first[out] = f;
@@ -534,7 +532,7 @@ struct ScratchGuard
 };
 
 /* Blocks per SM for a search kernel instantiation (cached). */
-template <class K, int G, bool SORTED, bool DYN, bool HINTS>
+template <class K, int G, bool SORTED, bool DYN>
 static int
 search_grid(void)
 {
@@ -546,7 +544,7 @@ search_grid(void)
 		int			per_sm = 0;
 
 		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm,
-														  btree_search_kernel<K, G, SORTED, DYN, HINTS>, 256, 0) != cudaSuccess || per_sm < 1)
+														  btree_search_kernel<K, G, SORTED, DYN>, 256, 0) != cudaSuccess || per_sm < 1)
 		{
 			(void) cudaGetLastError();
 			per_sm = 4;
@@ -558,31 +556,31 @@ search_grid(void)
 }
 
 /* Launch the search kernel for one chunk. */
-template <class K, int G, bool SORTED, bool DYN, bool HINTS>
+template <class K, int G, bool SORTED, bool DYN>
 static GiStatus
 launch_search(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
 			  const int64_t *hi, const void *skeys, const uint32_t *sidx,
 			  uint64_t count, uint64_t *first, uint64_t *last, const int *gate, GiError *err)
 {
 	uint64_t	want = (count * G + 255) / 256;
-	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED, DYN, HINTS>());
+	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED, DYN>());
 
-	btree_search_kernel<K, G, SORTED, DYN, HINTS><<<grid, 256, 0, st>>>(
+	btree_search_kernel<K, G, SORTED, DYN><<<grid, 256, 0, st>>>(
 		T, op, probes, hi, (const typename KeyLimits<K>::SKey *) skeys, sidx, count, first, last, gate);
 	CKL("btree_search_kernel");
 	return GI_OK;
 }
 
 /* Dispatch on the group size (int32: 1..32 lanes, int64: 1..16). */
-template <class K, bool SORTED, bool DYN, bool HINTS>
+template <class K, bool SORTED, bool DYN>
 static GiStatus
-launch_search_gh(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
-				 const int64_t *hi, const void *skeys, const uint32_t *sidx,
-				 uint64_t count, uint64_t *first, uint64_t *last, int group, const int *gate,
-				 GiError *err)
+launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
+				const int64_t *hi, const void *skeys, const uint32_t *sidx,
+				uint64_t count, uint64_t *first, uint64_t *last, int group, const int *gate,
+				GiError *err)
 {
 #define LAUNCH_G(GG) \
-	return launch_search<K, GG, SORTED, DYN, HINTS>(st, T, op, probes, hi, skeys, sidx, count, first, last, gate, err)
+	return launch_search<K, GG, SORTED, DYN>(st, T, op, probes, hi, skeys, sidx, count, first, last, gate, err)
 	switch (group)
 	{
 		case 1:
@@ -601,23 +599,6 @@ launch_search_gh(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *pr
 			LAUNCH_G(2);
 	}
 #undef LAUNCH_G
-}
-
-/* Dispatch on the group size and the cache hints (unsorted batches only:
- * the engine's partial sort of a batch already orders its leaf reads). */
-template <class K, bool SORTED, bool DYN>
-static GiStatus
-launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
-				const int64_t *hi, const void *skeys, const uint32_t *sidx,
-				uint64_t count, uint64_t *first, uint64_t *last, int group, bool hints,
-				const int *gate, GiError *err)
-{
-	if constexpr (!SORTED)
-		if (hints)
-			return launch_search_gh<K, SORTED, DYN, true>(st, T, op, probes, hi, skeys, sidx, count,
-														  first, last, group, gate, err);
-	return launch_search_gh<K, SORTED, DYN, false>(st, T, op, probes, hi, skeys, sidx, count,
-												   first, last, group, gate, err);
 }
 
 /* The bits a probe batch is sorted on: top N bits below the keys' common prefix. */
@@ -745,9 +726,8 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 												   g_policy.gate_min);
 
 	/* the per-probe kernel's group (1: the thread search; the tiled search
-	 * takes groups of 2 for it) and cache hints */
+	 * takes groups of 2 for it) */
 	int			group = gi_setting_gpu_group(g_policy.group);
-	bool		hints = gi_setting_gpu_cache_hints(g_policy.cache_hints == 0 ? -1 : g_policy.cache_hints) > 0;
 
 	if (!do_sort && g_policy.tile >= 0 && group <= 8 &&
 		!(g_policy.tile == 0 && (long long) count < gate_min))
@@ -764,7 +744,7 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 												   gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
-													 first, last, group, hints, gate, err)));
+													 first, last, group, gate, err)));
 		}
 		else
 		{
@@ -773,7 +753,7 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 												   gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
-													  first, last, group, hints, gate, err)));
+													  first, last, group, gate, err)));
 		}
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
@@ -783,10 +763,10 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	{
 		if (dyn)
 			CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
-												 first, last, group, hints, NULL, err)));
+												 first, last, group, NULL, err)));
 		else
 			CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
-												  first, last, group, hints, NULL, err)));
+												  first, last, group, NULL, err)));
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
 		return GI_OK;
@@ -808,10 +788,10 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	*sort_ms += t1 - t0;
 	if (dyn)
 		CKS((launch_search_g<K, true, true>(st, T, op, NULL, NULL, dk.Current(), dv.Current(),
-											count, first, last, group, false, NULL, err)));
+											count, first, last, group, NULL, err)));
 	else
 		CKS((launch_search_g<K, true, false>(st, T, op, NULL, NULL, dk.Current(), dv.Current(),
-											 count, first, last, group, false, NULL, err)));
+											 count, first, last, group, NULL, err)));
 	CK(cudaStreamSynchronize(st));
 	*search_ms += gi_now_ms() - t1;
 	return GI_OK;

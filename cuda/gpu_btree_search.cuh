@@ -114,122 +114,41 @@ leaf_start(const TreeDev<K> &T, uint32_t li)
 		return gi_cut_start(li, T.leaf_ave, T.leaf_h);
 }
 
-/*
- * Cache hints (GiGpuPolicy.cache_hints).  Every probe passes the internal
- * levels, while a random batch touches each leaf line about once: at 10^8
- * keys the leaves (400 MB of int32) stream through the 50 MB L2 and evict
- * the lowest internal level (12.5 MB) the next probes need again.  With
- * hints on, internal nodes are read with an L2 evict_last policy and
- * leaves with evict_first (createpolicy, sm_80 on); the group search's
- * leaf loads also skip L1 (L1::no_allocate: its lanes read each leaf byte
- * once), the thread search's mark their L1 lines evict_first instead (its
- * binary search reads one leaf line up to six times).
- */
-enum
-{
-	LD_PLAIN = 0,				/* __ldg: no hint */
-	LD_INNER = 1,				/* an internal node: L2 evict_last */
-	LD_LEAF = 2,				/* a leaf read once: L1 no_allocate, L2
-								 * evict_first */
-	LD_LEAF_RE = 3				/* a leaf read again (the thread search): L1
-								 * evict_first, L2 evict_first */
-};
-
-/* The L2 policy of a hinted load kind (a createpolicy the compiler may
- * hoist: it has no operands). */
-template <int H>
-__device__ __forceinline__ uint64_t
-l2_policy(void)
-{
-	uint64_t	pol;
-
-	if constexpr (H == LD_INNER)
-		asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-	else
-		asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-	return pol;
-}
-
-/* The L1 qualifier of a hinted load kind, spliced into the PTX below. */
-#define LD_L1(H) ((H) == LD_LEAF ? 1 : (H) == LD_LEAF_RE ? 2 : 0)
-#define LD_ASM(Q, ...) \
-	do { \
-		if constexpr (LD_L1(H) == 1) \
-			asm("ld.global.nc.L1::no_allocate.L2::cache_hint" Q : __VA_ARGS__); \
-		else if constexpr (LD_L1(H) == 2) \
-			asm("ld.global.nc.L1::evict_first.L2::cache_hint" Q : __VA_ARGS__); \
-		else \
-			asm("ld.global.nc.L2::cache_hint" Q : __VA_ARGS__); \
-	} while (0)
-
-/* 16 bytes at p (aligned) with load kind H. */
-template <int H>
+/* 16 bytes at p (aligned), through the read-only data cache. */
 __device__ __forceinline__ uint4
 ld16(const void *p)
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	if constexpr (H != LD_PLAIN)
-	{
-		uint4		r;
-
-		LD_ASM(".v4.u32 {%0, %1, %2, %3}, [%4], %5;",
-			   "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(l2_policy<H>()));
-		return r;
-	}
-#endif
 	return __ldg(reinterpret_cast<const uint4 *>(p));
 }
 
-/* 8 bytes at p (aligned) with load kind H. */
-template <int H>
+/* 8 bytes at p (aligned), through the read-only data cache. */
 __device__ __forceinline__ uint64_t
 ld8(const void *p)
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	if constexpr (H != LD_PLAIN)
-	{
-		uint64_t	r;
-
-		LD_ASM(".u64 %0, [%1], %2;", "=l"(r) : "l"(p), "l"(l2_policy<H>()));
-		return r;
-	}
-#endif
 	return __ldg(reinterpret_cast<const unsigned long long *>(p));
 }
 
-/* 4 bytes at p (aligned) with load kind H. */
-template <int H>
+/* 4 bytes at p (aligned), through the read-only data cache. */
 __device__ __forceinline__ uint32_t
 ld4(const void *p)
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	if constexpr (H != LD_PLAIN)
-	{
-		uint32_t	r;
-
-		LD_ASM(".u32 %0, [%1], %2;", "=r"(r) : "l"(p), "l"(l2_policy<H>()));
-		return r;
-	}
-#endif
 	return __ldg(reinterpret_cast<const unsigned int *>(p));
 }
-#undef LD_ASM
-#undef LD_L1
 
-/* One key at p with load kind H. */
-template <class K, int H>
+/* One key at p. */
+template <class K>
 __device__ __forceinline__ K
 ld_key(const K *p)
 {
 	if constexpr (sizeof(K) == 8)
-		return (K) ld8<H>(p);
+		return (K) ld8(p);
 	else
-		return (K) ld4<H>(p);
+		return (K) ld4(p);
 }
 
 /* Load KPT consecutive keys of an aligned node slot (16-byte loads where
- * the slot is 16 bytes or more, else one 8- or 4-byte load), load kind H. */
-template <class K, int KPT, int H = LD_PLAIN>
+ * the slot is 16 bytes or more, else one 8- or 4-byte load). */
+template <class K, int KPT>
 __device__ __forceinline__ void
 load_slot(const K *p, K (&v)[KPT])
 {
@@ -240,21 +159,21 @@ load_slot(const K *p, K (&v)[KPT])
 #pragma unroll
 		for (int c = 0; c < BYTES / 16; c++)
 		{
-			uint4		x = ld16<H>(reinterpret_cast<const uint4 *>(p) + c);
+			uint4		x = ld16(reinterpret_cast<const uint4 *>(p) + c);
 
 			memcpy(&v[c * (16 / sizeof(K))], &x, 16);
 		}
 	}
 	else if constexpr (BYTES == 8)
 	{
-		uint64_t	x = ld8<H>(p);
+		uint64_t	x = ld8(p);
 
 		memcpy(v, &x, 8);
 	}
 	else
 	{
 		static_assert(BYTES == 4, "slot of 4, 8 or 16+ bytes");
-		uint32_t	x = ld4<H>(p);
+		uint32_t	x = ld4(p);
 
 		memcpy(v, &x, 4);
 	}
@@ -269,7 +188,7 @@ load_slot(const K *p, K (&v)[KPT])
  * len = M at first; a step halves len.  A rank of M (every key qualifies)
  * ends at M - 1, exactly the clamp a descent wants.
  */
-template <class K, bool LE, int H>
+template <class K, bool LE>
 __device__ __forceinline__ uint32_t
 thread_rank(const K *p, K t)
 {
@@ -279,7 +198,7 @@ thread_rank(const K *p, K t)
 #pragma unroll
 	for (uint32_t half = M / 2; half >= 1; half >>= 1)
 	{
-		K			k = ld_key<K, H>(p + pos + half - 1);
+		K			k = ld_key<K>(p + pos + half - 1);
 
 		pos += (LE ? k <= t : k < t) ? half : 0;
 	}
@@ -292,16 +211,16 @@ thread_rank(const K *p, K t)
  * leaf whose every key qualifies; below M slots the clamp to size already
  * gives the answer, since size <= M - 1 then).
  */
-template <class K, bool LE, int H>
+template <class K, bool LE>
 __device__ __forceinline__ uint32_t
 thread_leaf_rank(const K *p, K t, uint32_t size)
 {
 	constexpr uint32_t M = NODE_BYTES / sizeof(K);
-	uint32_t	pos = thread_rank<K, LE, H>(p, t);
+	uint32_t	pos = thread_rank<K, LE>(p, t);
 
 	if (size == M && pos == M - 1)
 	{
-		K			k = ld_key<K, H>(p + M - 1);
+		K			k = ld_key<K>(p + M - 1);
 
 		pos += (LE ? k <= t : k < t) ? 1 : 0;
 	}
@@ -419,9 +338,9 @@ first_child(const TreeDev<K> &T, uint32_t node, int l)
  * ends with the leaf's address.  TRACK (two groups of 16 lanes descending
  * in lockstep) records in *shared the deepest node both groups pass: every
  * descent whose target lies between the two groups' targets passes it
- * too.  HINTS: the loads carry cache hints (LD_INNER, LD_LEAF).
+ * too.
  */
-template <class K, int G, bool LE, bool DYN, bool TRACK = false, bool HINTS = false>
+template <class K, int G, bool LE, bool DYN, bool TRACK = false>
 __device__ __forceinline__ void
 descend(const TreeDev<K> &T, K t, const Group &g,
 		LeafView<K, NODE_BYTES / sizeof(K) / G> &L, Start S = Start{0, 0},
@@ -429,8 +348,6 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 {
 	constexpr int M = NODE_BYTES / sizeof(K);
 	constexpr int KPT = M / G;
-	constexpr int HI = HINTS ? LD_INNER : LD_PLAIN;
-	constexpr int HL = HINTS ? LD_LEAF : LD_PLAIN;
 	const K    *lane_nodes = T.nodes + g.r * KPT;
 	uint32_t	node = S.node;
 
@@ -444,13 +361,13 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 		{
 			uint32_t	c0 = first_child(T, node, l);
 
-			node = c0 + thread_rank<K, LE, HI>(T.nodes + (size_t) node * M, t);
+			node = c0 + thread_rank<K, LE>(T.nodes + (size_t) node * M, t);
 		}
 		else
 		{
 			K			v[KPT];
 
-			load_slot<K, KPT, HI>(lane_nodes + (size_t) node * M, v);
+			load_slot<K, KPT>(lane_nodes + (size_t) node * M, v);
 			uint32_t	c0 = first_child(T, node, l);
 			uint32_t	pos = group_rank<K, G, KPT, LE>(v, t, g);
 
@@ -469,7 +386,7 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 		if constexpr (G == 1)
 			L.keys = dyn_leaf(T, L.li);
 		else
-			load_slot<K, KPT, HL>(dyn_leaf(T, L.li) + g.r * KPT, L.v);
+			load_slot<K, KPT>(dyn_leaf(T, L.li) + g.r * KPT, L.v);
 	}
 	else
 	{
@@ -478,32 +395,29 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 		if constexpr (G == 1)
 			L.keys = T.leaves + (size_t) L.li * M;
 		else
-			load_slot<K, KPT, HL>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
+			load_slot<K, KPT>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
 	}
 }
 
-/* Key j of leaf li (HINTS: read as a leaf the search reads again). */
-template <class K, bool DYN, bool HINTS = false>
+/* Key j of leaf li. */
+template <class K, bool DYN>
 __device__ __forceinline__ K
 leaf_key(const TreeDev<K> &T, uint32_t li, uint32_t j)
 {
-	constexpr int H = HINTS ? LD_LEAF_RE : LD_PLAIN;
-
 	if constexpr (DYN)
-		return ld_key<K, H>(dyn_leaf(T, li) + j);
+		return ld_key<K>(dyn_leaf(T, li) + j);
 	else
-		return ld_key<K, H>(T.leaves + (size_t) li * (NODE_BYTES / sizeof(K)) + j);
+		return ld_key<K>(T.leaves + (size_t) li * (NODE_BYTES / sizeof(K)) + j);
 }
 
 /* Rank of t among a leaf's keys, clamped to the leaf's size: from the
- * group's registers, or (thread search) by loads with cache hints when
- * HINTS. */
-template <class K, int G, int KPT, bool LE, bool HINTS = false>
+ * group's registers, or (thread search) by loads. */
+template <class K, int G, int KPT, bool LE>
 __device__ __forceinline__ uint32_t
 leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
 {
 	if constexpr (G == 1)
-		return thread_leaf_rank<K, LE, HINTS ? LD_LEAF_RE : LD_PLAIN>(L.keys, t, L.size);
+		return thread_leaf_rank<K, LE>(L.keys, t, L.size);
 	else
 		return umin32(group_rank<K, G, KPT, LE>(L.v, t, g), L.size);
 }
@@ -512,10 +426,9 @@ leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
  * Answer one probe of op: [*f, *l) in the sorted entry order.  The descents
  * for the probe's own keys start at S (a node all of them pass, the root by
  * default); those for a neighbouring key (the run of a successor or
- * predecessor) start at the root.  G = 1: the thread search; HINTS: loads
- * with cache hints.
+ * predecessor) start at the root.  G = 1: the thread search.
  */
-template <class K, int G, bool DYN, bool HINTS = false>
+template <class K, int G, bool DYN>
 __device__ __forceinline__ void
 answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 	   uint64_t &f, uint64_t &l, Start S = Start{0, 0})
@@ -538,14 +451,14 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 
 		if (t > kmax)			/* nothing >= p */
 			return;
-		descend<K, G, false, DYN, false, HINTS>(T, t, g, L, S);
-		uint32_t	clt = leaf_rank<K, G, KPT, false, HINTS>(L, t, g);
+		descend<K, G, false, DYN>(T, t, g, L, S);
+		uint32_t	clt = leaf_rank<K, G, KPT, false>(L, t, g);
 		K			k = t;
 
 		f = l = L.s + clt;
 		if (op == GI_OP_SUCC)
-			k = leaf_key<K, DYN, HINTS>(T, L.li, clt);	/* the smallest key >= p */
-		uint32_t	cle = leaf_rank<K, G, KPT, true, HINTS>(L, k, g);
+			k = leaf_key<K, DYN>(T, L.li, clt);	/* the smallest key >= p */
+		uint32_t	cle = leaf_rank<K, G, KPT, true>(L, k, g);
 
 		if (cle < L.size || L.li == last_li)
 			l = L.s + cle;
@@ -553,8 +466,8 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			l = T.n;
 		else
 		{						/* the run goes on past this leaf */
-			descend<K, G, true, DYN, false, HINTS>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0});
-			l = L.s + leaf_rank<K, G, KPT, true, HINTS>(L, k, g);
+			descend<K, G, true, DYN>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0});
+			l = L.s + leaf_rank<K, G, KPT, true>(L, k, g);
 		}
 	}
 	else if (op == GI_OP_PRED)
@@ -571,16 +484,16 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 		}
 		else
 		{
-			descend<K, G, true, DYN, false, HINTS>(T, t, g, L, S);
-			uint32_t	cle = leaf_rank<K, G, KPT, true, HINTS>(L, t, g);
+			descend<K, G, true, DYN>(T, t, g, L, S);
+			uint32_t	cle = leaf_rank<K, G, KPT, true>(L, t, g);
 
 			l = L.s + cle;
 			if (l == 0)
 				return;
 			/* the largest key <= p: in this leaf, or the previous one's last */
-			k = cle ? leaf_key<K, DYN, HINTS>(T, L.li, cle - 1) :
-				leaf_key<K, DYN, HINTS>(T, L.li - 1, leaf_size<K, DYN>(T, L.li - 1) - 1);
-			uint32_t	clt = leaf_rank<K, G, KPT, false, HINTS>(L, k, g);
+			k = cle ? leaf_key<K, DYN>(T, L.li, cle - 1) :
+				leaf_key<K, DYN>(T, L.li - 1, leaf_size<K, DYN>(T, L.li - 1) - 1);
+			uint32_t	clt = leaf_rank<K, G, KPT, false>(L, k, g);
 
 			if (clt > 0 || L.li == 0)
 			{
@@ -589,8 +502,8 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			}
 		}
 		/* the run starts before this leaf */
-		descend<K, G, false, DYN, false, HINTS>(T, k, g, L);
-		f = L.s + leaf_rank<K, G, KPT, false, HINTS>(L, k, g);
+		descend<K, G, false, DYN>(T, k, g, L);
+		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
 	}
 	else
 	{							/* GI_OP_RANGE: [lower_bound(lo), upper_bound(hi)) */
@@ -605,8 +518,8 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			lb = T.n;
 		else
 		{
-			descend<K, G, false, DYN, false, HINTS>(T, (K) p, g, L, S);
-			lb = L.s + leaf_rank<K, G, KPT, false, HINTS>(L, (K) p, g);
+			descend<K, G, false, DYN>(T, (K) p, g, L, S);
+			lb = L.s + leaf_rank<K, G, KPT, false>(L, (K) p, g);
 		}
 		if (ph < KMIN)
 			ub = 0;
@@ -614,8 +527,8 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			ub = T.n;
 		else
 		{
-			descend<K, G, true, DYN, false, HINTS>(T, (K) ph, g, L, S);
-			ub = L.s + leaf_rank<K, G, KPT, true, HINTS>(L, (K) ph, g);
+			descend<K, G, true, DYN>(T, (K) ph, g, L, S);
+			ub = L.s + leaf_rank<K, G, KPT, true>(L, (K) ph, g);
 		}
 		f = lb;
 		l = ub > lb ? ub : lb;

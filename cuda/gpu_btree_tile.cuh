@@ -66,6 +66,20 @@ clamp_to_key(int64_t p)
 	return (K) (p < KMIN ? KMIN : p > KMAX ? KMAX : p);
 }
 
+/*
+ * Clamp a key into the tree's key bounds [kmin, kmax].  The three places
+ * that reduce a span of probes (tile_span, the run search's rows, the order
+ * sample's sample_narrow) clamp its ends with it, so that tile_narrow
+ * compares the span with the tree's own and tile_bounds descends to keys
+ * inside the tree.
+ */
+template <class K>
+__device__ __forceinline__ K
+clamp_to_tree(const TreeDev<K> &T, K k)
+{
+	return k < T.kmin ? T.kmin : k > T.kmax ? T.kmax : k;
+}
+
 /* Warp-wide minimum (MAX = false) or maximum of v. */
 template <class K, bool MAX>
 __device__ __forceinline__ K
@@ -358,8 +372,8 @@ tile_span(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *pro
 	}
 	lo = warp_extreme<K, false>(lo);
 	hi = warp_extreme<K, true>(hi);
-	*lo_out = lo < T.kmin ? T.kmin : lo > T.kmax ? T.kmax : lo;
-	*hi_out = hi < T.kmin ? T.kmin : hi > T.kmax ? T.kmax : hi;
+	*lo_out = clamp_to_tree<K>(T, lo);
+	*hi_out = clamp_to_tree<K>(T, hi);
 	if (in_order)
 		*in_order = __all_sync(0xffffffffu, ordered);
 }
@@ -598,8 +612,8 @@ run_tile(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *prob
 			}
 			lo = warp_extreme<K, false>(lo);
 			hi = warp_extreme<K, true>(hi);
-			lo = lo < T.kmin ? T.kmin : lo > T.kmax ? T.kmax : lo;
-			hi = hi < T.kmin ? T.kmin : hi > T.kmax ? T.kmax : hi;
+			lo = clamp_to_tree<K>(T, lo);
+			hi = clamp_to_tree<K>(T, hi);
 			if (!tile_narrow<K>(T, lo, hi))
 				break;
 			tile_bounds<K, DYN>(T, op, lo, hi, &S, &li0, &li1);
@@ -758,8 +772,8 @@ sample_narrow(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t 
 	}
 	lo = warp_extreme<K, false>(lo);
 	hi = warp_extreme<K, true>(hi);
-	lo = lo < T.kmin ? T.kmin : lo > T.kmax ? T.kmax : lo;
-	hi = hi < T.kmin ? T.kmin : hi > T.kmax ? T.kmax : hi;
+	lo = clamp_to_tree<K>(T, lo);
+	hi = clamp_to_tree<K>(T, hi);
 	if (!tile_narrow<K>(T, lo, hi))
 		return false;
 	if (max_leaves == 0)

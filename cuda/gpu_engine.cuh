@@ -61,12 +61,6 @@ typedef struct GiGpuPolicy
 								 * do those equal to the previous row's
 								 * last); 0 default (on), 1 on, -1 off;
 								 * GI_GPU_DEDUP overrides it */
-	int			cache_hints;	/* the per-probe kernel on unsorted batches:
-								 * internal nodes read with an L2 evict_last
-								 * policy, leaves with evict_first (and not
-								 * kept in L1 by the group search); 0 default
-								 * (off), 1 on, -1 off; GI_GPU_CACHE_HINTS
-								 * overrides it */
 	int			sample_leaves;	/* tile 0: what the order sample calls a
 								 * narrow tile: 0 default, one whose keys lie
 								 * in at most the staging window's leaves

@@ -131,10 +131,10 @@ env_mode(const char *name, int dflt)
 #define GPU_UNSET	(LLONG_MIN + 1)
 enum
 {
-	GS_RUN_SEARCH, GS_CHILD_ARITH, GS_DEDUP, GS_GROUP, GS_CACHE_HINTS, GS_GATE_MIN, GS_COUNT
+	GS_RUN_SEARCH, GS_CHILD_ARITH, GS_DEDUP, GS_GROUP, GS_GATE_MIN, GS_COUNT
 };
 static _Atomic long long gpu_settings[GS_COUNT] = {
-	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD
+	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD
 };
 
 /* A mode setting (env_mode) as a slot value. */
@@ -165,8 +165,6 @@ gpu_setting_parse(int slot)
 
 				return (g == 1 || g == 2 || g == 4 || g == 8 || g == 16 || g == 32) ? g : GPU_UNSET;
 			}
-		case GS_CACHE_HINTS:
-			return mode_slot("GI_GPU_CACHE_HINTS");
 		default:
 			return env_count("GI_GPU_GATE_MIN", GPU_UNSET);
 	}
@@ -223,13 +221,6 @@ int
 gi_setting_gpu_group(int dflt)
 {
 	return (int) gpu_setting(GS_GROUP, dflt);
-}
-
-/* GI_GPU_CACHE_HINTS as -1 / 0 / 1, or dflt (engine_util.h). */
-int
-gi_setting_gpu_cache_hints(int dflt)
-{
-	return (int) gpu_setting(GS_CACHE_HINTS, dflt);
 }
 
 /* GI_GPU_GATE_MIN, or dflt (engine_util.h). */

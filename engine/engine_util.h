@@ -69,9 +69,6 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *   GI_GPU_GROUP     lanes a probe of the GPU B+ tree's per-probe kernel:
  *                    1 (the thread search), 2, 4, 8, 16 or 32; dflt
  *                    otherwise
- *   GI_GPU_CACHE_HINTS  whether the GPU B+ tree's per-probe kernel loads
- *                    with L2 cache hints ("on", 1) or not ("off", -1);
- *                    dflt otherwise
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
@@ -80,7 +77,6 @@ long long	gi_setting_gpu_gate_min(long long dflt);
 int			gi_setting_gpu_child_arith(int dflt);
 int			gi_setting_gpu_dedup(int dflt);
 int			gi_setting_gpu_group(int dflt);
-int			gi_setting_gpu_cache_hints(int dflt);
 void		gi_settings_reload(void);
 
 #ifdef __cplusplus

@@ -2,7 +2,7 @@
  * gpu_check.cu - differential check of the GPU engine against brute force
  * and the CPU engine, covering what test/unit cannot reach from engine.h:
  * every query policy (sorted / unsorted probe batches, thread groups of 1
- * (the thread search), 8, 16 and 32, cache hints, the tiled search with
+ * (the thread search), 8, 16 and 32, the tiled search with
  * and without staged leaves) over random,
  * sorted and clustered probe orders, on the static and the insertable form,
  * children computed from the level cut and loaded from the prefix sums,
@@ -204,19 +204,17 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	 * probes descending each (dedup -1, 9th field), tiled and run search;
 	 * the thread search (group 1) per probe, with children from the prefix
 	 * sums, and behind the order sample (which tiles with groups of 2);
-	 * cache hints (10th field) on the thread search and on groups of 2, 16
-	 * and 32 (int64: 16), every load width the hints have; the order
-	 * sample's key-span rule (11th field -1) and a leaf rule of 3 leaves */
+	 * the per-probe kernel with groups of 16 and 32 (int64: 16), the 8-
+	 * and 4-byte node loads; the order sample's key-span rule (10th field
+	 * -1) and a leaf rule of 3 leaves */
 	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0}, {0, 0, 4, 1, 1, 0}, {0, 0, 8, 1, 3, 0},
 	{0, 0, 2, 1, 2, 0}, {0, 0, 2, 1, 0, 0}, {0, 0, 2, 1, 0, 1}, {0, 0, 4, 1, 2, 1},
 	{0, 0, 8, 1, 1, 1}, {0, 0, 2, 1, 0, -1}, {0, 0, 2, 0, 0, -1, 1},
 	{0, 0, 2, -1, 0, -1, 0, -1}, {0, 0, 8, 1, 2, 1, 0, -1},
 	{0, 0, 2, 1, 0, -1, 0, 0, -1}, {0, 0, 4, 1, 1, 1, 0, 0, -1},
 	{0, 0, 1, -1, 0, -1}, {0, 0, 1, -1, 0, -1, 0, -1}, {0, 0, 1, 0, 0, -1, 1},
-	{0, 0, 1, -1, 0, -1, 0, 0, 0, 1}, {0, 0, 1, 0, 0, -1, 1, 0, 0, 1},
-	{0, 0, 2, -1, 0, -1, 0, 0, 0, 1}, {0, 0, 16, -1, 0, -1, 0, 0, 0, 1},
-	{0, 0, 32, -1, 0, -1, 0, 0, 0, 1}, {0, 0, 2, 0, 0, -1, 1, 0, 0, 0, -1},
-	{0, 0, 1, 0, 0, -1, 1, 0, 0, 0, 3}};
+	{0, 0, 16, -1, 0, -1}, {0, 0, 32, -1, 0, -1}, {0, 0, 2, 0, 0, -1, 1, 0, 0, -1},
+	{0, 0, 1, 0, 0, -1, 1, 0, 0, 3}};
 	const int	ntiles = (int) (sizeof(tiles) / sizeof(tiles[0]));
 	size_t		q = p.size();
 	std::vector<uint64_t> rf(q), rl(q), f(q), l(q);
@@ -282,10 +280,10 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				for (size_t i = 0; i < q && bad == q; i++)
 					if (f[i] != rf[i] || l[i] != rl[i])
 						bad = i;
-				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d hints=%d snapshot=%d",
+				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d sample_leaves=%d snapshot=%d",
 						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
 						 pol.tile, pol.window, pol.run, pol.gate_min, pol.child_arith, pol.dedup,
-						 pol.cache_hints, pol.snapshot);
+						 pol.sample_leaves, pol.snapshot);
 				if (bad < q)
 					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
 						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],

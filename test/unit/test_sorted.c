@@ -11,8 +11,8 @@
  * narrow tile does), and in the further modes of `modes` (the order sample
  * at every batch size, children loaded from the prefix sums rather than
  * computed from the level cut, equal probes descending each rather than
- * once a row, the thread search (GI_GPU_GROUP 1: a lane a probe), loads
- * with cache hints): each answer must match brute force (an empty
+ * once a row, the thread search (GI_GPU_GROUP 1: a lane a probe)): each
+ * answer must match brute force (an empty
  * answer: only empty, as test_engine.c checks) and every mode must agree
  * with mode off to the letter.  GPU only: without a device nothing runs.
  * gi_test_sorted_main(), run by test_engine's main; GI_UNIT_MAX caps the
@@ -43,24 +43,20 @@ typedef struct SortedMode
 	const char *child_arith;	/* GI_GPU_CHILD_ARITH (NULL: unset) */
 	const char *dedup;			/* GI_GPU_DEDUP (NULL: unset) */
 	const char *group;			/* GI_GPU_GROUP (NULL: unset) */
-	const char *hints;			/* GI_GPU_CACHE_HINTS (NULL: unset) */
 } SortedMode;
 
 static const SortedMode modes[] = {
-	{"off", "off", NULL, NULL, NULL, NULL, NULL},
-	{"auto", "auto", NULL, NULL, NULL, NULL, NULL},
-	{"on", "on", NULL, NULL, NULL, NULL, NULL},
-	{"sampled", "off", "0", NULL, NULL, NULL, NULL},	/* the order sample at every batch size */
-	{"prefix", "off", NULL, "off", NULL, NULL, NULL},	/* children from the prefix sums */
-	{"sampled prefix", "off", "0", "off", NULL, NULL, NULL},
-	{"no dedup", "off", NULL, NULL, "off", NULL, NULL}, /* equal probes descend each */
-	{"on no dedup", "on", NULL, NULL, "off", NULL, NULL},
-	{"thread", "off", NULL, NULL, NULL, "1", NULL},	/* the per-probe kernel a lane a probe */
-	{"thread prefix", "off", NULL, "off", NULL, "1", NULL},
-	{"sampled thread", "off", "0", NULL, NULL, "1", NULL},
-	{"hints", "off", NULL, NULL, NULL, NULL, "on"},	/* loads with L2 cache hints */
-	{"thread hints", "off", NULL, NULL, NULL, "1", "on"},
-	{"sampled thread hints", "off", "0", NULL, NULL, "1", "on"},
+	{"off", "off", NULL, NULL, NULL, NULL},
+	{"auto", "auto", NULL, NULL, NULL, NULL},
+	{"on", "on", NULL, NULL, NULL, NULL},
+	{"sampled", "off", "0", NULL, NULL, NULL},	/* the order sample at every batch size */
+	{"prefix", "off", NULL, "off", NULL, NULL},	/* children from the prefix sums */
+	{"sampled prefix", "off", "0", "off", NULL, NULL},
+	{"no dedup", "off", NULL, NULL, "off", NULL},	/* equal probes descend each */
+	{"on no dedup", "on", NULL, NULL, "off", NULL},
+	{"thread", "off", NULL, NULL, NULL, "1"},	/* the per-probe kernel a lane a probe */
+	{"thread prefix", "off", NULL, "off", NULL, "1"},
+	{"sampled thread", "off", "0", NULL, NULL, "1"},
 };
 #define NMODES ((int) (sizeof(modes) / sizeof(modes[0])))
 #define NRUN_MODES 3			/* the run search's; the rest run for shapes
@@ -220,7 +216,6 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 			set_or_unset("GI_GPU_CHILD_ARITH", modes[mode].child_arith);
 			set_or_unset("GI_GPU_DEDUP", modes[mode].dedup);
 			set_or_unset("GI_GPU_GROUP", modes[mode].group);
-			set_or_unset("GI_GPU_CACHE_HINTS", modes[mode].hints);
 			memset(rf, 0xAB, np * sizeof(uint64_t));
 			memset(rl, 0xCD, np * sizeof(uint64_t));
 			st = gi_image_query(img, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL, np, rf, rl, &err);
@@ -257,7 +252,6 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 	unsetenv("GI_GPU_CHILD_ARITH");
 	unsetenv("GI_GPU_DEDUP");
 	unsetenv("GI_GPU_GROUP");
-	unsetenv("GI_GPU_CACHE_HINTS");
 	gi_settings_reload();
 }
 
