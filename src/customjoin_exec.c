@@ -85,7 +85,15 @@ typedef struct GpuidxJoinState
 	int		   *probe_cols;		/* per probe: the outer column it is, or -1
 								 * (an expression) */
 	bool		probes_are_columns; /* every probe is an outer column: read
-									 * from the kept row, no evaluation */
+									 * from the outer row, no evaluation */
+	int			probe_natts;	/* probes_are_columns: the outer columns to
+								 * deform to read them */
+	bool	   *outer_kept;		/* per outer column: read after the gather
+								 * (output, quals, as-of expressions), so
+								 * kept with the row; the others are NULL in
+								 * the scan tuple */
+	int			kept_natts;		/* the highest kept column (0: none, no row
+								 * is kept) */
 	ExprState  *matchqual;
 	/* as-of */
 	ExprState **asof_outputs;
@@ -118,7 +126,8 @@ typedef struct GpuidxJoinState
 	JoinPhase	phase;
 	bool		outer_done;
 	MemoryContext chunk_cxt;	/* outer rows and hits of one chunk */
-	Datum	   *row_values;		/* nouter a row: the gathered outer rows */
+	Datum	   *row_values;		/* nouter a row: the gathered outer rows'
+								 * kept columns (NULL when none is kept) */
 	bool	   *row_nulls;
 	bool		walk_rows;		/* key-only table join on a mostly
 								 * all-visible table: walk each row's hits
@@ -293,10 +302,79 @@ probe_columns(GpuidxJoinState *state, List *exprs)
 		state->probe_cols[i] = -1;
 		if (IsA(var, Var) && var->varno == INDEX_VAR && var->varlevelsup == 0 &&
 			var->varattno >= 1 && var->varattno <= state->nouter)
+		{
 			state->probe_cols[i] = var->varattno - 1;
+			state->probe_natts = Max(state->probe_natts, var->varattno);
+		}
 		else
 			state->probes_are_columns = false;
 	}
+}
+
+/* What mark_outer_columns walks for: the kept flags of the outer columns. */
+typedef struct OuterColumnsWalk
+{
+	int			varno;			/* INDEX_VAR or OUTER_VAR: the scan tuple */
+	int			nouter;
+	bool	   *kept;
+} OuterColumnsWalk;
+
+/* Mark the outer columns of the scan tuple that an expression reads. */
+static bool
+mark_outer_columns(Node *node, OuterColumnsWalk *walk)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		if (var->varno == walk->varno && var->varlevelsup == 0)
+		{
+			if (var->varattno == 0)
+				memset(walk->kept, true, sizeof(bool) * walk->nouter);
+			else if (var->varattno >= 1 && var->varattno <= walk->nouter)
+				walk->kept[var->varattno - 1] = true;
+		}
+		return false;
+	}
+	return expression_tree_walker(node, mark_outer_columns, (void *) walk);
+}
+
+/*
+ * Which outer columns are read after the chunk was gathered: by the plan's
+ * target list and quals and the match quals (over the scan tuple,
+ * INDEX_VAR), and by an as-of join's subquery outputs, quals and LIMIT
+ * (the scan tuple as OUTER_VAR).  Only those are kept with each gathered
+ * row: the probes are read from the outer row as it comes, so a join whose
+ * output needs no outer column (say an aggregate over the as-of values)
+ * keeps nothing per row.
+ */
+static void
+kept_columns(GpuidxJoinState *state, CustomScan *cscan)
+{
+	List	   *priv = cscan->custom_private;
+	OuterColumnsWalk walk;
+	int			i;
+
+	state->outer_kept = palloc0(sizeof(bool) * Max(state->nouter, 1));
+	walk.nouter = state->nouter;
+	walk.kept = state->outer_kept;
+	walk.varno = INDEX_VAR;
+	mark_outer_columns((Node *) cscan->scan.plan.targetlist, &walk);
+	mark_outer_columns((Node *) cscan->scan.plan.qual, &walk);
+	mark_outer_columns((Node *) list_copy_tail(cscan->custom_exprs, state->nprobes), &walk);
+	if (state->kind != GPUIDX_JOIN_TABLE)
+	{
+		walk.varno = OUTER_VAR;
+		mark_outer_columns((Node *) list_nth(priv, GPUIDX_CJ_ASOF_OUTPUTS), &walk);
+		mark_outer_columns((Node *) list_nth(priv, GPUIDX_CJ_ASOF_QUALS), &walk);
+		mark_outer_columns((Node *) list_nth(priv, GPUIDX_CJ_ASOF_LIMIT), &walk);
+	}
+	state->kept_natts = 0;
+	for (i = 0; i < state->nouter; i++)
+		if (state->outer_kept[i])
+			state->kept_natts = i + 1;
 }
 
 /* Open the table and index, prepare the expressions, start the outer plan. */
@@ -375,6 +453,7 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 		state->probe_types[i] = getBaseType(exprType((Node *) e));
 	}
 	probe_columns(state, cscan->custom_exprs);
+	kept_columns(state, cscan);
 	state->matchqual = ExecInitQual(list_copy_tail(cscan->custom_exprs, state->nprobes),
 									&node->ss.ps);
 	if (state->kind != GPUIDX_JOIN_TABLE)
@@ -420,18 +499,24 @@ restore_row(GpuidxJoinState *state, int64 r)
 	int			natts = scan->tts_tupleDescriptor->natts;
 
 	ExecClearTuple(scan);
-	memcpy(scan->tts_values, state->row_values + r * state->nouter,
-		   sizeof(Datum) * state->nouter);
-	memcpy(scan->tts_isnull, state->row_nulls + r * state->nouter,
-		   sizeof(bool) * state->nouter);
-	memset(scan->tts_isnull + state->nouter, true, sizeof(bool) * (natts - state->nouter));
+	if (state->row_values)
+	{
+		memcpy(scan->tts_values, state->row_values + r * state->nouter,
+			   sizeof(Datum) * state->nouter);
+		memcpy(scan->tts_isnull, state->row_nulls + r * state->nouter,
+			   sizeof(bool) * state->nouter);
+		memset(scan->tts_isnull + state->nouter, true, sizeof(bool) * (natts - state->nouter));
+	}
+	else
+		memset(scan->tts_isnull, true, sizeof(bool) * natts);
 	ExecStoreVirtualTuple(scan);
 }
 
 /*
- * Keep outer row n of the chunk: its column values (by-reference ones
- * copied into the chunk's memory), so that restoring it is a copy of
- * Datums.
+ * Keep outer row n of the chunk: the values of its kept columns
+ * (by-reference ones copied into the chunk's memory), the others NULL, so
+ * that restoring it is a copy of Datums.  Only called when some column is
+ * kept.
  */
 static void
 keep_row(GpuidxJoinState *state, int64 n, TupleTableSlot *slot)
@@ -440,13 +525,19 @@ keep_row(GpuidxJoinState *state, int64 n, TupleTableSlot *slot)
 	bool	   *nulls = state->row_nulls + n * state->nouter;
 	int			i;
 
-	slot_getallattrs(slot);
-	memcpy(nulls, slot->tts_isnull, sizeof(bool) * state->nouter);
+	slot_getsomeattrs(slot, state->kept_natts);
 	for (i = 0; i < state->nouter; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(state->outer_desc, i);
 
-		values[i] = nulls[i] || att->attbyval ? slot->tts_values[i] :
+		if (i >= state->kept_natts || !state->outer_kept[i] || slot->tts_isnull[i])
+		{
+			values[i] = (Datum) 0;
+			nulls[i] = true;
+			continue;
+		}
+		nulls[i] = false;
+		values[i] = att->attbyval ? slot->tts_values[i] :
 			datumCopy(slot->tts_values[i], false, att->attlen);
 	}
 }
@@ -454,9 +545,9 @@ keep_row(GpuidxJoinState *state, int64 n, TupleTableSlot *slot)
 /*
  * The interval (table join) or bound (as-of, in lo) an outer row asks for,
  * from its probes: a probe that is an outer column is read from the row's
- * values / nulls, any other probe expression is evaluated over the scan
- * tuple (which then holds the row); false if it can match nothing (a NULL,
- * or an empty intersection).
+ * values / nulls (the outer slot's or the scan tuple's), any other probe
+ * expression is evaluated over the scan tuple (which then holds the row);
+ * false if it can match nothing (a NULL, or an empty intersection).
  */
 static bool
 eval_probes(GpuidxJoinState *state, const Datum *values, const bool *nulls,
@@ -514,10 +605,13 @@ reserve_rows(GpuidxJoinState *state, int64 n)
 		cap = Max(cap, (int64) Min(state->outer->plan->plan_rows * 1.1, 1e12));
 	cap = Min(Max(cap, n), (int64) gpuidx_batch_chunk);
 	old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
-	if (state->row_values == NULL)
+	if (state->rows_cap == 0)
 	{
-		state->row_values = gpuidx_alloc_huge(sizeof(Datum) * cap * Max(state->nouter, 1));
-		state->row_nulls = gpuidx_alloc_huge(sizeof(bool) * cap * Max(state->nouter, 1));
+		if (state->kept_natts > 0)
+		{
+			state->row_values = gpuidx_alloc_huge(sizeof(Datum) * cap * state->nouter);
+			state->row_nulls = gpuidx_alloc_huge(sizeof(bool) * cap * state->nouter);
+		}
 		state->matched = gpuidx_alloc_huge(sizeof(bool) * cap);
 		state->row_lo = gpuidx_alloc_huge(sizeof(int64) * cap);
 		state->row_hi = gpuidx_alloc_huge(sizeof(int64) * cap);
@@ -527,10 +621,13 @@ reserve_rows(GpuidxJoinState *state, int64 n)
 	}
 	else
 	{
-		state->row_values = repalloc_huge(state->row_values,
-										  sizeof(Datum) * cap * Max(state->nouter, 1));
-		state->row_nulls = repalloc_huge(state->row_nulls,
-										 sizeof(bool) * cap * Max(state->nouter, 1));
+		if (state->row_values)
+		{
+			state->row_values = repalloc_huge(state->row_values,
+											  sizeof(Datum) * cap * state->nouter);
+			state->row_nulls = repalloc_huge(state->row_nulls,
+											 sizeof(bool) * cap * state->nouter);
+		}
 		state->matched = repalloc(state->matched, sizeof(bool) * cap);
 		state->row_lo = repalloc(state->row_lo, sizeof(int64) * cap);
 		state->row_hi = repalloc(state->row_hi, sizeof(int64) * cap);
@@ -628,15 +725,28 @@ gather_chunk(GpuidxJoinState *state)
 			break;
 		}
 		reserve_rows(state, n + 1);
-		old = MemoryContextSwitchTo(state->chunk_cxt);
-		keep_row(state, n, slot);
-		MemoryContextSwitchTo(old);
-		/* probe expressions other than columns read the row as the scan tuple */
-		if (!state->probes_are_columns)
-			restore_row(state, n);
-		state->row_valid[n] = eval_probes(state, state->row_values + n * state->nouter,
-										  state->row_nulls + n * state->nouter,
-										  &state->row_lo[n], &state->row_hi[n]);
+		if (state->row_values)
+		{
+			old = MemoryContextSwitchTo(state->chunk_cxt);
+			keep_row(state, n, slot);
+			MemoryContextSwitchTo(old);
+		}
+		if (state->probes_are_columns)
+		{
+			/* the probes read straight from the outer row */
+			slot_getsomeattrs(slot, state->probe_natts);
+			state->row_valid[n] = eval_probes(state, slot->tts_values, slot->tts_isnull,
+											  &state->row_lo[n], &state->row_hi[n]);
+		}
+		else
+		{
+			/* probe expressions read the row as the scan tuple */
+			TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+
+			store_outer(state, slot);
+			state->row_valid[n] = eval_probes(state, scan->tts_values, scan->tts_isnull,
+											  &state->row_lo[n], &state->row_hi[n]);
+		}
 		state->matched[n] = false;
 		state->first[n] = state->last[n] = 0;
 		if (state->row_valid[n])
