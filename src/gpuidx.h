@@ -13,6 +13,7 @@
 #include "access/generic_xlog.h"
 #include "access/itup.h"
 #include "access/relscan.h"
+#include "catalog/pg_type_d.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
 #include "portability/instr_time.h"
@@ -293,7 +294,27 @@ extern void gpuidx_deform_row(const GpuidxLayout *layout, const char *row,
 							  Datum *values, bool *isnull);
 extern int64 *gpuidx_array_keys(Datum arraydatum, int64 *count);
 extern int	gpuidx_key_bytes_for_type(Oid typid);
-extern int64 gpuidx_datum_to_key(Datum value, Oid typid);
+extern int64 gpuidx_domain_datum_to_key(Datum value, Oid typid);
+
+/*
+ * Convert an int2/int4/int8 datum (or a domain over one) to a 64-bit key.
+ * Inline: joins convert one probe per outer row.
+ */
+static inline int64
+gpuidx_datum_to_key(Datum value, Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return (int64) DatumGetInt16(value);
+		case INT4OID:
+			return (int64) DatumGetInt32(value);
+		case INT8OID:
+			return DatumGetInt64(value);
+		default:
+			return gpuidx_domain_datum_to_key(value, typid);
+	}
+}
 extern Datum gpuidx_key_to_datum(int64 key, Oid typid);
 
 /* ---------- vacuum.c ---------- */

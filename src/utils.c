@@ -207,29 +207,16 @@ gpuidx_key_bytes_for_type(Oid typid)
 	}
 }
 
-/* Convert an int2/int4/int8 datum to a 64-bit key. */
+/* gpuidx_datum_to_key of a domain over int2/int4/int8 (gpuidx.h). */
 int64
-gpuidx_datum_to_key(Datum value, Oid typid)
+gpuidx_domain_datum_to_key(Datum value, Oid typid)
 {
-	switch (typid)
-	{
-		case INT2OID:
-			return (int64) DatumGetInt16(value);
-		case INT4OID:
-			return (int64) DatumGetInt32(value);
-		case INT8OID:
-			return DatumGetInt64(value);
-		default:
-			{
-				/* A domain: its values are those of its base type. */
-				Oid			base = getBaseType(typid);
+	/* A domain: its values are those of its base type. */
+	Oid			base = getBaseType(typid);
 
-				if (base != typid)
-					return gpuidx_datum_to_key(value, base);
-			}
-			elog(ERROR, "gpuidx: unsupported key type %u", typid);
-			return 0;			/* keep compiler quiet */
-	}
+	if (base == typid)
+		elog(ERROR, "gpuidx: unsupported key type %u", typid);
+	return gpuidx_datum_to_key(value, base);
 }
 
 /* A 64-bit key as a datum of the index's key type (int2, int4 or int8). */
