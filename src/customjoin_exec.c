@@ -74,6 +74,9 @@ typedef struct GpuidxJoinState
 	int			inner_max_attno;	/* table join: the highest one */
 	bool		key_only;		/* all-visible rows come from the image */
 	int			ninclude;		/* the index's INCLUDE columns ... */
+	GpuidxLayout layout;		/* ... their layout in the image's rows (a
+								 * copy: a relcache rebuild frees the
+								 * index's) ... */
 	AttrNumber *include_attno;	/* ... and the table column of each */
 	int		   *inner_include;	/* table join, per inner column: its INCLUDE
 								 * column, -1 if none */
@@ -225,6 +228,7 @@ map_include_columns(GpuidxJoinState *state)
 				j;
 
 	state->ninclude = IndexRelationGetNumberOfAttributes(state->index) - nkeys;
+	state->layout = *gpuidx_layout(state->index);
 	state->include_attno = palloc(sizeof(AttrNumber) * Max(state->ninclude, 1));
 	for (c = 0; c < state->ninclude; c++)
 		state->include_attno[c] = state->index->rd_index->indkey.values[nkeys + c];
@@ -758,6 +762,9 @@ gather_chunk(GpuidxJoinState *state)
 		if (!state->probes_are_columns)
 			ResetExprContext(state->css.ss.ps.ps_ExprContext);
 	}
+	/* the scan tuple held outer rows for the probes: empty, restored per row */
+	if (!state->probes_are_columns)
+		ExecClearTuple(state->css.ss.ss_ScanTupleSlot);
 	if (state->nrows == 0)
 		return false;
 	if (nvalid == 0)
@@ -980,7 +987,7 @@ store_inner_from_image(GpuidxJoinState *state, int64 pos, uint64 packed)
 	int			j;
 
 	if (row)
-		gpuidx_deform_row(gpuidx_layout(state->index), row, inc_values, inc_nulls);
+		gpuidx_deform_row(&state->layout, row, inc_values, inc_nulls);
 	gpuidx_tid_unpack(packed, &tid);
 	for (j = 0; j < state->ninner; j++)
 	{
@@ -1190,7 +1197,7 @@ image_row_slot(GpuidxJoinState *state, int64 pos, int64 key)
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
 	if (row)
 	{
-		gpuidx_deform_row(gpuidx_layout(state->index), row, inc_values, inc_nulls);
+		gpuidx_deform_row(&state->layout, row, inc_values, inc_nulls);
 		for (c = 0; c < state->ninclude; c++)
 		{
 			AttrNumber	attno = state->include_attno[c];
@@ -1218,68 +1225,102 @@ typedef enum DirectAnswer
  * predecessor, the first for a successor: the walk's first step) when the
  * entry's page is all-visible in the chunk's copy of the map, and then its
  * key and INCLUDE columns go straight from the image into the scan tuple:
- * no virtual row, no expression evaluation, and on a table that is all
- * all-visible no TID read either.  Prefetches the entry 16 rows ahead.
+ * no virtual row, no expression evaluation, only the INCLUDE columns the
+ * output reads, and on a table that is all all-visible no TID read either.
+ * When no outer column is kept the scan tuple's outer columns stay NULL
+ * from the last restore and only the inner ones are written.  Prefetches
+ * the entry 16 rows ahead.
  */
-static DirectAnswer
+static pg_attribute_always_inline DirectAnswer
 asof_direct_row(GpuidxJoinState *state, int64 r, bool pred)
 {
 	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
 	const GpuidxVisMapCopy *vm = &state->direct_vm;
+	const GpuidxImageData *img = state->img;
 	int64		ahead = r + PREFETCH_ROWS;
 	int64		pos;
+	int64		key = 0;
+	const char *row = NULL;
+	bool		bounded;
 	int			j;
-	Datum		inc_values[GPUIDX_MAX_INCLUDE];
-	bool		inc_nulls[GPUIDX_MAX_INCLUDE];
 
 	if (ahead < state->nrows && state->row_valid[ahead] &&
 		state->last[ahead] > state->first[ahead])
-		gpuidx_prefetch_entry(state->img, pred ? (int64) state->last[ahead] - 1 :
+		gpuidx_prefetch_entry(img, pred ? (int64) state->last[ahead] - 1 :
 							  (int64) state->first[ahead], state->direct_reads_key,
 							  !vm->all_set, state->direct_reads_row);
 	if (!state->row_valid[r] || state->last[r] <= state->first[r])
 		return DIRECT_NONE;
 	pos = pred ? (int64) state->last[r] - 1 : (int64) state->first[r];
 	if (!vm->all_set &&
-		!gpuidx_vismap_copy_test(vm, (BlockNumber) (gpuidx_tid_at(state->img, pos) >> 16)))
+		!gpuidx_vismap_copy_test(vm, (BlockNumber) (gpuidx_tid_at(img, pos) >> 16)))
 		return DIRECT_WALK;
+
 	/*
 	 * Past the subquery's other bound no key qualifies (the walk's test);
 	 * the key is read only for that bound or as an output.
 	 */
-	{
-		bool		bounded = pred ? state->row_lo[r] > PG_INT64_MIN :
-			state->row_hi[r] < PG_INT64_MAX;
-		int64		key = 0;
-
-		if (bounded || state->direct_reads_key)
-			key = gpuidx_key_at(state->img, pos);
-		if (bounded && (pred ? key < state->row_lo[r] : key > state->row_hi[r]))
-			return DIRECT_NONE;
+	bounded = pred ? state->row_lo[r] > PG_INT64_MIN : state->row_hi[r] < PG_INT64_MAX;
+	if (bounded || state->direct_reads_key)
+		key = gpuidx_key_at(img, pos);
+	if (bounded && (pred ? key < state->row_lo[r] : key > state->row_hi[r]))
+		return DIRECT_NONE;
+	if (state->row_values || TTS_EMPTY(scan))
 		restore_row(state, r);
-		if (state->direct_reads_row)
-			gpuidx_deform_row(gpuidx_layout(state->index), gpuidx_row_at(state->img, pos),
-							  inc_values, inc_nulls);
-		for (j = 0; j < state->ninner; j++)
-		{
-			int			k = state->nouter + j;
-			int			src = state->direct_src[j];
+	if (state->direct_reads_row)
+		row = gpuidx_row_at(img, pos);
+	for (j = 0; j < state->ninner; j++)
+	{
+		int			k = state->nouter + j;
+		int			src = state->direct_src[j];
 
-			if (src < 0)
-			{
-				scan->tts_values[k] = gpuidx_key_to_datum(key, state->keytype);
-				scan->tts_isnull[k] = false;
-			}
-			else
-			{
-				scan->tts_values[k] = inc_values[src];
-				scan->tts_isnull[k] = inc_nulls[src];
-			}
+		if (src < 0)
+		{
+			scan->tts_values[k] = gpuidx_key_to_datum(key, state->keytype);
+			scan->tts_isnull[k] = false;
 		}
+		else
+			scan->tts_values[k] = gpuidx_row_value(&state->layout, row, src,
+												   &scan->tts_isnull[k]);
 	}
 	state->matched[r] = true;
 	state->stat_hits++;
 	return DIRECT_ROW;
+}
+
+/*
+ * As-of join, a chunk that takes direct answers with LIMIT 1: the next
+ * outer row answered directly (or null-extended, a left join), in a loop
+ * of its own (the bulk of such a join's rows); NULL when the chunk is done
+ * or row asof_row must walk (next_asof walks it).
+ */
+static inline TupleTableSlot *
+next_direct(GpuidxJoinState *state)
+{
+	bool		pred = state->kind == GPUIDX_JOIN_ASOF_PRED;
+
+	for (;;)
+	{
+		int64		r = state->asof_row;
+		DirectAnswer d;
+
+		if (r >= state->nrows)
+			return NULL;
+		d = asof_direct_row(state, r, pred);
+		if ((r & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (d == DIRECT_WALK)
+			return NULL;
+		state->stat_direct++;
+		state->asof_row++;
+		if (d == DIRECT_ROW)
+			return state->css.ss.ss_ScanTupleSlot;
+		if (state->jointype == JOIN_LEFT)
+		{
+			restore_row(state, r);
+			return state->css.ss.ss_ScanTupleSlot;
+		}
+	}
 }
 
 /*
@@ -1399,11 +1440,11 @@ next_asof(GpuidxJoinState *state)
 	}
 }
 
-/* The next scan tuple of the join (ExecScan's access method). */
-static TupleTableSlot *
-next_join_tuple(ScanState *ss)
+/* The next scan tuple of the join, past next_join_tuple's direct rows. */
+static pg_noinline TupleTableSlot *
+next_join_tuple_phases(GpuidxJoinState *state)
 {
-	GpuidxJoinState *state = (GpuidxJoinState *) ss;
+	ScanState  *ss = &state->css.ss;
 	TupleTableSlot *slot;
 
 	for (;;)
@@ -1456,6 +1497,27 @@ next_join_tuple(ScanState *ss)
 				return ExecClearTuple(ss->ss_ScanTupleSlot);
 		}
 	}
+}
+
+/*
+ * The next scan tuple of the join (ExecScan's access method): a direct
+ * as-of answer in a small function of its own, anything else through the
+ * phases.
+ */
+static TupleTableSlot *
+next_join_tuple(ScanState *ss)
+{
+	GpuidxJoinState *state = (GpuidxJoinState *) ss;
+
+	if (state->phase == PHASE_ASOF && state->direct_chunk && !state->asof_started &&
+		state->asof_limit == 1)
+	{
+		TupleTableSlot *slot = next_direct(state);
+
+		if (slot)
+			return slot;
+	}
+	return next_join_tuple_phases(state);
 }
 
 /*

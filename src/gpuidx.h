@@ -290,6 +290,51 @@ extern const GpuidxLayout *gpuidx_layout(Relation index);
 extern int	gpuidx_include_width_for_type(Oid typid);
 extern void gpuidx_form_row(const GpuidxLayout *layout, const Datum *values,
 							const bool *isnull, char *row);
+
+/*
+ * Included column c of a row (gpuidx_form_row's layout: the NULL mask, then
+ * the values) as a datum, as fetch_att reads a by-value attribute of a heap
+ * tuple (so the datum equals the heap's bit for bit); 0 when NULL.  Inline:
+ * joins read one or two columns of a row per outer row.
+ */
+static inline Datum
+gpuidx_row_value(const GpuidxLayout *layout, const char *row, int c, bool *isnull)
+{
+	uint16		nulls;
+	const char *at = row + sizeof(uint16) + layout->value_offset[c];
+
+	memcpy(&nulls, row, sizeof(nulls));
+	*isnull = (nulls & (1 << c)) != 0;
+	if (*isnull)
+		return (Datum) 0;
+	switch (layout->width[c])
+	{
+		case 1:
+			return CharGetDatum(*at);
+		case 2:
+			{
+				int16		x;
+
+				memcpy(&x, at, sizeof(x));
+				return Int16GetDatum(x);
+			}
+		case 4:
+			{
+				int32		x;
+
+				memcpy(&x, at, sizeof(x));
+				return Int32GetDatum(x);
+			}
+		default:
+			{
+				int64		x;
+
+				memcpy(&x, at, sizeof(x));
+				return Int64GetDatum(x);
+			}
+	}
+}
+
 extern void gpuidx_deform_row(const GpuidxLayout *layout, const char *row,
 							  Datum *values, bool *isnull);
 extern int64 *gpuidx_array_keys(Datum arraydatum, int64 *count);

@@ -454,48 +454,8 @@ void
 gpuidx_deform_row(const GpuidxLayout *layout, const char *row, Datum *values,
 				  bool *isnull)
 {
-	uint16		nulls;
-	const char *v = row + sizeof(uint16);
 	int			c;
 
-	memcpy(&nulls, row, sizeof(nulls));
 	for (c = 0; c < layout->ninclude; c++)
-	{
-		const char *at = v + layout->value_offset[c];
-
-		isnull[c] = (nulls & (1 << c)) != 0;
-		values[c] = (Datum) 0;
-		if (isnull[c])
-			continue;
-		switch (layout->width[c])
-		{
-			case 1:
-				values[c] = CharGetDatum(*at);
-				break;
-			case 2:
-				{
-					int16		x;
-
-					memcpy(&x, at, sizeof(x));
-					values[c] = Int16GetDatum(x);
-					break;
-				}
-			case 4:
-				{
-					int32		x;
-
-					memcpy(&x, at, sizeof(x));
-					values[c] = Int32GetDatum(x);
-					break;
-				}
-			default:
-				{
-					int64		x;
-
-					memcpy(&x, at, sizeof(x));
-					values[c] = Int64GetDatum(x);
-					break;
-				}
-		}
-	}
+		values[c] = gpuidx_row_value(layout, row, c, &isnull[c]);
 }
