@@ -182,6 +182,11 @@ typedef struct GpuidxJoinState
 	double		ms_search;
 	double		ms_heap;
 	double		ms_join;
+
+	/* the output when it is plain columns of the scan tuple and no qual */
+	bool		plain_output;
+	int			noutput;
+	int		   *output_cols;	/* per output column: its scan tuple column */
 } GpuidxJoinState;
 
 static void begin_join(CustomScanState *node, EState *estate, int eflags);
@@ -381,6 +386,36 @@ kept_columns(GpuidxJoinState *state, CustomScan *cscan)
 			state->kept_natts = i + 1;
 }
 
+/*
+ * Whether the node's output is plain columns of the scan tuple with no
+ * qual (say the as-of value an aggregate above reads): then exec_join
+ * copies those columns itself instead of running ExecScan's projection.
+ */
+static void
+plain_output(GpuidxJoinState *state, CustomScan *cscan)
+{
+	List	   *tlist = cscan->scan.plan.targetlist;
+	int			natts = state->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts;
+	ListCell   *lc;
+	int			i = 0;
+
+	state->plain_output = cscan->scan.plan.qual == NIL;
+	state->noutput = list_length(tlist);
+	state->output_cols = palloc(sizeof(int) * Max(state->noutput, 1));
+	foreach(lc, tlist)
+	{
+		Var		   *var = (Var *) ((TargetEntry *) lfirst(lc))->expr;
+
+		if (!IsA(var, Var) || var->varno != INDEX_VAR || var->varlevelsup != 0 ||
+			var->varattno < 1 || var->varattno > natts)
+		{
+			state->plain_output = false;
+			break;
+		}
+		state->output_cols[i++] = var->varattno - 1;
+	}
+}
+
 /* Open the table and index, prepare the expressions, start the outer plan. */
 static void
 begin_join(CustomScanState *node, EState *estate, int eflags)
@@ -476,6 +511,7 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 						 list_length(cscan->custom_exprs) == state->nprobes);
 	}
 	state->fetch = table_index_fetch_begin(state->table);
+	plain_output(state, cscan);
 	state->chunk_cxt = AllocSetContextCreate(estate->es_query_cxt, "gpuidx join chunk",
 											 ALLOCSET_DEFAULT_SIZES);
 }
@@ -1596,12 +1632,37 @@ recheck_join(ScanState *ss, TupleTableSlot *slot)
 	}
 }
 
-/* Return the next joined, filtered, projected row. */
+/*
+ * Return the next joined, filtered, projected row.  A plain output
+ * (plain_output) outside EvalPlanQual is ExecScan's work without a qual,
+ * its projection a copy of the output columns: done here, a good part of
+ * the per-row cost of an as-of join answered from the image.
+ */
 static TupleTableSlot *
 exec_join(CustomScanState *node)
 {
-	return ExecScan(&node->ss, (ExecScanAccessMtd) next_join_tuple,
-					(ExecScanRecheckMtd) recheck_join);
+	GpuidxJoinState *state = (GpuidxJoinState *) node;
+	TupleTableSlot *scan;
+	TupleTableSlot *result;
+	int			i;
+
+	if (!state->plain_output || node->ss.ps.state->es_epq_active != NULL)
+		return ExecScan(&node->ss, (ExecScanAccessMtd) next_join_tuple,
+						(ExecScanRecheckMtd) recheck_join);
+	ResetExprContext(node->ss.ps.ps_ExprContext);
+	scan = next_join_tuple(&node->ss);
+	if (node->ss.ps.ps_ProjInfo == NULL)
+		return scan;
+	result = node->ss.ps.ps_ResultTupleSlot;
+	ExecClearTuple(result);
+	if (TupIsNull(scan))
+		return result;
+	for (i = 0; i < state->noutput; i++)
+	{
+		result->tts_values[i] = scan->tts_values[state->output_cols[i]];
+		result->tts_isnull[i] = scan->tts_isnull[state->output_cols[i]];
+	}
+	return ExecStoreVirtualTuple(result);
 }
 
 /*
