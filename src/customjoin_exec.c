@@ -771,7 +771,21 @@ gather_chunk(GpuidxJoinState *state)
 			keep_row(state, n, slot);
 			MemoryContextSwitchTo(old);
 		}
-		if (state->probes_are_columns)
+		if (state->probes_are_columns && state->nprobes == 1)
+		{
+			/* one probe, an outer column (say an as-of join's): eval_probes inline */
+			int			c = state->probe_cols[0];
+
+			slot_getsomeattrs(slot, c + 1);
+			state->row_lo[n] = PG_INT64_MIN;
+			state->row_hi[n] = PG_INT64_MAX;
+			state->row_valid[n] = !slot->tts_isnull[c] &&
+				gpuidx_strategy_interval(state->strategies[0],
+										 gpuidx_datum_to_key(slot->tts_values[c],
+															 state->probe_types[0]),
+										 &state->row_lo[n], &state->row_hi[n]);
+		}
+		else if (state->probes_are_columns)
 		{
 			/* the probes read straight from the outer row */
 			slot_getsomeattrs(slot, state->probe_natts);
