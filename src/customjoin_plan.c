@@ -910,12 +910,14 @@ rewrite_subquery_expr(Node *node, SubqueryExprContext *cxt)
  * where its parent takes any columns; a custom path's child is asked for
  * exactly its columns).  Only when the scan returns plain user columns of
  * its table and, as use_physical_tlist requires, no system column,
- * whole-row reference or placeholder is needed from the table.
+ * whole-row reference or placeholder is needed from the table, and its
+ * table has no dropped column (build_physical_tlist's rule).
  */
 static void
 outer_physical_tlist(PlannerInfo *root, Path *path, Plan *plan)
 {
 	RelOptInfo *rel = path->parent;
+	List	   *physical;
 	ListCell   *lc;
 	int			i;
 
@@ -941,7 +943,10 @@ outer_physical_tlist(PlannerInfo *root, Path *path, Plan *plan)
 			var->varattno <= 0)
 			return;
 	}
-	plan->targetlist = build_physical_tlist(root, rel);
+	/* NIL: a dropped or missing column, no physical list */
+	physical = build_physical_tlist(root, rel);
+	if (physical != NIL)
+		plan->targetlist = physical;
 }
 
 /*
