@@ -91,12 +91,12 @@ typedef struct GpuidxJoinState
 									 * from the outer row, no evaluation */
 	int			probe_natts;	/* probes_are_columns: the outer columns to
 								 * deform to read them */
-	bool	   *outer_kept;		/* per outer column: read after the gather
-								 * (output, quals, as-of expressions), so
-								 * kept with the row; the others are NULL in
-								 * the scan tuple */
-	int			kept_natts;		/* the highest kept column (0: none, no row
-								 * is kept) */
+	int			nkept;			/* the outer columns read after the gather
+								 * (output, quals, as-of expressions), kept
+								 * with each row; the others are NULL in the
+								 * scan tuple */
+	int		   *kept_cols;		/* each kept column, ascending */
+	int			kept_natts;		/* the highest kept column + 1 */
 	ExprState  *matchqual;
 	/* as-of */
 	ExprState **asof_outputs;
@@ -129,7 +129,7 @@ typedef struct GpuidxJoinState
 	JoinPhase	phase;
 	bool		outer_done;
 	MemoryContext chunk_cxt;	/* outer rows and hits of one chunk */
-	Datum	   *row_values;		/* nouter a row: the gathered outer rows'
+	Datum	   *row_values;		/* nkept a row: the gathered outer rows'
 								 * kept columns (NULL when none is kept) */
 	bool	   *row_nulls;
 	bool		walk_rows;		/* key-only table join on a mostly
@@ -366,9 +366,8 @@ kept_columns(GpuidxJoinState *state, CustomScan *cscan)
 	OuterColumnsWalk walk;
 	int			i;
 
-	state->outer_kept = palloc0(sizeof(bool) * Max(state->nouter, 1));
 	walk.nouter = state->nouter;
-	walk.kept = state->outer_kept;
+	walk.kept = palloc0(sizeof(bool) * Max(state->nouter, 1));
 	walk.varno = INDEX_VAR;
 	mark_outer_columns((Node *) cscan->scan.plan.targetlist, &walk);
 	mark_outer_columns((Node *) cscan->scan.plan.qual, &walk);
@@ -380,10 +379,12 @@ kept_columns(GpuidxJoinState *state, CustomScan *cscan)
 		mark_outer_columns((Node *) list_nth(priv, GPUIDX_CJ_ASOF_QUALS), &walk);
 		mark_outer_columns((Node *) list_nth(priv, GPUIDX_CJ_ASOF_LIMIT), &walk);
 	}
-	state->kept_natts = 0;
+	state->nkept = 0;
+	state->kept_cols = palloc(sizeof(int) * Max(state->nouter, 1));
 	for (i = 0; i < state->nouter; i++)
-		if (state->outer_kept[i])
-			state->kept_natts = i + 1;
+		if (walk.kept[i])
+			state->kept_cols[state->nkept++] = i;
+	state->kept_natts = state->nkept > 0 ? state->kept_cols[state->nkept - 1] + 1 : 0;
 }
 
 /*
@@ -539,46 +540,43 @@ restore_row(GpuidxJoinState *state, int64 r)
 	int			natts = scan->tts_tupleDescriptor->natts;
 
 	ExecClearTuple(scan);
+	memset(scan->tts_isnull, true, sizeof(bool) * natts);
 	if (state->row_values)
 	{
-		memcpy(scan->tts_values, state->row_values + r * state->nouter,
-			   sizeof(Datum) * state->nouter);
-		memcpy(scan->tts_isnull, state->row_nulls + r * state->nouter,
-			   sizeof(bool) * state->nouter);
-		memset(scan->tts_isnull + state->nouter, true, sizeof(bool) * (natts - state->nouter));
+		const Datum *values = state->row_values + r * state->nkept;
+		const bool *nulls = state->row_nulls + r * state->nkept;
+		int			i;
+
+		for (i = 0; i < state->nkept; i++)
+		{
+			scan->tts_values[state->kept_cols[i]] = values[i];
+			scan->tts_isnull[state->kept_cols[i]] = nulls[i];
+		}
 	}
-	else
-		memset(scan->tts_isnull, true, sizeof(bool) * natts);
 	ExecStoreVirtualTuple(scan);
 }
 
 /*
  * Keep outer row n of the chunk: the values of its kept columns
- * (by-reference ones copied into the chunk's memory), the others NULL, so
- * that restoring it is a copy of Datums.  Only called when some column is
- * kept.
+ * (by-reference ones copied into the chunk's memory), so that restoring it
+ * is a copy of Datums.  Only called when some column is kept.
  */
 static void
 keep_row(GpuidxJoinState *state, int64 n, TupleTableSlot *slot)
 {
-	Datum	   *values = state->row_values + n * state->nouter;
-	bool	   *nulls = state->row_nulls + n * state->nouter;
+	Datum	   *values = state->row_values + n * state->nkept;
+	bool	   *nulls = state->row_nulls + n * state->nkept;
 	int			i;
 
 	slot_getsomeattrs(slot, state->kept_natts);
-	for (i = 0; i < state->nouter; i++)
+	for (i = 0; i < state->nkept; i++)
 	{
-		Form_pg_attribute att = TupleDescAttr(state->outer_desc, i);
+		int			c = state->kept_cols[i];
+		Form_pg_attribute att = TupleDescAttr(state->outer_desc, c);
 
-		if (i >= state->kept_natts || !state->outer_kept[i] || slot->tts_isnull[i])
-		{
-			values[i] = (Datum) 0;
-			nulls[i] = true;
-			continue;
-		}
-		nulls[i] = false;
-		values[i] = att->attbyval ? slot->tts_values[i] :
-			datumCopy(slot->tts_values[i], false, att->attlen);
+		nulls[i] = slot->tts_isnull[c];
+		values[i] = nulls[i] || att->attbyval ? slot->tts_values[c] :
+			datumCopy(slot->tts_values[c], false, att->attlen);
 	}
 }
 
@@ -647,10 +645,10 @@ reserve_rows(GpuidxJoinState *state, int64 n)
 	old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
 	if (state->rows_cap == 0)
 	{
-		if (state->kept_natts > 0)
+		if (state->nkept > 0)
 		{
-			state->row_values = gpuidx_alloc_huge(sizeof(Datum) * cap * state->nouter);
-			state->row_nulls = gpuidx_alloc_huge(sizeof(bool) * cap * state->nouter);
+			state->row_values = gpuidx_alloc_huge(sizeof(Datum) * cap * state->nkept);
+			state->row_nulls = gpuidx_alloc_huge(sizeof(bool) * cap * state->nkept);
 		}
 		state->matched = gpuidx_alloc_huge(sizeof(bool) * cap);
 		state->row_lo = gpuidx_alloc_huge(sizeof(int64) * cap);
@@ -664,9 +662,9 @@ reserve_rows(GpuidxJoinState *state, int64 n)
 		if (state->row_values)
 		{
 			state->row_values = repalloc_huge(state->row_values,
-											  sizeof(Datum) * cap * state->nouter);
+											  sizeof(Datum) * cap * state->nkept);
 			state->row_nulls = repalloc_huge(state->row_nulls,
-											 sizeof(bool) * cap * state->nouter);
+											 sizeof(bool) * cap * state->nkept);
 		}
 		state->matched = repalloc(state->matched, sizeof(bool) * cap);
 		state->row_lo = repalloc(state->row_lo, sizeof(int64) * cap);
