@@ -731,6 +731,23 @@ collect_hits(GpuidxJoinState *state)
 }
 
 /*
+ * Column c of an outer row: from the slot's values when deformed that far,
+ * else straight from a heap row (heap_getattr: the column's cached offset
+ * when no column before it is NULL or variable-width, as the probe table of
+ * an as-of join typically is) rather than deforming every column before it.
+ */
+static inline Datum
+outer_column(TupleTableSlot *slot, int c, bool *isnull)
+{
+	if (slot->tts_nvalid <= c && (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot)))
+		return heap_getattr(ExecFetchSlotHeapTuple(slot, false, NULL), c + 1,
+							slot->tts_tupleDescriptor, isnull);
+	slot_getsomeattrs(slot, c + 1);
+	*isnull = slot->tts_isnull[c];
+	return slot->tts_values[c];
+}
+
+/*
  * Read the next chunk of outer rows, evaluate their probes and ask the
  * engine; false when the outer side is exhausted and nothing was read.
  */
@@ -773,14 +790,14 @@ gather_chunk(GpuidxJoinState *state)
 		{
 			/* one probe, an outer column (say an as-of join's): eval_probes inline */
 			int			c = state->probe_cols[0];
+			bool		isnull;
+			Datum		d = outer_column(slot, c, &isnull);
 
-			slot_getsomeattrs(slot, c + 1);
 			state->row_lo[n] = PG_INT64_MIN;
 			state->row_hi[n] = PG_INT64_MAX;
-			state->row_valid[n] = !slot->tts_isnull[c] &&
+			state->row_valid[n] = !isnull &&
 				gpuidx_strategy_interval(state->strategies[0],
-										 gpuidx_datum_to_key(slot->tts_values[c],
-															 state->probe_types[0]),
+										 gpuidx_datum_to_key(d, state->probe_types[0]),
 										 &state->row_lo[n], &state->row_hi[n]);
 		}
 		else if (state->probes_are_columns)
