@@ -1678,6 +1678,7 @@ exec_join(CustomScanState *node)
 	if (!state->plain_output || node->ss.ps.state->es_epq_active != NULL)
 		return ExecScan(&node->ss, (ExecScanAccessMtd) next_join_tuple,
 						(ExecScanRecheckMtd) recheck_join);
+	CHECK_FOR_INTERRUPTS();		/* as ExecScanFetch, per row */
 	ResetExprContext(node->ss.ps.ps_ExprContext);
 	scan = next_join_tuple(&node->ss);
 	if (node->ss.ps.ps_ProjInfo == NULL)
