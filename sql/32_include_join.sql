@@ -58,7 +58,12 @@ CREATE TABLE o (id int, x int8, y int4) WITH (autovacuum_enabled = off);
 INSERT INTO o SELECT g, CASE WHEN g % 97 = 0 THEN NULL ELSE (g * 7919) % 26000 - 13000 END,
        (g * 31) % 1700 - 250
   FROM generate_series(1, 3000) g;
-VACUUM ANALYZE t, tb, u, ub, o;
+-- od: o with a dropped column in the middle (a physical target list of the
+-- outer scan holds a NULL constant for it)
+CREATE TABLE od (id int, junk text, x int8, y int4) WITH (autovacuum_enabled = off);
+INSERT INTO od SELECT id, 'junk' || id, x, y FROM o;
+ALTER TABLE od DROP COLUMN junk;
+VACUUM ANALYZE t, tb, u, ub, o, od;
 
 -- fetches(q): q's GpuIndexJoin (or GpuIndexScan) node, forced, under
 -- EXPLAIN ANALYZE: whether it is key-only, whether it returned rows, and its
@@ -162,6 +167,40 @@ UNION ALL SELECT * FROM jcheck('as-of succ LIMIT 1 key', $$SELECT o.id, s.k FROM
 UNION ALL SELECT * FROM jcheck('as-of qual on included', $$SELECT o.id, s.* FROM o JOIN LATERAL
     (SELECT t.k, t.c_f8 * 2 AS f2, t.c_d FROM @T@ t WHERE t.k <= o.x AND t.c_b IS NOT FALSE
       ORDER BY t.k DESC LIMIT 2) s ON s.f2 IS DISTINCT FROM o.y$$)
+-- which outer columns a join keeps per row, and its output without ExecScan:
+-- none (an aggregate over the answers; a probe expression over two
+-- columns), some (one of three, a text column), all (the output is the scan
+-- tuple itself; a whole-row reference), an output expression, a filter qual,
+-- an outer table with a dropped column
+UNION ALL SELECT * FROM jcheck('as-of aggregate, no outer column', $$SELECT s.c_b, count(*) AS n, sum(s.c_i4) AS s_i4,
+    sum(s.k) AS s_k, sum(s.c_f8) AS s_f8 FROM o CROSS JOIN LATERAL
+    (SELECT t.k, t.c_i4, t.c_f8, t.c_b FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s
+    GROUP BY s.c_b$$)
+UNION ALL SELECT * FROM jcheck('as-of left aggregate, no outer column', $$SELECT count(*) AS n, count(s.k) AS n_k,
+    sum(s.c_i8) AS s_i8, sum(s.c_d - date '2000-01-01') AS s_d FROM o LEFT JOIN LATERAL
+    (SELECT t.k, t.c_i8, t.c_d FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s ON true$$)
+UNION ALL SELECT * FROM jcheck('as-of probe expression, no outer column', $$SELECT count(*) AS n, sum(s.c_i4) AS s_i4,
+    sum(s.k) AS s_k FROM o CROSS JOIN LATERAL
+    (SELECT t.k, t.c_i4 FROM @T@ t WHERE t.k <= o.x + o.y ORDER BY t.k DESC LIMIT 1) s$$)
+UNION ALL SELECT * FROM jcheck('as-of one outer column of three', $$SELECT o.y, s.c_i4 FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$)
+UNION ALL SELECT * FROM jcheck('as-of text outer column', $$SELECT u.pad, s.k, s.c_i4 FROM u LEFT JOIN LATERAL
+    (SELECT t.k, t.c_i4 FROM @T@ t WHERE t.k <= u.k ORDER BY t.k DESC LIMIT 1) s ON true$$)
+UNION ALL SELECT * FROM jcheck('as-of output is the scan tuple', $$SELECT o.id, o.x, o.y, s.k FROM o CROSS JOIN LATERAL
+    (SELECT t.k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$)
+UNION ALL SELECT * FROM jcheck('as-of whole outer row', $$SELECT o, s.c_tz FROM o CROSS JOIN LATERAL
+    (SELECT t.c_tz FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$)
+UNION ALL SELECT * FROM jcheck('as-of output expression', $$SELECT o.id + 1 AS id1, s.c_i2 * 2 AS i2 FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i2 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$)
+UNION ALL SELECT * FROM jcheck('as-of left filter qual', $$SELECT o.id, s.c_i4 FROM o LEFT JOIN LATERAL
+    (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s ON true
+    WHERE s.c_i4 IS NULL OR s.c_i4 > o.y$$)
+UNION ALL SELECT * FROM jcheck('as-of outer with a dropped column', $$SELECT od.y, s.k, s.c_o FROM od CROSS JOIN LATERAL
+    (SELECT t.k, t.c_o FROM @T@ t WHERE t.k <= od.x ORDER BY t.k DESC LIMIT 1) s$$)
+UNION ALL SELECT * FROM jcheck('equi aggregate, no outer column', $$SELECT t.qty, count(*) AS n, sum(t.price) AS s_price
+    FROM o JOIN @T@ t ON t.k = o.y GROUP BY t.qty$$, 'u')
+UNION ALL SELECT * FROM jcheck('left no outer column', $$SELECT t.price FROM o LEFT JOIN @T@ t
+    ON t.k = o.y AND t.qty > 100$$, 'u')
 UNION ALL SELECT * FROM jcheck('equi all types', $$SELECT o.id, t.k, t.c_i2, t.c_i4, t.c_i8, t.c_f4,
     t.c_f8, t.c_d, t.c_ts, t.c_tz, t.c_b, t.c_o FROM o JOIN @T@ t ON t.k = o.x$$)
 UNION ALL SELECT * FROM jcheck('equi dup keys', $$SELECT o.id, t.price, t.qty FROM o JOIN @T@ t ON t.k = o.y$$, 'u')
@@ -187,6 +226,9 @@ SET enable_nestloop = off;
 EXPLAIN (COSTS OFF) SELECT p.id, s.k, s.c_f8 FROM o p CROSS JOIN LATERAL
   (SELECT t.k, t.c_f8 FROM t WHERE t.k <= p.x ORDER BY t.k DESC LIMIT 1) s;
 EXPLAIN (COSTS OFF) SELECT o.id, t.price, t.qty FROM o JOIN u t ON t.k = o.y;
+-- the outer seq scan returns its rows whole (every column, no projection)
+EXPLAIN (VERBOSE, COSTS OFF) SELECT sum(s.c_i4) FROM o CROSS JOIN LATERAL
+  (SELECT t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s;
 SET enable_bitmapscan = off;
 SET enable_seqscan = off;
 SET enable_indexscan = off;
@@ -226,7 +268,11 @@ SELECT direct($$SELECT p.id, s.k, s.c_f8 FROM o p CROSS JOIN LATERAL
        direct($$SELECT o.id, s.* FROM o LEFT JOIN LATERAL (SELECT t.c_i4, t.k FROM t
   WHERE t.k <= o.x AND t.k > o.x - 4 ORDER BY t.k DESC LIMIT 1) s ON true$$) AS window,
        direct($$SELECT o.id, s.* FROM o LEFT JOIN LATERAL
-  (SELECT t.k, t.c_f8 FROM t WHERE t.k > o.x ORDER BY t.k LIMIT 3) s ON true$$) AS limit_3;
+  (SELECT t.k, t.c_f8 FROM t WHERE t.k > o.x ORDER BY t.k LIMIT 3) s ON true$$) AS limit_3,
+       direct($$SELECT count(*), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+  (SELECT t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$) AS aggregate,
+       direct($$SELECT count(*), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+  (SELECT t.c_i4 FROM t WHERE t.k <= o.x + o.y ORDER BY t.k DESC LIMIT 1) s$$) AS probe_expr;
 SELECT * FROM all_checks();
 
 -- 2. an UPDATE of included columns (not HOT: the index gets new entries),

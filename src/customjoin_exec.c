@@ -74,6 +74,9 @@ typedef struct GpuidxJoinState
 	int			inner_max_attno;	/* table join: the highest one */
 	bool		key_only;		/* all-visible rows come from the image */
 	int			ninclude;		/* the index's INCLUDE columns ... */
+	GpuidxLayout layout;		/* ... their layout in the image's rows (a
+								 * copy: a relcache rebuild frees the
+								 * index's) ... */
 	AttrNumber *include_attno;	/* ... and the table column of each */
 	int		   *inner_include;	/* table join, per inner column: its INCLUDE
 								 * column, -1 if none */
@@ -85,7 +88,15 @@ typedef struct GpuidxJoinState
 	int		   *probe_cols;		/* per probe: the outer column it is, or -1
 								 * (an expression) */
 	bool		probes_are_columns; /* every probe is an outer column: read
-									 * from the kept row, no evaluation */
+									 * from the outer row, no evaluation */
+	int			probe_natts;	/* probes_are_columns: the outer columns to
+								 * deform to read them */
+	int			nkept;			/* the outer columns read after the gather
+								 * (output, quals, as-of expressions), kept
+								 * with each row; the others are NULL in the
+								 * scan tuple */
+	int		   *kept_cols;		/* each kept column, ascending */
+	int			kept_natts;		/* the highest kept column + 1 */
 	ExprState  *matchqual;
 	/* as-of */
 	ExprState **asof_outputs;
@@ -118,7 +129,8 @@ typedef struct GpuidxJoinState
 	JoinPhase	phase;
 	bool		outer_done;
 	MemoryContext chunk_cxt;	/* outer rows and hits of one chunk */
-	Datum	   *row_values;		/* nouter a row: the gathered outer rows */
+	Datum	   *row_values;		/* nkept a row: the gathered outer rows'
+								 * kept columns (NULL when none is kept) */
 	bool	   *row_nulls;
 	bool		walk_rows;		/* key-only table join on a mostly
 								 * all-visible table: walk each row's hits
@@ -170,6 +182,11 @@ typedef struct GpuidxJoinState
 	double		ms_search;
 	double		ms_heap;
 	double		ms_join;
+
+	/* the output when it is plain columns of the scan tuple and no qual */
+	bool		plain_output;
+	int			noutput;
+	int		   *output_cols;	/* per output column: its scan tuple column */
 } GpuidxJoinState;
 
 static void begin_join(CustomScanState *node, EState *estate, int eflags);
@@ -216,6 +233,7 @@ map_include_columns(GpuidxJoinState *state)
 				j;
 
 	state->ninclude = IndexRelationGetNumberOfAttributes(state->index) - nkeys;
+	state->layout = *gpuidx_layout(state->index);
 	state->include_attno = palloc(sizeof(AttrNumber) * Max(state->ninclude, 1));
 	for (c = 0; c < state->ninclude; c++)
 		state->include_attno[c] = state->index->rd_index->indkey.values[nkeys + c];
@@ -293,9 +311,109 @@ probe_columns(GpuidxJoinState *state, List *exprs)
 		state->probe_cols[i] = -1;
 		if (IsA(var, Var) && var->varno == INDEX_VAR && var->varlevelsup == 0 &&
 			var->varattno >= 1 && var->varattno <= state->nouter)
+		{
 			state->probe_cols[i] = var->varattno - 1;
+			state->probe_natts = Max(state->probe_natts, var->varattno);
+		}
 		else
 			state->probes_are_columns = false;
+	}
+}
+
+/* What mark_outer_columns walks for: the kept flags of the outer columns. */
+typedef struct OuterColumnsWalk
+{
+	int			varno;			/* INDEX_VAR or OUTER_VAR: the scan tuple */
+	int			nouter;
+	bool	   *kept;
+} OuterColumnsWalk;
+
+/* Mark the outer columns of the scan tuple that an expression reads. */
+static bool
+mark_outer_columns(Node *node, OuterColumnsWalk *walk)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		if (var->varno == walk->varno && var->varlevelsup == 0)
+		{
+			if (var->varattno == 0)
+				memset(walk->kept, true, sizeof(bool) * walk->nouter);
+			else if (var->varattno >= 1 && var->varattno <= walk->nouter)
+				walk->kept[var->varattno - 1] = true;
+		}
+		return false;
+	}
+	return expression_tree_walker(node, mark_outer_columns, (void *) walk);
+}
+
+/*
+ * Which outer columns are read after the chunk was gathered: by the plan's
+ * target list and quals and the match quals (over the scan tuple,
+ * INDEX_VAR), and by an as-of join's subquery outputs, quals and LIMIT
+ * (the scan tuple as OUTER_VAR).  Only those are kept with each gathered
+ * row: the probes are read from the outer row as it comes, so a join whose
+ * output needs no outer column (say an aggregate over the as-of values)
+ * keeps nothing per row.
+ */
+static void
+kept_columns(GpuidxJoinState *state, CustomScan *cscan)
+{
+	List	   *priv = cscan->custom_private;
+	OuterColumnsWalk walk;
+	int			i;
+
+	walk.nouter = state->nouter;
+	walk.kept = palloc0(sizeof(bool) * Max(state->nouter, 1));
+	walk.varno = INDEX_VAR;
+	mark_outer_columns((Node *) cscan->scan.plan.targetlist, &walk);
+	mark_outer_columns((Node *) cscan->scan.plan.qual, &walk);
+	mark_outer_columns((Node *) list_copy_tail(cscan->custom_exprs, state->nprobes), &walk);
+	if (state->kind != GPUIDX_JOIN_TABLE)
+	{
+		walk.varno = OUTER_VAR;
+		mark_outer_columns((Node *) list_nth(priv, GPUIDX_CJ_ASOF_OUTPUTS), &walk);
+		mark_outer_columns((Node *) list_nth(priv, GPUIDX_CJ_ASOF_QUALS), &walk);
+		mark_outer_columns((Node *) list_nth(priv, GPUIDX_CJ_ASOF_LIMIT), &walk);
+	}
+	state->nkept = 0;
+	state->kept_cols = palloc(sizeof(int) * Max(state->nouter, 1));
+	for (i = 0; i < state->nouter; i++)
+		if (walk.kept[i])
+			state->kept_cols[state->nkept++] = i;
+	state->kept_natts = state->nkept > 0 ? state->kept_cols[state->nkept - 1] + 1 : 0;
+}
+
+/*
+ * Whether the node's output is plain columns of the scan tuple with no
+ * qual (say the as-of value an aggregate above reads): then exec_join
+ * copies those columns itself instead of running ExecScan's projection.
+ */
+static void
+plain_output(GpuidxJoinState *state, CustomScan *cscan)
+{
+	List	   *tlist = cscan->scan.plan.targetlist;
+	int			natts = state->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts;
+	ListCell   *lc;
+	int			i = 0;
+
+	state->plain_output = cscan->scan.plan.qual == NIL;
+	state->noutput = list_length(tlist);
+	state->output_cols = palloc(sizeof(int) * Max(state->noutput, 1));
+	foreach(lc, tlist)
+	{
+		Var		   *var = (Var *) ((TargetEntry *) lfirst(lc))->expr;
+
+		if (!IsA(var, Var) || var->varno != INDEX_VAR || var->varlevelsup != 0 ||
+			var->varattno < 1 || var->varattno > natts)
+		{
+			state->plain_output = false;
+			break;
+		}
+		state->output_cols[i++] = var->varattno - 1;
 	}
 }
 
@@ -375,6 +493,7 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 		state->probe_types[i] = getBaseType(exprType((Node *) e));
 	}
 	probe_columns(state, cscan->custom_exprs);
+	kept_columns(state, cscan);
 	state->matchqual = ExecInitQual(list_copy_tail(cscan->custom_exprs, state->nprobes),
 									&node->ss.ps);
 	if (state->kind != GPUIDX_JOIN_TABLE)
@@ -393,6 +512,7 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 						 list_length(cscan->custom_exprs) == state->nprobes);
 	}
 	state->fetch = table_index_fetch_begin(state->table);
+	plain_output(state, cscan);
 	state->chunk_cxt = AllocSetContextCreate(estate->es_query_cxt, "gpuidx join chunk",
 											 ALLOCSET_DEFAULT_SIZES);
 }
@@ -420,43 +540,52 @@ restore_row(GpuidxJoinState *state, int64 r)
 	int			natts = scan->tts_tupleDescriptor->natts;
 
 	ExecClearTuple(scan);
-	memcpy(scan->tts_values, state->row_values + r * state->nouter,
-		   sizeof(Datum) * state->nouter);
-	memcpy(scan->tts_isnull, state->row_nulls + r * state->nouter,
-		   sizeof(bool) * state->nouter);
-	memset(scan->tts_isnull + state->nouter, true, sizeof(bool) * (natts - state->nouter));
+	memset(scan->tts_isnull, true, sizeof(bool) * natts);
+	if (state->row_values)
+	{
+		const Datum *values = state->row_values + r * state->nkept;
+		const bool *nulls = state->row_nulls + r * state->nkept;
+		int			i;
+
+		for (i = 0; i < state->nkept; i++)
+		{
+			scan->tts_values[state->kept_cols[i]] = values[i];
+			scan->tts_isnull[state->kept_cols[i]] = nulls[i];
+		}
+	}
 	ExecStoreVirtualTuple(scan);
 }
 
 /*
- * Keep outer row n of the chunk: its column values (by-reference ones
- * copied into the chunk's memory), so that restoring it is a copy of
- * Datums.
+ * Keep outer row n of the chunk: the values of its kept columns
+ * (by-reference ones copied into the chunk's memory), so that restoring it
+ * is a copy of Datums.  Only called when some column is kept.
  */
 static void
 keep_row(GpuidxJoinState *state, int64 n, TupleTableSlot *slot)
 {
-	Datum	   *values = state->row_values + n * state->nouter;
-	bool	   *nulls = state->row_nulls + n * state->nouter;
+	Datum	   *values = state->row_values + n * state->nkept;
+	bool	   *nulls = state->row_nulls + n * state->nkept;
 	int			i;
 
-	slot_getallattrs(slot);
-	memcpy(nulls, slot->tts_isnull, sizeof(bool) * state->nouter);
-	for (i = 0; i < state->nouter; i++)
+	slot_getsomeattrs(slot, state->kept_natts);
+	for (i = 0; i < state->nkept; i++)
 	{
-		Form_pg_attribute att = TupleDescAttr(state->outer_desc, i);
+		int			c = state->kept_cols[i];
+		Form_pg_attribute att = TupleDescAttr(state->outer_desc, c);
 
-		values[i] = nulls[i] || att->attbyval ? slot->tts_values[i] :
-			datumCopy(slot->tts_values[i], false, att->attlen);
+		nulls[i] = slot->tts_isnull[c];
+		values[i] = nulls[i] || att->attbyval ? slot->tts_values[c] :
+			datumCopy(slot->tts_values[c], false, att->attlen);
 	}
 }
 
 /*
  * The interval (table join) or bound (as-of, in lo) an outer row asks for,
  * from its probes: a probe that is an outer column is read from the row's
- * values / nulls, any other probe expression is evaluated over the scan
- * tuple (which then holds the row); false if it can match nothing (a NULL,
- * or an empty intersection).
+ * values / nulls (the outer slot's or the scan tuple's), any other probe
+ * expression is evaluated over the scan tuple (which then holds the row);
+ * false if it can match nothing (a NULL, or an empty intersection).
  */
 static bool
 eval_probes(GpuidxJoinState *state, const Datum *values, const bool *nulls,
@@ -514,10 +643,13 @@ reserve_rows(GpuidxJoinState *state, int64 n)
 		cap = Max(cap, (int64) Min(state->outer->plan->plan_rows * 1.1, 1e12));
 	cap = Min(Max(cap, n), (int64) gpuidx_batch_chunk);
 	old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
-	if (state->row_values == NULL)
+	if (state->rows_cap == 0)
 	{
-		state->row_values = gpuidx_alloc_huge(sizeof(Datum) * cap * Max(state->nouter, 1));
-		state->row_nulls = gpuidx_alloc_huge(sizeof(bool) * cap * Max(state->nouter, 1));
+		if (state->nkept > 0)
+		{
+			state->row_values = gpuidx_alloc_huge(sizeof(Datum) * cap * state->nkept);
+			state->row_nulls = gpuidx_alloc_huge(sizeof(bool) * cap * state->nkept);
+		}
 		state->matched = gpuidx_alloc_huge(sizeof(bool) * cap);
 		state->row_lo = gpuidx_alloc_huge(sizeof(int64) * cap);
 		state->row_hi = gpuidx_alloc_huge(sizeof(int64) * cap);
@@ -527,10 +659,13 @@ reserve_rows(GpuidxJoinState *state, int64 n)
 	}
 	else
 	{
-		state->row_values = repalloc_huge(state->row_values,
-										  sizeof(Datum) * cap * Max(state->nouter, 1));
-		state->row_nulls = repalloc_huge(state->row_nulls,
-										 sizeof(bool) * cap * Max(state->nouter, 1));
+		if (state->row_values)
+		{
+			state->row_values = repalloc_huge(state->row_values,
+											  sizeof(Datum) * cap * state->nkept);
+			state->row_nulls = repalloc_huge(state->row_nulls,
+											 sizeof(bool) * cap * state->nkept);
+		}
 		state->matched = repalloc(state->matched, sizeof(bool) * cap);
 		state->row_lo = repalloc(state->row_lo, sizeof(int64) * cap);
 		state->row_hi = repalloc(state->row_hi, sizeof(int64) * cap);
@@ -596,6 +731,23 @@ collect_hits(GpuidxJoinState *state)
 }
 
 /*
+ * Column c of an outer row: from the slot's values when deformed that far,
+ * else straight from a heap row (heap_getattr: the column's cached offset
+ * when no column before it is NULL or variable-width, as the probe table of
+ * an as-of join typically is) rather than deforming every column before it.
+ */
+static inline Datum
+outer_column(TupleTableSlot *slot, int c, bool *isnull)
+{
+	if (slot->tts_nvalid <= c && (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot)))
+		return heap_getattr(ExecFetchSlotHeapTuple(slot, false, NULL), c + 1,
+							slot->tts_tupleDescriptor, isnull);
+	slot_getsomeattrs(slot, c + 1);
+	*isnull = slot->tts_isnull[c];
+	return slot->tts_values[c];
+}
+
+/*
  * Read the next chunk of outer rows, evaluate their probes and ask the
  * engine; false when the outer side is exhausted and nothing was read.
  */
@@ -628,15 +780,42 @@ gather_chunk(GpuidxJoinState *state)
 			break;
 		}
 		reserve_rows(state, n + 1);
-		old = MemoryContextSwitchTo(state->chunk_cxt);
-		keep_row(state, n, slot);
-		MemoryContextSwitchTo(old);
-		/* probe expressions other than columns read the row as the scan tuple */
-		if (!state->probes_are_columns)
-			restore_row(state, n);
-		state->row_valid[n] = eval_probes(state, state->row_values + n * state->nouter,
-										  state->row_nulls + n * state->nouter,
-										  &state->row_lo[n], &state->row_hi[n]);
+		if (state->row_values)
+		{
+			old = MemoryContextSwitchTo(state->chunk_cxt);
+			keep_row(state, n, slot);
+			MemoryContextSwitchTo(old);
+		}
+		if (state->probes_are_columns && state->nprobes == 1)
+		{
+			/* one probe, an outer column (say an as-of join's): eval_probes inline */
+			int			c = state->probe_cols[0];
+			bool		isnull;
+			Datum		d = outer_column(slot, c, &isnull);
+
+			state->row_lo[n] = PG_INT64_MIN;
+			state->row_hi[n] = PG_INT64_MAX;
+			state->row_valid[n] = !isnull &&
+				gpuidx_strategy_interval(state->strategies[0],
+										 gpuidx_datum_to_key(d, state->probe_types[0]),
+										 &state->row_lo[n], &state->row_hi[n]);
+		}
+		else if (state->probes_are_columns)
+		{
+			/* the probes read straight from the outer row */
+			slot_getsomeattrs(slot, state->probe_natts);
+			state->row_valid[n] = eval_probes(state, slot->tts_values, slot->tts_isnull,
+											  &state->row_lo[n], &state->row_hi[n]);
+		}
+		else
+		{
+			/* probe expressions read the row as the scan tuple */
+			TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+
+			store_outer(state, slot);
+			state->row_valid[n] = eval_probes(state, scan->tts_values, scan->tts_isnull,
+											  &state->row_lo[n], &state->row_hi[n]);
+		}
 		state->matched[n] = false;
 		state->first[n] = state->last[n] = 0;
 		if (state->row_valid[n])
@@ -648,6 +827,9 @@ gather_chunk(GpuidxJoinState *state)
 		if (!state->probes_are_columns)
 			ResetExprContext(state->css.ss.ps.ps_ExprContext);
 	}
+	/* the scan tuple held outer rows for the probes: empty, restored per row */
+	if (!state->probes_are_columns)
+		ExecClearTuple(state->css.ss.ss_ScanTupleSlot);
 	if (state->nrows == 0)
 		return false;
 	if (nvalid == 0)
@@ -870,7 +1052,7 @@ store_inner_from_image(GpuidxJoinState *state, int64 pos, uint64 packed)
 	int			j;
 
 	if (row)
-		gpuidx_deform_row(gpuidx_layout(state->index), row, inc_values, inc_nulls);
+		gpuidx_deform_row(&state->layout, row, inc_values, inc_nulls);
 	gpuidx_tid_unpack(packed, &tid);
 	for (j = 0; j < state->ninner; j++)
 	{
@@ -1080,7 +1262,7 @@ image_row_slot(GpuidxJoinState *state, int64 pos, int64 key)
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
 	if (row)
 	{
-		gpuidx_deform_row(gpuidx_layout(state->index), row, inc_values, inc_nulls);
+		gpuidx_deform_row(&state->layout, row, inc_values, inc_nulls);
 		for (c = 0; c < state->ninclude; c++)
 		{
 			AttrNumber	attno = state->include_attno[c];
@@ -1108,68 +1290,102 @@ typedef enum DirectAnswer
  * predecessor, the first for a successor: the walk's first step) when the
  * entry's page is all-visible in the chunk's copy of the map, and then its
  * key and INCLUDE columns go straight from the image into the scan tuple:
- * no virtual row, no expression evaluation, and on a table that is all
- * all-visible no TID read either.  Prefetches the entry 16 rows ahead.
+ * no virtual row, no expression evaluation, only the INCLUDE columns the
+ * output reads, and on a table that is all all-visible no TID read either.
+ * When no outer column is kept the scan tuple's outer columns stay NULL
+ * from the last restore and only the inner ones are written.  Prefetches
+ * the entry 16 rows ahead.
  */
-static DirectAnswer
+static pg_attribute_always_inline DirectAnswer
 asof_direct_row(GpuidxJoinState *state, int64 r, bool pred)
 {
 	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
 	const GpuidxVisMapCopy *vm = &state->direct_vm;
+	const GpuidxImageData *img = state->img;
 	int64		ahead = r + PREFETCH_ROWS;
 	int64		pos;
+	int64		key = 0;
+	const char *row = NULL;
+	bool		bounded;
 	int			j;
-	Datum		inc_values[GPUIDX_MAX_INCLUDE];
-	bool		inc_nulls[GPUIDX_MAX_INCLUDE];
 
 	if (ahead < state->nrows && state->row_valid[ahead] &&
 		state->last[ahead] > state->first[ahead])
-		gpuidx_prefetch_entry(state->img, pred ? (int64) state->last[ahead] - 1 :
+		gpuidx_prefetch_entry(img, pred ? (int64) state->last[ahead] - 1 :
 							  (int64) state->first[ahead], state->direct_reads_key,
 							  !vm->all_set, state->direct_reads_row);
 	if (!state->row_valid[r] || state->last[r] <= state->first[r])
 		return DIRECT_NONE;
 	pos = pred ? (int64) state->last[r] - 1 : (int64) state->first[r];
 	if (!vm->all_set &&
-		!gpuidx_vismap_copy_test(vm, (BlockNumber) (gpuidx_tid_at(state->img, pos) >> 16)))
+		!gpuidx_vismap_copy_test(vm, (BlockNumber) (gpuidx_tid_at(img, pos) >> 16)))
 		return DIRECT_WALK;
+
 	/*
 	 * Past the subquery's other bound no key qualifies (the walk's test);
 	 * the key is read only for that bound or as an output.
 	 */
-	{
-		bool		bounded = pred ? state->row_lo[r] > PG_INT64_MIN :
-			state->row_hi[r] < PG_INT64_MAX;
-		int64		key = 0;
-
-		if (bounded || state->direct_reads_key)
-			key = gpuidx_key_at(state->img, pos);
-		if (bounded && (pred ? key < state->row_lo[r] : key > state->row_hi[r]))
-			return DIRECT_NONE;
+	bounded = pred ? state->row_lo[r] > PG_INT64_MIN : state->row_hi[r] < PG_INT64_MAX;
+	if (bounded || state->direct_reads_key)
+		key = gpuidx_key_at(img, pos);
+	if (bounded && (pred ? key < state->row_lo[r] : key > state->row_hi[r]))
+		return DIRECT_NONE;
+	if (state->row_values || TTS_EMPTY(scan))
 		restore_row(state, r);
-		if (state->direct_reads_row)
-			gpuidx_deform_row(gpuidx_layout(state->index), gpuidx_row_at(state->img, pos),
-							  inc_values, inc_nulls);
-		for (j = 0; j < state->ninner; j++)
-		{
-			int			k = state->nouter + j;
-			int			src = state->direct_src[j];
+	if (state->direct_reads_row)
+		row = gpuidx_row_at(img, pos);
+	for (j = 0; j < state->ninner; j++)
+	{
+		int			k = state->nouter + j;
+		int			src = state->direct_src[j];
 
-			if (src < 0)
-			{
-				scan->tts_values[k] = gpuidx_key_to_datum(key, state->keytype);
-				scan->tts_isnull[k] = false;
-			}
-			else
-			{
-				scan->tts_values[k] = inc_values[src];
-				scan->tts_isnull[k] = inc_nulls[src];
-			}
+		if (src < 0)
+		{
+			scan->tts_values[k] = gpuidx_key_to_datum(key, state->keytype);
+			scan->tts_isnull[k] = false;
 		}
+		else
+			scan->tts_values[k] = gpuidx_row_value(&state->layout, row, src,
+												   &scan->tts_isnull[k]);
 	}
 	state->matched[r] = true;
 	state->stat_hits++;
 	return DIRECT_ROW;
+}
+
+/*
+ * As-of join, a chunk that takes direct answers with LIMIT 1: the next
+ * outer row answered directly (or null-extended, a left join), in a loop
+ * of its own (the bulk of such a join's rows); NULL when the chunk is done
+ * or row asof_row must walk (next_asof walks it).
+ */
+static inline TupleTableSlot *
+next_direct(GpuidxJoinState *state)
+{
+	bool		pred = state->kind == GPUIDX_JOIN_ASOF_PRED;
+
+	for (;;)
+	{
+		int64		r = state->asof_row;
+		DirectAnswer d;
+
+		if (r >= state->nrows)
+			return NULL;
+		d = asof_direct_row(state, r, pred);
+		if ((r & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (d == DIRECT_WALK)
+			return NULL;
+		state->stat_direct++;
+		state->asof_row++;
+		if (d == DIRECT_ROW)
+			return state->css.ss.ss_ScanTupleSlot;
+		if (state->jointype == JOIN_LEFT)
+		{
+			restore_row(state, r);
+			return state->css.ss.ss_ScanTupleSlot;
+		}
+	}
 }
 
 /*
@@ -1289,11 +1505,11 @@ next_asof(GpuidxJoinState *state)
 	}
 }
 
-/* The next scan tuple of the join (ExecScan's access method). */
-static TupleTableSlot *
-next_join_tuple(ScanState *ss)
+/* The next scan tuple of the join, past next_join_tuple's direct rows. */
+static pg_noinline TupleTableSlot *
+next_join_tuple_phases(GpuidxJoinState *state)
 {
-	GpuidxJoinState *state = (GpuidxJoinState *) ss;
+	ScanState  *ss = &state->css.ss;
 	TupleTableSlot *slot;
 
 	for (;;)
@@ -1346,6 +1562,27 @@ next_join_tuple(ScanState *ss)
 				return ExecClearTuple(ss->ss_ScanTupleSlot);
 		}
 	}
+}
+
+/*
+ * The next scan tuple of the join (ExecScan's access method): a direct
+ * as-of answer in a small function of its own, anything else through the
+ * phases.
+ */
+static TupleTableSlot *
+next_join_tuple(ScanState *ss)
+{
+	GpuidxJoinState *state = (GpuidxJoinState *) ss;
+
+	if (state->phase == PHASE_ASOF && state->direct_chunk && !state->asof_started &&
+		state->asof_limit == 1)
+	{
+		TupleTableSlot *slot = next_direct(state);
+
+		if (slot)
+			return slot;
+	}
+	return next_join_tuple_phases(state);
 }
 
 /*
@@ -1424,12 +1661,38 @@ recheck_join(ScanState *ss, TupleTableSlot *slot)
 	}
 }
 
-/* Return the next joined, filtered, projected row. */
+/*
+ * Return the next joined, filtered, projected row.  A plain output
+ * (plain_output) outside EvalPlanQual is ExecScan's work without a qual,
+ * its projection a copy of the output columns: done here, a good part of
+ * the per-row cost of an as-of join answered from the image.
+ */
 static TupleTableSlot *
 exec_join(CustomScanState *node)
 {
-	return ExecScan(&node->ss, (ExecScanAccessMtd) next_join_tuple,
-					(ExecScanRecheckMtd) recheck_join);
+	GpuidxJoinState *state = (GpuidxJoinState *) node;
+	TupleTableSlot *scan;
+	TupleTableSlot *result;
+	int			i;
+
+	if (!state->plain_output || node->ss.ps.state->es_epq_active != NULL)
+		return ExecScan(&node->ss, (ExecScanAccessMtd) next_join_tuple,
+						(ExecScanRecheckMtd) recheck_join);
+	CHECK_FOR_INTERRUPTS();		/* as ExecScanFetch, per row */
+	ResetExprContext(node->ss.ps.ps_ExprContext);
+	scan = next_join_tuple(&node->ss);
+	if (node->ss.ps.ps_ProjInfo == NULL)
+		return scan;
+	result = node->ss.ps.ps_ResultTupleSlot;
+	ExecClearTuple(result);
+	if (TupIsNull(scan))
+		return result;
+	for (i = 0; i < state->noutput; i++)
+	{
+		result->tts_values[i] = scan->tts_values[state->output_cols[i]];
+		result->tts_isnull[i] = scan->tts_isnull[state->output_cols[i]];
+	}
+	return ExecStoreVirtualTuple(result);
 }
 
 /*

@@ -31,6 +31,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
+#include "optimizer/plancat.h"
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
@@ -902,6 +903,53 @@ rewrite_subquery_expr(Node *node, SubqueryExprContext *cxt)
 }
 
 /*
+ * Let a plain seq scan on the outer side return its table's rows as they
+ * are (a physical target list): the join reads the columns it needs from
+ * the row itself, so the scan's projection of those columns per row is
+ * pure overhead (create_scan_plan gives a scan a physical target list
+ * where its parent takes any columns; a custom path's child is asked for
+ * exactly its columns).  Only when the scan returns plain user columns of
+ * its table and, as use_physical_tlist requires, no system column,
+ * whole-row reference or placeholder is needed from the table, and its
+ * table has no dropped column (build_physical_tlist's rule).
+ */
+static void
+outer_physical_tlist(PlannerInfo *root, Path *path, Plan *plan)
+{
+	RelOptInfo *rel = path->parent;
+	List	   *physical;
+	ListCell   *lc;
+	int			i;
+
+	if (!IsA(plan, SeqScan) || rel->reloptkind != RELOPT_BASEREL ||
+		rel->rtekind != RTE_RELATION)
+		return;
+	for (i = rel->min_attr; i <= 0; i++)
+		if (!bms_is_empty(rel->attr_needed[i - rel->min_attr]))
+			return;
+	foreach(lc, root->placeholder_list)
+	{
+		PlaceHolderInfo *phinfo = (PlaceHolderInfo *) lfirst(lc);
+
+		if (bms_nonempty_difference(phinfo->ph_needed, rel->relids) &&
+			bms_is_subset(phinfo->ph_eval_at, rel->relids))
+			return;
+	}
+	foreach(lc, plan->targetlist)
+	{
+		Var		   *var = (Var *) ((TargetEntry *) lfirst(lc))->expr;
+
+		if (!IsA(var, Var) || var->varno != rel->relid || var->varlevelsup != 0 ||
+			var->varattno <= 0)
+			return;
+	}
+	/* NIL: a dropped or missing column, no physical list */
+	physical = build_physical_tlist(root, rel);
+	if (physical != NIL)
+		plan->targetlist = physical;
+}
+
+/*
  * Turn the chosen path into a CustomScan with the outer plan as its child
  * (customjoin.h has the layout).
  */
@@ -924,6 +972,8 @@ plan_join_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	ListCell   *lc;
 	int			nouter;
 	SubqueryExprContext cxt;
+
+	outer_physical_tlist(root, linitial(best_path->custom_paths), outer_plan);
 
 	/* Outer columns first, as the child outputs them. */
 	foreach(lc, outer_plan->targetlist)

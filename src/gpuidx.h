@@ -13,6 +13,7 @@
 #include "access/generic_xlog.h"
 #include "access/itup.h"
 #include "access/relscan.h"
+#include "catalog/pg_type_d.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
 #include "portability/instr_time.h"
@@ -289,11 +290,76 @@ extern const GpuidxLayout *gpuidx_layout(Relation index);
 extern int	gpuidx_include_width_for_type(Oid typid);
 extern void gpuidx_form_row(const GpuidxLayout *layout, const Datum *values,
 							const bool *isnull, char *row);
+
+/*
+ * Included column c of a row (gpuidx_form_row's layout: the NULL mask, then
+ * the values) as a datum, as fetch_att reads a by-value attribute of a heap
+ * tuple (so the datum equals the heap's bit for bit); 0 when NULL.  Inline:
+ * joins read one or two columns of a row per outer row.
+ */
+static inline Datum
+gpuidx_row_value(const GpuidxLayout *layout, const char *row, int c, bool *isnull)
+{
+	uint16		nulls;
+	const char *at = row + sizeof(uint16) + layout->value_offset[c];
+
+	memcpy(&nulls, row, sizeof(nulls));
+	*isnull = (nulls & (1 << c)) != 0;
+	if (*isnull)
+		return (Datum) 0;
+	switch (layout->width[c])
+	{
+		case 1:
+			return CharGetDatum(*at);
+		case 2:
+			{
+				int16		x;
+
+				memcpy(&x, at, sizeof(x));
+				return Int16GetDatum(x);
+			}
+		case 4:
+			{
+				int32		x;
+
+				memcpy(&x, at, sizeof(x));
+				return Int32GetDatum(x);
+			}
+		default:
+			{
+				int64		x;
+
+				memcpy(&x, at, sizeof(x));
+				return Int64GetDatum(x);
+			}
+	}
+}
+
 extern void gpuidx_deform_row(const GpuidxLayout *layout, const char *row,
 							  Datum *values, bool *isnull);
 extern int64 *gpuidx_array_keys(Datum arraydatum, int64 *count);
 extern int	gpuidx_key_bytes_for_type(Oid typid);
-extern int64 gpuidx_datum_to_key(Datum value, Oid typid);
+extern int64 gpuidx_domain_datum_to_key(Datum value, Oid typid);
+
+/*
+ * Convert an int2/int4/int8 datum (or a domain over one) to a 64-bit key.
+ * Inline: joins convert one probe per outer row.
+ */
+static inline int64
+gpuidx_datum_to_key(Datum value, Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return (int64) DatumGetInt16(value);
+		case INT4OID:
+			return (int64) DatumGetInt32(value);
+		case INT8OID:
+			return DatumGetInt64(value);
+		default:
+			return gpuidx_domain_datum_to_key(value, typid);
+	}
+}
 extern Datum gpuidx_key_to_datum(int64 key, Oid typid);
 
 /* ---------- vacuum.c ---------- */

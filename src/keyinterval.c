@@ -11,43 +11,6 @@
 
 #include "access/stratnum.h"
 
-/*
- * The keys k with "k <strategy> value", as [*lo, *hi]; false when there are
- * none (k < INT64_MIN, k > INT64_MAX).  Errors on a strategy that is not a
- * btree comparison.
- */
-bool
-gpuidx_strategy_interval(int strategy, int64 value, int64 *lo, int64 *hi)
-{
-	*lo = PG_INT64_MIN;
-	*hi = PG_INT64_MAX;
-	switch (strategy)
-	{
-		case BTLessStrategyNumber:
-			if (value == PG_INT64_MIN)
-				return false;
-			*hi = value - 1;
-			return true;
-		case BTLessEqualStrategyNumber:
-			*hi = value;
-			return true;
-		case BTEqualStrategyNumber:
-			*lo = *hi = value;
-			return true;
-		case BTGreaterEqualStrategyNumber:
-			*lo = value;
-			return true;
-		case BTGreaterStrategyNumber:
-			if (value == PG_INT64_MAX)
-				return false;
-			*lo = value + 1;
-			return true;
-		default:
-			elog(ERROR, "gpuidx: unexpected strategy %d", strategy);
-	}
-	return false;				/* keep compiler quiet */
-}
-
 /* An empty list with room for cap intervals (at least one). */
 static GpuidxIntervals
 intervals_alloc(int64 cap)

@@ -207,29 +207,16 @@ gpuidx_key_bytes_for_type(Oid typid)
 	}
 }
 
-/* Convert an int2/int4/int8 datum to a 64-bit key. */
+/* gpuidx_datum_to_key of a domain over int2/int4/int8 (gpuidx.h). */
 int64
-gpuidx_datum_to_key(Datum value, Oid typid)
+gpuidx_domain_datum_to_key(Datum value, Oid typid)
 {
-	switch (typid)
-	{
-		case INT2OID:
-			return (int64) DatumGetInt16(value);
-		case INT4OID:
-			return (int64) DatumGetInt32(value);
-		case INT8OID:
-			return DatumGetInt64(value);
-		default:
-			{
-				/* A domain: its values are those of its base type. */
-				Oid			base = getBaseType(typid);
+	/* A domain: its values are those of its base type. */
+	Oid			base = getBaseType(typid);
 
-				if (base != typid)
-					return gpuidx_datum_to_key(value, base);
-			}
-			elog(ERROR, "gpuidx: unsupported key type %u", typid);
-			return 0;			/* keep compiler quiet */
-	}
+	if (base == typid)
+		elog(ERROR, "gpuidx: unsupported key type %u", typid);
+	return gpuidx_datum_to_key(value, base);
 }
 
 /* A 64-bit key as a datum of the index's key type (int2, int4 or int8). */
@@ -467,48 +454,8 @@ void
 gpuidx_deform_row(const GpuidxLayout *layout, const char *row, Datum *values,
 				  bool *isnull)
 {
-	uint16		nulls;
-	const char *v = row + sizeof(uint16);
 	int			c;
 
-	memcpy(&nulls, row, sizeof(nulls));
 	for (c = 0; c < layout->ninclude; c++)
-	{
-		const char *at = v + layout->value_offset[c];
-
-		isnull[c] = (nulls & (1 << c)) != 0;
-		values[c] = (Datum) 0;
-		if (isnull[c])
-			continue;
-		switch (layout->width[c])
-		{
-			case 1:
-				values[c] = CharGetDatum(*at);
-				break;
-			case 2:
-				{
-					int16		x;
-
-					memcpy(&x, at, sizeof(x));
-					values[c] = Int16GetDatum(x);
-					break;
-				}
-			case 4:
-				{
-					int32		x;
-
-					memcpy(&x, at, sizeof(x));
-					values[c] = Int32GetDatum(x);
-					break;
-				}
-			default:
-				{
-					int64		x;
-
-					memcpy(&x, at, sizeof(x));
-					values[c] = Int64GetDatum(x);
-					break;
-				}
-		}
-	}
+		values[c] = gpuidx_row_value(layout, row, c, &isnull[c]);
 }
