@@ -361,13 +361,8 @@ lay_out_static(const Geo *g, const K *keys, K *leaves, K *nodes, uint32_t *prefi
 			g->leaf.nodes);
 		CKL("build_level_kernel");
 	}
-	if (g->nint == 0)
-	{
-		uint32_t	pre[2] = {0, 1};	/* a single leaf: no internal nodes */
-
-		CK(cudaMemcpyAsync(prefix, pre, sizeof(uint32_t), cudaMemcpyHostToDevice, st));
-		CK(cudaStreamSynchronize(st));	/* (pre is on this stack) */
-	}
+	if (g->nint == 0)			/* a single leaf: no internal nodes */
+		CK(cudaMemsetAsync(prefix, 0, sizeof(uint32_t), st));
 	return GI_OK;
 }
 

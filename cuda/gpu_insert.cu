@@ -964,6 +964,17 @@ drop_rank_keys(GpuIns *ins)
 	}
 }
 
+/* Gather the keys in rank order from the leaves into out on stream st. */
+template <class K>
+static GiStatus
+gather_keys(const GpuIns *ins, cudaStream_t st, K *out, GiError *err)
+{
+	gather_leaf_slots_kernel<K, K><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, st>>>(
+		(K *const *) ins->d_kseg, ins->seg_shift, ins->dir.node, ins->dir.base, ins->nleaves, out);
+	CKL("gather_leaf_slots_kernel (keys)");
+	return GI_OK;
+}
+
 /*
  * Gather the keys in rank order from the leaves into ins->rank_keys unless
  * it is there (device aggregation reads keys by position; every insertion
@@ -985,10 +996,7 @@ refresh_rank_keys(GpuImage *img, GiError *err)
 							"limit of %zu bytes (gpuidx.device_memory_limit)",
 							(unsigned long long) (img->hdr.n * sizeof(K)), img->mem_limit);
 	CKS(gi_gpu_alloc(out, (img->hdr.n ? img->hdr.n : 1) * sizeof(K), "the keys in rank order", err));
-	gather_leaf_slots_kernel<K, K><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, img->stream>>>(
-		(K *const *) ins->d_kseg, ins->seg_shift, ins->dir.node, ins->dir.base, ins->nleaves,
-		(K *) out.p);
-	CKL("gather_leaf_slots_kernel (keys)");
+	CKS(gather_keys<K>(ins, img->stream, (K *) out.p, err));
 	CK(cudaStreamSynchronize(img->stream));
 	ins->rank_keys = out.release();
 	ins->rank_keys_bytes = img->hdr.n * sizeof(K);
@@ -1021,10 +1029,7 @@ build_snapshot(GpuImage *img, cudaStream_t st, GpuStatic **out, GiError *err)
 			gi_clear_error(err);
 			return GI_OK;
 		}
-		gather_leaf_slots_kernel<K, K><<<grid(ins->nleaves * Node<K>::M), BLOCK, 0, st>>>(
-			(K *const *) ins->d_kseg, ins->seg_shift, ins->dir.node, ins->dir.base, ins->nleaves,
-			(K *) keys.p);
-		CKL("gather_leaf_slots_kernel (static copy)");
+		CKS(gather_keys<K>(ins, st, (K *) keys.p, err));
 		sorted = (const K *) keys.p;
 	}
 	snap = (GpuStatic *) calloc(1, sizeof(GpuStatic));
