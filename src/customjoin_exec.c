@@ -1414,23 +1414,14 @@ next_asof(GpuidxJoinState *state)
 			return NULL;
 		if (!state->asof_started && state->direct_chunk && limit == 1)
 		{
-			DirectAnswer d = asof_direct_row(state, r, pred);
+			TupleTableSlot *slot = next_direct(state);
 
-			if ((r & 1023) == 0)
-				CHECK_FOR_INTERRUPTS();
-			if (d != DIRECT_WALK)
-			{
-				state->stat_direct++;
-				state->asof_row++;
-				if (d == DIRECT_ROW)
-					return scan;
-				if (state->jointype == JOIN_LEFT)
-				{
-					restore_row(state, r);
-					return scan;
-				}
-				continue;
-			}
+			if (slot)
+				return slot;
+			/* the chunk's end, or a row whose answer must be walked */
+			r = state->asof_row;
+			if (r >= state->nrows)
+				return NULL;
 		}
 		if (!state->asof_started)
 		{
