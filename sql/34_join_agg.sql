@@ -1,0 +1,438 @@
+--
+-- 34_join_agg: GpuIndexAgg over GpuIndexJoin, aggregates of an as-of
+-- LATERAL join (LIMIT 1, predecessor or successor, inner or left, no GROUP
+-- BY) added up from the join's answers.  Every aggregate it computes
+-- (count(*), count, sum, avg, min, max, bool_and, bool_or, every) over the
+-- key and over an included column of every type is compared, as text (so
+-- types, numeric scales and float digits must match), with the same query
+-- on a btree twin with the same INCLUDE (the reference) and on the gpuidx
+-- table with gpuidx.enable_customagg off (Aggregate over GpuIndexJoin);
+-- queries it must not take (an outer column, float sum and avg, DISTINCT,
+-- FILTER, GROUP BY, LIMIT 2, a subquery filter, an expression argument) are
+-- compared the same way and show that they stay a plain Aggregate.  Each
+-- state of the table (all-visible after VACUUM; included columns updated
+-- and rows deleted, not vacuumed, so answers on those pages walk the heap;
+-- inside a transaction that changes rows; after its rollback; after VACUUM)
+-- is checked three ways: the default engine adding up on the device where
+-- the image is a GPU one (gpuidx.gpu_min_agg_entries = 0), the default
+-- engine adding up on the host (gpuidx.gpu_min_agg_entries at its maximum),
+-- and gpuidx.engine = cpu.  EXPLAIN ANALYZE is read as JSON and shown only
+-- as none / partly / all.
+--
+\set schema gi_join_agg
+\i sql/include/setup.sql
+SET max_parallel_workers_per_gather = 0;
+SET timezone = 'UTC';
+
+-- t: int8 keys that are multiples of 3 (so that keys inserted or moved
+-- later, 3m+1 and 3m+2, are new ones), three rows a key (duplicates), keys
+-- from -2100 to 5697 and two far ones near the int8 extremes (the second
+-- twice), NULL keys.  Every included column is a function of the key alone
+-- (through j), so which of a key's rows LIMIT 1 takes does not change an
+-- answer; every accepted type, with NULLs, NaN, infinities, values whose
+-- sums leave int8, dates and timestamps on both sides of 2000-01-01
+CREATE TABLE t (id int, k int8, c_i2 int2, c_i4 int4, c_i8 int8, c_f4 float4,
+                c_f8 float8, c_d date, c_ts timestamp, c_tz timestamptz,
+                c_b bool, c_o oid, pad text)
+  WITH (autovacuum_enabled = off);
+INSERT INTO t
+SELECT g, CASE WHEN g % 500 = 0 THEN NULL ELSE (j - 700) * 3 END,
+       CASE WHEN j % 11 = 0 THEN NULL ELSE (j * 37 % 60000 - 30000)::int2 END,
+       CASE WHEN j % 13 = 0 THEN NULL ELSE j * 1047290 - 1000000000 END,
+       CASE WHEN j % 7 = 0 THEN NULL
+            WHEN j % 3 = 0 THEN 9223372036854775807 - j
+            WHEN j % 3 = 1 THEN -9223372036854775807 + j
+            ELSE j::int8 * 1000000007 END,
+       CASE WHEN j % 17 = 0 THEN NULL WHEN j = 1234 THEN 'NaN'
+            WHEN j = 1345 THEN '-Infinity' ELSE j / 7.0 END,
+       CASE WHEN j % 5 = 0 THEN NULL WHEN j = 1432 THEN 'Infinity'
+            WHEN j = 1501 THEN '-Infinity' ELSE j * 1.25 - 3333.5 END,
+       CASE WHEN j % 19 = 0 THEN NULL WHEN j = 1777 THEN 'infinity'
+            ELSE date '1995-01-01' + j * 3 END,
+       CASE WHEN j % 23 = 0 THEN NULL WHEN j = 77 THEN '-infinity'
+            ELSE timestamp '1998-01-01' + j * interval '77 minutes' END,
+       CASE WHEN j % 29 = 0 THEN NULL
+            ELSE timestamptz '1999-12-31 12:00+00' + j * interval '13 hours' END,
+       CASE WHEN j % 31 = 0 THEN NULL ELSE j % 3 = 0 END,
+       CASE WHEN j % 37 = 0 THEN NULL ELSE (j::int8 * 2654435761 % 4294967296)::oid END,
+       'pad' || g
+  FROM generate_series(1, 6000) g, LATERAL (SELECT g % 2000 AS j) x;
+INSERT INTO t VALUES
+  (-1, -9223372036854775000, -32768, -2147483648, -9223372036854775808, 0.5,
+   -1e308, '4713-01-01 BC', '4713-01-01 00:00 BC', NULL, true, 0, 'far low'),
+  (-2, 9223372036854775000, 32767, 2147483647, 9223372036854775807, 3.4e38,
+   1e308, '5874897-12-31', NULL, '2200-01-01 00:00+00', NULL, 4294967295, 'far high'),
+  (-3, 9223372036854775000, 32767, 2147483647, 9223372036854775807, 3.4e38,
+   1e308, '5874897-12-31', NULL, '2200-01-01 00:00+00', NULL, 4294967295, 'far high');
+CREATE TABLE tb (LIKE t) WITH (autovacuum_enabled = off);
+INSERT INTO tb SELECT * FROM t;
+CREATE INDEX t_gi ON t USING gpuidx (k)
+  INCLUDE (c_i2, c_i4, c_i8, c_f4, c_f8, c_d, c_ts, c_tz, c_b, c_o);
+CREATE INDEX tb_bt ON tb USING btree (k)
+  INCLUDE (c_i2, c_i4, c_i8, c_f4, c_f8, c_d, c_ts, c_tz, c_b, c_o);
+
+-- o: the outer side.  Probes across the keys (on them and between them),
+-- below -2100 (their predecessor is the far low key) and above 5697 (their
+-- successor the far high one), NULL probes, probes below the smallest key
+-- (no predecessor: an inner join drops the row, a left join keeps it with
+-- NULLs) and above the largest (no successor), the far keys themselves, and
+-- the keys of the NaN, infinity and -infinity rows.  y: an int4 column
+CREATE TABLE o (id int, x int8, y int4) WITH (autovacuum_enabled = off);
+INSERT INTO o SELECT g, CASE WHEN g % 97 = 0 THEN NULL ELSE (g * 7919) % 8400 - 2300 END,
+       (g * 31) % 1700 - 250
+  FROM generate_series(1, 3000) g;
+INSERT INTO o (id, x, y) VALUES
+  (-1, -9223372036854775808, 1), (-2, -9223372036854775808, 2), (-3, -9223372036854775001, 3),
+  (-4, 9223372036854775807, 4), (-5, 9223372036854775001, 5), (-6, -9223372036854775000, 6),
+  (-7, 9223372036854775000, 7), (-8, 9223372036854774999, 8), (-9, NULL, 9),
+  (-10, (1234 - 700) * 3 + 1, 10), (-11, (1345 - 700) * 3, 11), (-12, (1432 - 700) * 3 + 2, 12),
+  (-13, (1501 - 700) * 3 - 1, 13), (-14, (1777 - 700) * 3, 14), (-15, (77 - 700) * 3, 15);
+-- os: probes whose answers hold no NaN or infinity (keys 300 to 900)
+CREATE TABLE os (id int, x int8) WITH (autovacuum_enabled = off);
+INSERT INTO os SELECT g, 300 + g * 13 % 600 FROM generate_series(1, 60) g;
+-- ob: probes on keys whose c_b is true (bool_and true)
+CREATE TABLE ob (id int, x int8) WITH (autovacuum_enabled = off);
+INSERT INTO ob SELECT j, (j - 700) * 3 FROM generate_series(3, 1500, 33) j WHERE j % 31 <> 0;
+-- oe: probes near the int8 extremes only (sums of the far keys leave int8)
+CREATE TABLE oe (id int, x int8) WITH (autovacuum_enabled = off);
+INSERT INTO oe SELECT g, CASE WHEN g % 2 = 0 THEN 9223372036854775807 - g ELSE -9223372036854775000 + g END
+  FROM generate_series(1, 9) g;
+-- o0: no row; on: probes none of which has a predecessor
+CREATE TABLE o0 (id int, x int8) WITH (autovacuum_enabled = off);
+CREATE TABLE onone (id int, x int8) WITH (autovacuum_enabled = off);
+INSERT INTO onone SELECT g, -9223372036854775001 - g FROM generate_series(1, 5) g;
+VACUUM ANALYZE t, tb, o, os, ob, oe, o0, onone;
+
+-- jacheck(what, q): q (with @T@ for the inner table) run three ways: on the
+-- btree twin tb (the reference, planner free); on t with GpuIndexJoin
+-- forced (hash, merge and nested-loop joins off) and gpuidx.enable_customagg
+-- on ("pushed": the plan has Custom Scan (GpuIndexAgg) and Custom Scan
+-- (GpuIndexJoin); "join": it has GpuIndexJoin; both read from EXPLAIN of
+-- the query as run, inside its wrapper); on t the same way with
+-- gpuidx.enable_customagg off (Aggregate over GpuIndexJoin).  Answers are
+-- the result rows as text, sorted; same_on / same_off compare them with the
+-- reference (IS NOT DISTINCT FROM).  Settings are put back, so it also runs
+-- inside a transaction block.
+CREATE FUNCTION jacheck(label text, q text, OUT what text, OUT join_node boolean,
+                        OUT pushed boolean, OUT rows int, OUT same_on boolean,
+                        OUT same_off boolean)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  names text[] := '{gpuidx.enable_customagg, gpuidx.enable_customjoin, enable_hashjoin, enable_mergejoin, enable_nestloop}';
+  saved text[] := '{}';
+  i int;
+  line text;
+  agg_node boolean := false;
+  wrap text := 'SELECT count(*)::int, coalesce(string_agg(x::text, '' | '' ORDER BY x::text), ''(no row)'') FROM (%s) x';
+  gi text := format(wrap, replace(q, '@T@', 't'));
+  ref text;
+  r_on text;
+  r_off text;
+BEGIN
+  FOR i IN 1 .. cardinality(names) LOOP
+    saved := saved || current_setting(names[i]);
+  END LOOP;
+  what := label;
+  EXECUTE format(wrap, replace(q, '@T@', 'tb')) INTO rows, ref;
+  PERFORM set_config('gpuidx.enable_customagg', 'on', true);
+  PERFORM set_config('gpuidx.enable_customjoin', 'on', true);
+  FOR i IN 3 .. 5 LOOP
+    PERFORM set_config(names[i], 'off', true);
+  END LOOP;
+  join_node := false;
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || gi LOOP
+    join_node := join_node OR line LIKE '%Custom Scan (GpuIndexJoin)%';
+    agg_node := agg_node OR line LIKE '%Custom Scan (GpuIndexAgg)%';
+  END LOOP;
+  pushed := join_node AND agg_node;
+  EXECUTE gi INTO i, r_on;
+  PERFORM set_config('gpuidx.enable_customagg', 'off', true);
+  EXECUTE gi INTO i, r_off;
+  FOR i IN 1 .. cardinality(names) LOOP
+    PERFORM set_config(names[i], saved[i], true);
+  END LOOP;
+  same_on := r_on IS NOT DISTINCT FROM ref;
+  same_off := r_off IS NOT DISTINCT FROM ref;
+END $f$;
+
+-- the cases: (what, query).  forms are the four as-of shapes over outer
+-- table %1$s with subquery columns %2$s
+CREATE FUNCTION asof_form(form text, outer_table text, cols text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $f$
+SELECT CASE form
+  WHEN 'pred' THEN format('%1$s CROSS JOIN LATERAL (SELECT %2$s FROM @T@ t WHERE t.k <= %1$s.x ORDER BY t.k DESC LIMIT 1) s', outer_table, cols)
+  WHEN 'pred left' THEN format('%1$s LEFT JOIN LATERAL (SELECT %2$s FROM @T@ t WHERE t.k <= %1$s.x ORDER BY t.k DESC LIMIT 1) s ON true', outer_table, cols)
+  WHEN 'succ' THEN format('%1$s CROSS JOIN LATERAL (SELECT %2$s FROM @T@ t WHERE t.k >= %1$s.x ORDER BY t.k LIMIT 1) s', outer_table, cols)
+  WHEN 'succ left' THEN format('%1$s LEFT JOIN LATERAL (SELECT %2$s FROM @T@ t WHERE t.k >= %1$s.x ORDER BY t.k LIMIT 1) s ON true', outer_table, cols)
+END $f$;
+
+CREATE FUNCTION cases() RETURNS TABLE(n int, what text, q text)
+LANGUAGE sql AS $f$
+WITH forms(fno, form) AS (VALUES (1, 'pred'), (2, 'pred left'), (3, 'succ'), (4, 'succ left')),
+groups(gno, grp, aggs) AS (VALUES
+  (1, 'count(*)', 'count(*)'),
+  (2, 'key', 'count(s.k), sum(s.k), avg(s.k), min(s.k), max(s.k)'),
+  (3, 'int2', 'count(s.c_i2), sum(s.c_i2), avg(s.c_i2), min(s.c_i2), max(s.c_i2)'),
+  (4, 'int4', 'count(s.c_i4), sum(s.c_i4), avg(s.c_i4), min(s.c_i4), max(s.c_i4)'),
+  (5, 'int8', 'count(s.c_i8), sum(s.c_i8), avg(s.c_i8), min(s.c_i8), max(s.c_i8)'),
+  (6, 'floats', 'count(s.c_f4), min(s.c_f4), max(s.c_f4), count(s.c_f8), min(s.c_f8), max(s.c_f8)'),
+  (7, 'dates', 'count(s.c_d), min(s.c_d), max(s.c_d), count(s.c_ts), min(s.c_ts), max(s.c_ts), count(s.c_tz), min(s.c_tz), max(s.c_tz)'),
+  (8, 'bool oid', 'count(s.c_b), bool_and(s.c_b), bool_or(s.c_b), every(s.c_b), count(s.c_o), min(s.c_o), max(s.c_o)'),
+  (9, 'mixed', 'count(*), sum(s.c_i4), avg(s.c_i2), min(s.c_ts), max(s.k), count(s.c_f8), bool_or(s.c_b)')),
+allcols(c) AS (VALUES ('t.k, t.c_i2, t.c_i4, t.c_i8, t.c_f4, t.c_f8, t.c_d, t.c_ts, t.c_tz, t.c_b, t.c_o')),
+matrix AS (
+  SELECT fno * 100 + gno AS n, grp || ', ' || form AS what,
+         format('SELECT %s FROM %s', aggs, asof_form(form, 'o', c)) AS q
+    FROM forms, groups, allcols),
+extra(n, what, q) AS (VALUES
+  -- other outer tables: answers without NaN or infinity, bool_and true, the
+  -- int8 extremes (sums leave int8), no outer row, no answer at all
+  (1001, 'no NaN floats, pred', format('SELECT count(s.c_f4), min(s.c_f4), max(s.c_f4), min(s.c_f8), max(s.c_f8) FROM %s',
+    asof_form('pred', 'os', 't.c_f4, t.c_f8'))),
+  (1002, 'no NaN floats, succ left', format('SELECT min(s.c_f4), max(s.c_f4), min(s.c_f8), max(s.c_f8) FROM %s',
+    asof_form('succ left', 'os', 't.c_f4, t.c_f8'))),
+  (1003, 'bool all true, pred', format('SELECT count(*), bool_and(s.c_b), bool_or(s.c_b), every(s.c_b) FROM %s',
+    asof_form('pred', 'ob', 't.c_b'))),
+  (1004, 'bool all true, succ left', format('SELECT bool_and(s.c_b), every(s.c_b), count(s.c_b) FROM %s',
+    asof_form('succ left', 'ob', 't.c_b'))),
+  (1005, 'int8 extremes, pred', format('SELECT count(*), sum(s.k), avg(s.k), min(s.k), max(s.k), sum(s.c_i8), avg(s.c_i8), sum(s.c_i4), sum(s.c_i2) FROM %s',
+    asof_form('pred', 'oe', 't.k, t.c_i8, t.c_i4, t.c_i2'))),
+  (1006, 'int8 extremes, pred left', format('SELECT count(*), count(s.k), sum(s.k), avg(s.c_i8), min(s.c_d), max(s.c_o) FROM %s',
+    asof_form('pred left', 'oe', 't.k, t.c_i8, t.c_d, t.c_o'))),
+  (1007, 'int8 extremes, succ', format('SELECT count(*), sum(s.k), avg(s.k), sum(s.c_i8), max(s.c_f4), min(s.c_tz) FROM %s',
+    asof_form('succ', 'oe', 't.k, t.c_i8, t.c_f4, t.c_tz'))),
+  (1008, 'int8 extremes, succ left', format('SELECT count(*), count(s.k), sum(s.k), sum(s.c_i8), min(s.c_ts) FROM %s',
+    asof_form('succ left', 'oe', 't.k, t.c_i8, t.c_ts'))),
+  (1009, 'no outer row, pred', format('SELECT count(*), count(s.k), sum(s.k), avg(s.c_i4), min(s.c_d), bool_or(s.c_b) FROM %s',
+    asof_form('pred', 'o0', 't.k, t.c_i4, t.c_d, t.c_b'))),
+  (1010, 'no outer row, succ left', format('SELECT count(*), sum(s.c_i8), max(s.c_f8), every(s.c_b) FROM %s',
+    asof_form('succ left', 'o0', 't.c_i8, t.c_f8, t.c_b'))),
+  (1011, 'no answer, pred', format('SELECT count(*), count(s.k), sum(s.k), avg(s.c_i2), max(s.c_ts), bool_and(s.c_b) FROM %s',
+    asof_form('pred', 'onone', 't.k, t.c_i2, t.c_ts, t.c_b'))),
+  (1012, 'no answer, pred left', format('SELECT count(*), count(s.k), sum(s.k), avg(s.c_i2), max(s.c_ts), bool_and(s.c_b) FROM %s',
+    asof_form('pred left', 'onone', 't.k, t.c_i2, t.c_ts, t.c_b'))),
+  -- the subquery's own columns, in another order, only those read; the
+  -- same aggregate twice; expressions of aggregates; HAVING
+  (1013, 'few columns, reordered', $$SELECT max(s.c_o), count(*), sum(s.k), min(s.c_i2) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_o, t.c_i2, t.k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
+  (1014, 'included column only', $$SELECT sum(s.c_i4), avg(s.c_i4) FROM o LEFT JOIN LATERAL
+    (SELECT t.c_i4 FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s ON true$$),
+  (1015, 'count(*) only, key not selected', $$SELECT count(*) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_b FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s$$),
+  (1016, 'same aggregate twice', $$SELECT sum(s.c_i4), count(*), sum(s.c_i4), min(s.c_tz), min(s.c_tz) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i4, t.c_tz FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
+  (1017, 'expressions of aggregates', $$SELECT sum(s.c_i4) * 2 + count(*), max(s.k) - min(s.k), avg(s.c_i2)::int,
+    count(s.c_f8) > 100 FROM o LEFT JOIN LATERAL
+    (SELECT t.k, t.c_i4, t.c_i2, t.c_f8 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s ON true$$),
+  (1018, 'HAVING kept', $$SELECT count(*), sum(s.c_i4), max(s.c_d) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i4, t.c_d FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s HAVING count(*) > 10$$),
+  (1019, 'HAVING rejects', $$SELECT count(*), sum(s.c_i4) FROM o LEFT JOIN LATERAL
+    (SELECT t.c_i4 FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s ON true HAVING sum(s.c_i2) > 1000000000$$),
+  (1020, 'HAVING on an aggregate not selected', $$SELECT count(s.k) FROM o CROSS JOIN LATERAL
+    (SELECT t.k, t.c_b FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s HAVING bool_or(s.c_b)$$),
+  -- not taken by GpuIndexAgg: the answers still equal
+  (2001, 'not pushed: outer column', $$SELECT count(*), sum(o.y), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
+  (2002, 'not pushed: min of outer probe', $$SELECT min(o.x), max(s.k) FROM o CROSS JOIN LATERAL
+    (SELECT t.k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
+  (2003, 'not pushed: sum(float8)', $$SELECT count(*), sum(s.c_f8) FROM os CROSS JOIN LATERAL
+    (SELECT t.c_f8 FROM @T@ t WHERE t.k <= os.x ORDER BY t.k DESC LIMIT 1) s$$),
+  (2004, 'not pushed: avg(float4)', $$SELECT avg(s.c_f4) FROM os LEFT JOIN LATERAL
+    (SELECT t.c_f4 FROM @T@ t WHERE t.k >= os.x ORDER BY t.k LIMIT 1) s ON true$$),
+  (2005, 'not pushed: LIMIT 2', $$SELECT count(*), sum(s.c_i4), min(s.k) FROM o CROSS JOIN LATERAL
+    (SELECT t.k, t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 2) s$$),
+  (2006, 'not pushed: subquery filter', $$SELECT count(*), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x AND t.k > o.x - 30 ORDER BY t.k DESC LIMIT 1) s$$),
+  (2007, 'not pushed: DISTINCT', $$SELECT count(DISTINCT s.c_b), count(*) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_b FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
+  (2008, 'not pushed: FILTER', $$SELECT count(*) FILTER (WHERE s.c_b), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_b, t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
+  (2009, 'not pushed: ORDER BY in aggregate', $$SELECT min(s.c_i4 ORDER BY s.c_i4), count(*) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
+  (2010, 'not pushed: GROUP BY', $$SELECT s.c_b, count(*), sum(s.c_i4), min(s.k) FROM o CROSS JOIN LATERAL
+    (SELECT t.k, t.c_i4, t.c_b FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s GROUP BY s.c_b$$),
+  (2011, 'not pushed: expression argument', $$SELECT sum(s.c_i4 + 1), count(*) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
+  (2012, 'not pushed: column outside aggregates', $$SELECT count(*), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s HAVING min(o.y) < 0$$)
+)
+SELECT * FROM matrix UNION ALL SELECT * FROM extra
+$f$;
+
+CREATE TEMP TABLE ja_runs (config int, n int, what text, join_node boolean,
+  pushed boolean, rows int, same_on boolean, same_off boolean);
+
+-- state_checks(): every case, into ja_runs, each run by jacheck under three settings:
+-- the default engine with gpuidx.gpu_min_agg_entries = 0 (a GPU image adds
+-- up on the device), the default engine with it at its maximum (the host),
+-- and gpuidx.engine = cpu.  pushed: yes (all three), no (none) or which;
+-- answers: equal, or which runs differ from the reference.  Settings are
+-- put back.
+CREATE FUNCTION state_checks()
+RETURNS TABLE(what text, join_node boolean, pushed text, rows int, answers text)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  saved_engine text := current_setting('gpuidx.engine');
+  saved_min text := current_setting('gpuidx.gpu_min_agg_entries');
+  configs text[] := '{device, host, cpu}';
+  c int;
+  r record;
+BEGIN
+  TRUNCATE ja_runs;
+  FOR c IN 1 .. 3 LOOP
+    PERFORM set_config('gpuidx.engine', CASE WHEN c = 3 THEN 'cpu' ELSE saved_engine END, true);
+    PERFORM set_config('gpuidx.gpu_min_agg_entries', CASE WHEN c = 1 THEN '0' ELSE '2147483647' END, true);
+    FOR r IN SELECT * FROM cases() ORDER BY 1 LOOP
+      INSERT INTO ja_runs SELECT c, r.n, j.* FROM jacheck(r.what, r.q) j;
+    END LOOP;
+  END LOOP;
+  PERFORM set_config('gpuidx.engine', saved_engine, true);
+  PERFORM set_config('gpuidx.gpu_min_agg_entries', saved_min, true);
+  RETURN QUERY
+  SELECT min(j.what), bool_and(j.join_node),
+         CASE WHEN bool_and(j.pushed) THEN 'yes' WHEN NOT bool_or(j.pushed) THEN 'no'
+              ELSE string_agg(configs[j.config], ',' ORDER BY j.config) FILTER (WHERE j.pushed) END,
+         min(j.rows),
+         CASE WHEN bool_and(j.same_on AND j.same_off) AND min(j.rows) = max(j.rows) THEN 'equal'
+              ELSE 'DIFFERENT: ' || concat_ws(', ',
+                string_agg(configs[j.config] || ' on', ', ' ORDER BY j.config) FILTER (WHERE NOT j.same_on),
+                string_agg(configs[j.config] || ' off', ', ' ORDER BY j.config) FILTER (WHERE NOT j.same_off)) END
+    FROM ja_runs j GROUP BY j.n ORDER BY j.n;
+END $f$;
+
+-- nodes(q): q's custom nodes under EXPLAIN ANALYZE (FORMAT JSON) with
+-- GpuIndexJoin forced: each node, whether it returned rows, and its heap
+-- fetches as none, partly (fewer than its probes) or all
+CREATE FUNCTION nodes(q text)
+RETURNS TABLE(node text, some_rows boolean, heap text)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  plan jsonb;
+  n jsonb;
+BEGIN
+  PERFORM set_config('gpuidx.enable_customjoin', 'on', true);
+  PERFORM set_config('enable_hashjoin', 'off', true);
+  PERFORM set_config('enable_mergejoin', 'off', true);
+  PERFORM set_config('enable_nestloop', 'off', true);
+  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, TIMING OFF, SUMMARY OFF) ' || q INTO plan;
+  PERFORM set_config('enable_hashjoin', 'on', true);
+  PERFORM set_config('enable_mergejoin', 'on', true);
+  PERFORM set_config('enable_nestloop', 'on', true);
+  FOR n IN SELECT jsonb_path_query(plan, 'strict $.** ? (@."Node Type" == "Custom Scan")') LOOP
+    node := n->>'Custom Plan Provider';
+    some_rows := (n->>'Actual Rows')::bigint > 0;
+    heap := CASE WHEN (n->>'Heap Fetches') IS NULL THEN NULL
+                 WHEN (n->>'Heap Fetches')::bigint = 0 THEN 'none'
+                 WHEN (n->>'Heap Fetches')::bigint < (n->>'Probes')::bigint THEN 'partly'
+                 ELSE 'all' END;
+    RETURN NEXT;
+  END LOOP;
+END $f$;
+
+-- 1. every page all-visible: the plans, the nodes, every case
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(s.c_i4), avg(s.c_i2), min(s.c_ts), max(s.k), count(s.c_f8), bool_or(s.c_b)
+  FROM o CROSS JOIN LATERAL (SELECT t.k, t.c_i4, t.c_i2, t.c_ts, t.c_f8, t.c_b FROM t
+  WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s;
+EXPLAIN (COSTS OFF) SELECT count(*), min(s.k) FROM o LEFT JOIN LATERAL (SELECT t.k FROM t
+  WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s ON true HAVING count(*) > 0;
+-- not pushed: an outer column; LIMIT 2
+EXPLAIN (COSTS OFF) SELECT count(*), sum(o.y), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+  (SELECT t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+  (SELECT t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 2) s;
+-- gpuidx.enable_customagg off: Aggregate over GpuIndexJoin
+SET gpuidx.enable_customagg = off;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+  (SELECT t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s;
+RESET gpuidx.enable_customagg;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+SELECT * FROM nodes($$SELECT count(*), sum(s.c_i4), max(s.k) FROM o CROSS JOIN LATERAL
+  (SELECT t.k, t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$);
+SELECT * FROM nodes($$SELECT count(*), sum(o.y), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+  (SELECT t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$);
+SELECT * FROM state_checks();
+
+-- 2. included columns updated (not HOT: new entries), whole keys and single
+-- duplicates deleted, keys moved to new values, a HOT update: not vacuumed,
+-- so answers on those pages walk the heap, the others are added up from
+-- the image.  Every change keeps a key's rows alike.
+UPDATE t SET c_i2 = NULL, c_i8 = -c_i8, c_b = NOT c_b, c_ts = c_ts + interval '1 day' WHERE k BETWEEN 300 AND 900;
+UPDATE tb SET c_i2 = NULL, c_i8 = -c_i8, c_b = NOT c_b, c_ts = c_ts + interval '1 day' WHERE k BETWEEN 300 AND 900;
+DELETE FROM t WHERE k BETWEEN 1500 AND 1560 OR id = -3;
+DELETE FROM tb WHERE k BETWEEN 1500 AND 1560 OR id = -3;
+DELETE FROM t WHERE id % 3 = 0 AND k BETWEEN 2400 AND 3000;
+DELETE FROM tb WHERE id % 3 = 0 AND k BETWEEN 2400 AND 3000;
+UPDATE t SET k = k + 1 WHERE k BETWEEN 4000 AND 4100;
+UPDATE tb SET k = k + 1 WHERE k BETWEEN 4000 AND 4100;
+UPDATE t SET pad = 'hot' WHERE k BETWEEN -1500 AND -1200;
+UPDATE tb SET pad = 'hot' WHERE k BETWEEN -1500 AND -1200;
+SELECT * FROM nodes($$SELECT count(*), sum(s.c_i4), max(s.k) FROM o CROSS JOIN LATERAL
+  (SELECT t.k, t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$);
+SELECT * FROM state_checks();
+
+-- 3. a transaction's own changes count (new keys 3m+2, updates, deletes);
+-- after its rollback they don't
+BEGIN;
+INSERT INTO t (id, k, c_i2, c_i4, c_i8, c_b, c_d) SELECT -100 - g, g * 3 + 2, g, -g, 9223372036854775807, false, date '2100-01-01' + g
+  FROM generate_series(-200, 700) g;
+INSERT INTO tb (id, k, c_i2, c_i4, c_i8, c_b, c_d) SELECT -100 - g, g * 3 + 2, g, -g, 9223372036854775807, false, date '2100-01-01' + g
+  FROM generate_series(-200, 700) g;
+UPDATE t SET c_i4 = c_i4 + 1, c_f4 = 'NaN' WHERE k BETWEEN -600 AND -450;
+UPDATE tb SET c_i4 = c_i4 + 1, c_f4 = 'NaN' WHERE k BETWEEN -600 AND -450;
+DELETE FROM t WHERE k BETWEEN 5000 AND 5300;
+DELETE FROM tb WHERE k BETWEEN 5000 AND 5300;
+SELECT * FROM state_checks();
+ROLLBACK;
+SELECT * FROM state_checks();
+
+-- 4. VACUUM: every page all-visible again
+VACUUM t, tb;
+SELECT * FROM nodes($$SELECT count(*), sum(s.c_i4), max(s.k) FROM o CROSS JOIN LATERAL
+  (SELECT t.k, t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$);
+SELECT * FROM state_checks();
+
+-- 5. privileges: without SELECT on t the pushed query is refused; with it,
+-- the answer is the reference's
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS regress_gpuidx_join_agg_reader;
+DROP ROLE IF EXISTS regress_gpuidx_join_agg_noselect;
+RESET client_min_messages;
+CREATE ROLE regress_gpuidx_join_agg_reader;
+CREATE ROLE regress_gpuidx_join_agg_noselect;
+GRANT USAGE ON SCHEMA gi_join_agg TO regress_gpuidx_join_agg_reader, regress_gpuidx_join_agg_noselect;
+GRANT SELECT ON o TO regress_gpuidx_join_agg_reader, regress_gpuidx_join_agg_noselect;
+GRANT SELECT ON t, tb TO regress_gpuidx_join_agg_reader;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+SET ROLE regress_gpuidx_join_agg_noselect;
+SELECT count(*), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+  (SELECT t.k, t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s;
+RESET ROLE;
+SET ROLE regress_gpuidx_join_agg_reader;
+SELECT * FROM jacheck('reader', $$SELECT count(*), sum(s.c_i4) FROM o CROSS JOIN LATERAL
+  (SELECT t.k, t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$);
+RESET ROLE;
+-- row-level security on t and tb alike: the policy applies to the answers
+ALTER TABLE t ENABLE ROW LEVEL SECURITY;
+ALTER TABLE tb ENABLE ROW LEVEL SECURITY;
+CREATE POLICY t_some ON t FOR SELECT USING (c_b);
+CREATE POLICY tb_some ON tb FOR SELECT USING (c_b);
+SET ROLE regress_gpuidx_join_agg_reader;
+SELECT * FROM jacheck('row-level security', $$SELECT count(*), sum(s.c_i4), max(s.k), bool_and(s.c_b) FROM o CROSS JOIN LATERAL
+  (SELECT t.k, t.c_i4, t.c_b FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$);
+RESET ROLE;
+ALTER TABLE t DISABLE ROW LEVEL SECURITY;
+ALTER TABLE tb DISABLE ROW LEVEL SECURITY;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+
+DROP SCHEMA gi_join_agg CASCADE;
+DROP ROLE regress_gpuidx_join_agg_reader;
+DROP ROLE regress_gpuidx_join_agg_noselect;
