@@ -40,6 +40,7 @@
  */
 #include "gpuidx.h"
 #include "customagg.h"
+#include "customjoin.h"
 #include "batchqual.h"
 #include "heapvisit.h"
 
@@ -99,6 +100,7 @@ typedef struct AggColumn
 	int			src;			/* GPUIDX_AGG_SRC_KEY or an INCLUDE column */
 	AttrNumber	attno;			/* the table's column */
 	Oid			type;			/* its base type */
+	AttrNumber	input_att;		/* over a join: the join's output column */
 	GiAggColumn t;
 } AggColumn;
 
@@ -126,6 +128,13 @@ typedef struct GpuidxAggState
 	bool		done;			/* the row was returned */
 	MemoryContext run_cxt;		/* one run's arrays and results */
 	GpuidxImageData *img;		/* pinned during a run */
+
+	/* over a GpuIndexJoin (the plan's custom_plans) */
+	PlanState  *join;
+	GpuidxJoinSink sink;		/* the join's direct answers, when it takes
+								 * the sink (sinking) */
+	bool		sinking;
+	int64		stat_join_rows; /* rows the join returned, added up here */
 
 	/* during a run */
 	GpuidxVisMapCopy vm;		/* the visibility map, copied for the run */
@@ -264,12 +273,16 @@ setup_aggregates(GpuidxAggState *state, List *specs)
 		if (lsecond_int(spec) == GPUIDX_AGG_SRC_NONE)
 			continue;
 		out->col = find_column(state, lsecond_int(spec), out->type);
+		if (list_length(spec) > 3)
+			state->cols[out->col].input_att = (AttrNumber) lfourth_int(spec);
 		if (lsecond_int(spec) == GPUIDX_AGG_SRC_KEY)
 			state->need_keys = true;
 		else
 			state->need_rows = true;
 	}
 }
+
+static void init_sink(GpuidxAggState *state, EState *estate);
 
 /* Check permissions, open the table and index, prepare the batch. */
 static void
@@ -291,6 +304,14 @@ begin_agg(CustomScanState *node, EState *estate, int eflags)
 	setup_aggregates(state, list_nth(priv, GPUIDX_CAGG_SPECS));
 	state->run_cxt = AllocSetContextCreate(estate->es_query_cxt, "gpuidx agg",
 										   ALLOCSET_DEFAULT_SIZES);
+	if (cscan->custom_plans != NIL)
+	{
+		state->join = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
+		node->custom_ps = list_make1(state->join);
+		if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+			init_sink(state, estate);
+		return;
+	}
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 	state->terms = gpuidx_prepare_batch(cscan->custom_exprs, &node->ss.ps,
@@ -716,6 +737,112 @@ agg_run(GpuidxAggState *state, GpuidxIntervals iv, Snapshot snapshot)
 	state->img = NULL;
 }
 
+/* ---------- over a GpuIndexJoin ---------- */
+/*
+ * GpuIndexAgg over an as-of GpuIndexJoin (customagg_plan.c offers it when
+ * every aggregate reads the subquery's key or INCLUDE columns): the join
+ * hands the image positions of the rows it answers directly (LIMIT 1, an
+ * all-visible page) to the sink, and they are added up from the image as a
+ * batch: on the device for a GPU image (gpuidx_aggregate_image, or the
+ * service's image), else by the host loop over staged entries.  The rows
+ * it returns (answers walked through the heap, and any row when the join
+ * takes no sink) are added up here from their columns.  Either way the
+ * totals are those of the rows the join produces, as PostgreSQL's Agg over
+ * the join would compute them.
+ */
+
+/* The sink's flush: add up the positions it holds, from the join's image. */
+static void
+sink_flush_positions(GpuidxJoinSink *sink, GpuidxImageData *img)
+{
+	GpuidxAggState *state = (GpuidxAggState *) sink->arg;
+	MemoryContext old = MemoryContextSwitchTo(state->run_cxt);
+	instr_time	t;
+	int64		i;
+
+	INSTR_TIME_SET_CURRENT(t);
+	state->img = img;
+	state->engine = img->engine;
+	if (agg_on_device(state, sink->first, sink->last, sink->n))
+	{
+		state->stat_device_runs++;
+		/* (every page counts as all-visible: the join tested each) */
+		if (state->nfetch != 0)
+			elog(ERROR, "gpuidx: the image left %lld directly answered rows to the heap",
+				 (long long) state->nfetch);
+		state->fetch = NULL;
+		state->fetch_cap = 0;
+	}
+	else
+	{
+		state->stat_host_runs++;
+		for (i = 0; i < sink->n; i++)
+		{
+			if (i + STAGE_PREFETCH < sink->n)
+				stage_prefetch(state, (int64) sink->first[i + STAGE_PREFETCH]);
+			stage_positions(state, (int64) sink->first[i], (int64) sink->last[i]);
+		}
+		stage_flush(state);
+	}
+	state->img = NULL;
+	sink->n = 0;
+	state->ms_image += gpuidx_lap_ms(&t);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Offer the join a sink for its direct answers, with room for a chunk's
+ * worth of positions (at most 2^20 at a time).  The join has tested each
+ * answer's page in the visibility map already: every entry counts.
+ */
+static void
+init_sink(GpuidxAggState *state, EState *estate)
+{
+	double		rows = state->join->plan->plan_rows;
+	int64		cap = (int64) Min(Max(rows, 1024.0), (double) Min(gpuidx_batch_chunk, 1 << 20));
+
+	state->sink.first = MemoryContextAllocHuge(estate->es_query_cxt, sizeof(uint64) * cap);
+	state->sink.last = MemoryContextAllocHuge(estate->es_query_cxt, sizeof(uint64) * cap);
+	state->sink.cap = cap;
+	state->sink.flush = sink_flush_positions;
+	state->sink.arg = state;
+	state->sinking = gpuidx_join_set_sink(state->join, &state->sink);
+}
+
+/*
+ * Run the join to its end: the rows it returns are added up from their
+ * columns, its direct answers through the sink.
+ */
+static void
+agg_join(GpuidxAggState *state)
+{
+	memset(&state->vm, 0, sizeof(state->vm));
+	state->vm.all_set = true;
+	state->vm.nblocks = MaxBlockNumber;
+	state->sink.n = 0;
+	state->sink.null_rows = 0;
+	for (;;)
+	{
+		TupleTableSlot *slot = ExecProcNode(state->join);
+		int			c;
+
+		if (TupIsNull(slot))
+			break;
+		state->rows++;
+		state->stat_join_rows++;
+		for (c = 0; c < state->ncols; c++)
+		{
+			AggColumn  *col = &state->cols[c];
+			bool		isnull;
+			Datum		d = slot_getattr(slot, col->input_att, &isnull);
+
+			if (!isnull)
+				add_datum(col, d);
+		}
+	}
+	state->rows += state->sink.null_rows;
+}
+
 /* ---------- results ---------- */
 
 /* A 128-bit integer as a numeric (scale 0), as numeric_poly_sum makes it. */
@@ -828,10 +955,20 @@ compute_row(GpuidxAggState *state)
 	state->nfetch = state->fetch_cap = 0;
 	memset(&state->vm, 0, sizeof(state->vm));
 	reset_totals(state);
-	iv = gpuidx_eval_batch(state->terms, econtext);
-	state->stat_probes += iv.n;
-	if (iv.n > 0)
-		agg_run(state, iv, state->css.ss.ps.state->es_snapshot);
+	if (state->join)
+	{
+		/* (the join runs in its own memory, as under any parent) */
+		MemoryContextSwitchTo(old);
+		agg_join(state);
+		MemoryContextSwitchTo(state->run_cxt);
+	}
+	else
+	{
+		iv = gpuidx_eval_batch(state->terms, econtext);
+		state->stat_probes += iv.n;
+		if (iv.n > 0)
+			agg_run(state, iv, state->css.ss.ps.state->es_snapshot);
+	}
 	ExecClearTuple(slot);
 	for (i = 0; i < state->naggs; i++)
 		slot->tts_values[i] = agg_result(state, &state->outs[i], &slot->tts_isnull[i]);
@@ -871,6 +1008,14 @@ rescan_agg(CustomScanState *node)
 	GpuidxAggState *state = (GpuidxAggState *) node;
 
 	state->done = false;
+	if (state->join)
+	{
+		state->sink.n = 0;
+		if (node->ss.ps.chgParam != NULL)
+			UpdateChangedParamSet(state->join, node->ss.ps.chgParam);
+		if (state->join->chgParam == NULL)
+			ExecReScan(state->join);
+	}
 }
 
 /* Release the image (if a run failed half way), index and table. */
@@ -879,9 +1024,12 @@ end_agg(CustomScanState *node)
 {
 	GpuidxAggState *state = (GpuidxAggState *) node;
 
-	if (state->img)
+	/* (over a join, img is the join's, borrowed while adding up) */
+	if (state->img && !state->join)
 		gpuidx_image_release(state->img);
 	state->img = NULL;
+	if (state->join)
+		ExecEndNode(state->join);
 	if (state->index)
 		index_close(state->index, AccessShareLock);
 	if (state->table)
@@ -910,10 +1058,22 @@ explain_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 											context, false, false));
 	}
 	ExplainPropertyText("Aggregates", buf.data, es);
-	ExplainPropertyText("Batch",
-						deparse_expression((Node *) make_ands_explicit(cscan->custom_exprs),
-										   context, false, false), es);
-	if (es->analyze)
+	if (state->join == NULL)
+		ExplainPropertyText("Batch",
+							deparse_expression((Node *) make_ands_explicit(cscan->custom_exprs),
+											   context, false, false), es);
+	if (es->analyze && state->join)
+	{
+		ExplainPropertyText("Aggregated On",
+							state->stat_device_runs == 0 ? "host" :
+							state->stat_host_runs == 0 ? gi_engine_name(state->agg_engine) :
+							psprintf("%s and host", gi_engine_name(state->agg_engine)), es);
+		ExplainPropertyInteger("From Image", NULL, state->stat_image, es);
+		ExplainPropertyInteger("Rows From The Join", NULL, state->stat_join_rows, es);
+		if (es->timing)
+			ExplainPropertyFloat("Image Time", "ms", state->ms_image, 3, es);
+	}
+	else if (es->analyze)
 	{
 		ExplainPropertyText("Engine", gpuidx_engine_label(state->engine,
 														  state->stat_engine_calls,

@@ -14,6 +14,7 @@
  */
 #include "gpuidx.h"
 #include "customagg.h"
+#include "customjoin.h"
 #include "batchqual.h"
 
 #include "access/table.h"
@@ -204,6 +205,18 @@ agg_arg_var(Aggref *agg, Index relid)
 	return NULL;
 }
 
+/* Which column of index table column attno is (an agg spec's src). */
+static int
+index_column_src(IndexOptInfo *index, AttrNumber attno)
+{
+	int			i;
+
+	for (i = 0; i < index->ncolumns; i++)
+		if (index->indexkeys[i] == attno)
+			return i == 0 ? GPUIDX_AGG_SRC_KEY : i - index->nkeycolumns;
+	return GPUIDX_AGG_SRC_NONE;
+}
+
 /*
  * The spec (IntList: func, src, base type of the argument) of an aggregate
  * over index, or NIL when its argument is neither the index's key nor one
@@ -216,16 +229,13 @@ agg_spec(Aggref *agg, IndexOptInfo *index, Index relid)
 	Var		   *var = agg_arg_var(agg, relid);
 	Oid			type;
 	int			src = GPUIDX_AGG_SRC_NONE;
-	int			i;
 
 	if (kind->func == GPUIDX_AGG_COUNT_STAR)
 		return list_make3_int(kind->func, src, InvalidOid);
 	if (var == NULL)
 		return NIL;
 	type = getBaseType(var->vartype);
-	for (i = 0; i < index->ncolumns && src == GPUIDX_AGG_SRC_NONE; i++)
-		if (index->indexkeys[i] == var->varattno)
-			src = i == 0 ? GPUIDX_AGG_SRC_KEY : i - index->nkeycolumns;
+	src = index_column_src(index, var->varattno);
 	if (src == GPUIDX_AGG_SRC_NONE ||
 		(OidIsValid(kind->argtype) && kind->argtype != type))
 		return NIL;
@@ -248,6 +258,40 @@ agg_specs(List *aggs, IndexOptInfo *index, Index relid)
 		specs = lappend(specs, spec);
 	}
 	return specs;
+}
+
+/*
+ * The spec of an aggregate over an as-of join's subquery (relid
+ * inner_relid): as agg_spec, its argument an output of the subquery that is
+ * a plain column of the subquery's table (range table index 1 there).
+ */
+static List *
+join_agg_spec(Aggref *agg, IndexOptInfo *index, Index inner_relid, Query *subquery)
+{
+	const AggKind *kind = find_agg_kind(agg->aggfnoid);
+	Var		   *var = agg_arg_var(agg, inner_relid);
+	TargetEntry *tle;
+	Node	   *expr;
+	Oid			type;
+	int			src;
+
+	if (kind->func == GPUIDX_AGG_COUNT_STAR)
+		return list_make3_int(kind->func, GPUIDX_AGG_SRC_NONE, InvalidOid);
+	if (var == NULL ||
+		(tle = get_tle_by_resno(subquery->targetList, var->varattno)) == NULL)
+		return NIL;
+	expr = (Node *) tle->expr;
+	while (expr && IsA(expr, RelabelType))
+		expr = (Node *) ((RelabelType *) expr)->arg;
+	if (expr == NULL || !IsA(expr, Var) || ((Var *) expr)->varno != 1 ||
+		((Var *) expr)->varlevelsup != 0 || ((Var *) expr)->varattno <= 0)
+		return NIL;
+	type = getBaseType(((Var *) expr)->vartype);
+	src = index_column_src(index, ((Var *) expr)->varattno);
+	if (src == GPUIDX_AGG_SRC_NONE || type != getBaseType(var->vartype) ||
+		(OidIsValid(kind->argtype) && kind->argtype != type))
+		return NIL;
+	return list_make3_int(kind->func, src, type);
 }
 
 /* ---------- cost ---------- */
@@ -442,6 +486,180 @@ offer_agg_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	}
 }
 
+/* ---------- over an as-of GpuIndexJoin ---------- */
+
+static Plan *plan_join_agg_path(PlannerInfo *root, RelOptInfo *rel,
+								CustomPath *best_path, List *tlist,
+								List *clauses, List *custom_plans);
+
+static const CustomPathMethods gpuidx_join_agg_path_methods = {
+	.CustomName = "GpuIndexAgg",
+	.PlanCustomPath = plan_join_agg_path,
+};
+
+/*
+ * A plain aggregate query over a join of two relations: the shape of
+ * query_shape_ok, the input a join rel.
+ */
+static bool
+join_query_shape_ok(PlannerInfo *root, RelOptInfo *input_rel,
+					GroupPathExtraData *extra)
+{
+	Query	   *parse = root->parse;
+
+	return parse->commandType == CMD_SELECT && parse->hasAggs &&
+		parse->groupClause == NIL && parse->groupingSets == NIL &&
+		!parse->hasWindowFuncs && !parse->hasTargetSRFs &&
+		root->rowMarks == NIL &&
+		extra->patype == PARTITIONWISE_AGGREGATE_NONE &&
+		input_rel->reloptkind == RELOPT_JOINREL &&
+		bms_num_members(input_rel->relids) == 2 &&
+		bms_is_empty(input_rel->lateral_relids) && !IS_DUMMY_REL(input_rel);
+}
+
+/*
+ * Cost of GpuIndexAgg over a join path: the join's, less the rows it no
+ * longer returns (those on all-visible pages), plus adding up each row's
+ * columns from the image, and HAVING.
+ */
+static void
+cost_join_agg_path(PlannerInfo *root, RelOptInfo *output_rel, Path *join,
+				   double allvisfrac, int ncolumns, List *having, Path *path)
+{
+	double		rows = Max(join->rows, 1.0);
+	QualCost	having_cost;
+	Cost		cost;
+
+	cost = join->total_cost - rows * allvisfrac * cpu_tuple_cost +
+		rows * cpu_operator_cost * (GPUAGG_ENTRY_COST + GPUAGG_COLUMN_COST * ncolumns);
+	cost_qual_eval(&having_cost, having, root);
+	cost += having_cost.startup + having_cost.per_tuple;
+	path->rows = 1;
+	path->startup_cost = cost;
+	path->total_cost = cost + cpu_tuple_cost;
+}
+
+/*
+ * Offer GpuIndexAgg over each GpuIndexJoin path of the input join rel whose
+ * rows may come straight from the image (gpuidx_join_path_direct), when
+ * every aggregate reads the subquery's key or INCLUDE columns (or is
+ * count(*)).  The join stays the node's child: it adds up the rows the
+ * join answers from the image as one batch and the others from the rows
+ * the join returns.
+ */
+static void
+offer_join_agg_paths(PlannerInfo *root, RelOptInfo *input_rel,
+					 RelOptInfo *output_rel, List *aggs, List *having)
+{
+	ListCell   *lc;
+
+	foreach(lc, input_rel->pathlist)
+	{
+		Path	   *join = lfirst(lc);
+		IndexOptInfo *index;
+		Index		inner_relid;
+		Query	   *subquery;
+		RangeTblEntry *rte;
+		List	   *specs = NIL;
+		ListCell   *la;
+		CustomPath *cpath;
+
+		/* (the scan/join target may have put a projection on the join) */
+		if (IsA(join, ProjectionPath))
+			join = ((ProjectionPath *) join)->subpath;
+		if (!gpuidx_join_path_direct(join, &index, &inner_relid, &subquery))
+			continue;
+		foreach(la, aggs)
+		{
+			List	   *spec = join_agg_spec(lfirst(la), index, inner_relid, subquery);
+
+			if (spec == NIL)
+				break;
+			specs = lappend(specs, spec);
+		}
+		if (list_length(specs) != list_length(aggs))
+			continue;
+		rte = rt_fetch(1, subquery->rtable);
+		cpath = makeNode(CustomPath);
+		cpath->path.pathtype = T_CustomScan;
+		cpath->path.parent = output_rel;
+		cpath->path.pathtarget = output_rel->reltarget;
+		cpath->path.param_info = NULL;
+		cpath->path.parallel_aware = false;
+		cpath->path.parallel_safe = false;
+		cpath->path.parallel_workers = 0;
+		cpath->path.pathkeys = NIL;
+		cpath->flags = 0;
+		cpath->custom_paths = list_make1(join);
+		cpath->custom_private = list_make5(makeInteger((int) index->indexoid),
+										   makeInteger((int) rte->relid),
+										   copyObject(rte), specs,
+										   list_make3(aggs, having,
+													  makeInteger(inner_relid)));
+		cpath->methods = &gpuidx_join_agg_path_methods;
+		cost_join_agg_path(root, output_rel, join, index->rel->allvisfrac,
+						   count_columns(specs), having, &cpath->path);
+		add_path(output_rel, &cpath->path);
+	}
+}
+
+/*
+ * The plan of GpuIndexAgg over a join: custom_scan_tlist the aggregates,
+ * the join's plan the one custom plan, and each spec gains the join's
+ * output column its argument is (0 for count(*)).
+ */
+static Plan *
+plan_join_agg_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+				   List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *priv = best_path->custom_private;
+	List	   *extra = list_nth(priv, 4);
+	List	   *aggs = linitial(extra);
+	Index		inner_relid = (Index) intVal(lthird(extra));
+	Plan	   *join = linitial(custom_plans);
+	List	   *scan_tlist = NIL;
+	List	   *specs = NIL;
+	ListCell   *la,
+			   *ls;
+
+	forboth(la, aggs, ls, (List *) list_nth(priv, 3))
+	{
+		Var		   *var = agg_arg_var(lfirst(la), inner_relid);
+		int			resno = 0;
+		ListCell   *lt;
+
+		foreach(lt, join->targetlist)
+		{
+			Var		   *out = (Var *) lfirst_node(TargetEntry, lt)->expr;
+
+			if (var && IsA(out, Var) && out->varno == var->varno &&
+				out->varattno == var->varattno && out->varlevelsup == 0)
+			{
+				resno = lfirst_node(TargetEntry, lt)->resno;
+				break;
+			}
+		}
+		if (var && resno == 0)
+			elog(ERROR, "gpuidx: aggregate argument not found in the join's output");
+		specs = lappend(specs, lappend_int(list_copy(lfirst(ls)), resno));
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry(copyObject(lfirst(la)),
+											 list_length(scan_tlist) + 1, NULL, false));
+	}
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = (List *) copyObject(lsecond(extra));
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = custom_plans;
+	cscan->custom_exprs = NIL;
+	cscan->custom_scan_tlist = scan_tlist;
+	/* In GpuidxAggPrivate order (customagg.h). */
+	cscan->custom_private = list_make4(linitial(priv), lsecond(priv), lthird(priv), specs);
+	cscan->methods = &gpuidx_agg_methods;
+	return &cscan->scan.plan;
+}
+
 /* create_upper_paths_hook: offer GpuIndexAgg for plain aggregates. */
 static void
 gpuidx_create_upper_paths(PlannerInfo *root, UpperRelationKind stage,
@@ -453,8 +671,18 @@ gpuidx_create_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 
 	if (prev_create_upper_paths_hook)
 		prev_create_upper_paths_hook(root, stage, input_rel, output_rel, extra);
-	if (stage != UPPERREL_GROUP_AGG || !gpuidx_enable_customagg ||
-		!query_shape_ok(root, input_rel, (GroupPathExtraData *) extra) ||
+	if (stage != UPPERREL_GROUP_AGG || !gpuidx_enable_customagg)
+		return;
+	if (join_query_shape_ok(root, input_rel, (GroupPathExtraData *) extra))
+	{
+		having = (List *) ((GroupPathExtraData *) extra)->havingQual;
+		collect_aggs_walker((Node *) output_rel->reltarget->exprs, &cxt);
+		collect_aggs_walker((Node *) having, &cxt);
+		if (cxt.ok && cxt.aggs != NIL)
+			offer_join_agg_paths(root, input_rel, output_rel, cxt.aggs, having);
+		return;
+	}
+	if (!query_shape_ok(root, input_rel, (GroupPathExtraData *) extra) ||
 		!table_ok(planner_rt_fetch(input_rel->relid, root)))
 		return;
 	having = (List *) ((GroupPathExtraData *) extra)->havingQual;

@@ -17,6 +17,7 @@
 #define GPUIDX_CUSTOMJOIN_H
 
 #include "nodes/extensible.h"
+#include "nodes/pathnodes.h"
 
 /* What kind of join a GpuIndexJoin runs. */
 typedef enum GpuidxJoinKind
@@ -57,5 +58,45 @@ typedef enum GpuidxJoinPrivate
 
 /* The plan node's methods: CreateCustomScanState (customjoin_exec.c). */
 extern const CustomScanMethods gpuidx_join_methods;
+
+struct GpuidxImageData;
+
+/*
+ * Where an as-of join feeding GpuIndexAgg (customagg_exec.c) puts the rows
+ * it answers straight from the image (LIMIT 1, key-only, all-visible page)
+ * instead of returning them: their image positions, as one-entry ranges
+ * [first[i], last[i]) for gi_image_aggregate, up to cap at a time; flush
+ * adds up the n held (from img, the join's pinned image) and sets n to 0.
+ * The join flushes when the arrays are full and at each chunk's end, while
+ * the image is still pinned.  A left join's row with no answer is counted
+ * in null_rows (its inner columns NULL).  Every other row is returned as
+ * the join returns it.
+ */
+typedef struct GpuidxJoinSink
+{
+	uint64	   *first;
+	uint64	   *last;
+	int64		n;
+	int64		cap;
+	int64		null_rows;
+	void		(*flush) (struct GpuidxJoinSink *sink, struct GpuidxImageData *img);
+	void	   *arg;
+} GpuidxJoinSink;
+
+/*
+ * Have the GpuIndexJoin state ps put its direct answers into sink (after
+ * ExecInitNode); false, changing nothing, when ps is not an as-of join
+ * that answers rows directly with no filter of its own.
+ */
+extern bool gpuidx_join_set_sink(PlanState *ps, GpuidxJoinSink *sink);
+
+/*
+ * For GpuIndexAgg over an as-of join path (customagg_plan.c): whether the
+ * path is a GpuIndexJoin whose rows may come straight from the image (as-of,
+ * inner or left, key-only, LIMIT 1, no subquery, match or filter quals),
+ * and then its index, the subquery's range table index and the subquery.
+ */
+extern bool gpuidx_join_path_direct(Path *path, IndexOptInfo **index,
+									Index *inner_relid, Query **subquery);
 
 #endif							/* GPUIDX_CUSTOMJOIN_H */

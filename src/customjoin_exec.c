@@ -117,6 +117,8 @@ typedef struct GpuidxJoinState
 	bool		direct_chunk;	/* this chunk may take direct answers */
 	GpuidxVisMapCopy direct_vm; /* the visibility map as the chunk found it
 								 * after the image was taken */
+	GpuidxJoinSink *sink;		/* GpuIndexAgg above takes the direct
+								 * answers (customjoin.h), or NULL */
 
 	PlanState  *outer;
 	TupleDesc	outer_desc;		/* the outer plan's output */
@@ -179,6 +181,7 @@ typedef struct GpuidxJoinState
 	int64		stat_hits;
 	int64		stat_fetches;
 	int64		stat_direct;	/* as-of rows asof_direct_row answered */
+	int64		stat_sunk;		/* of those, rows handed to the sink */
 	double		ms_search;
 	double		ms_heap;
 	double		ms_join;
@@ -1296,29 +1299,31 @@ typedef enum DirectAnswer
  * from the last restore and only the inner ones are written.  Prefetches
  * the entry 16 rows ahead.
  */
+/*
+ * The first half of asof_direct_row, shared with sink_direct: outer row r's
+ * answer (DIRECT_ROW, its image position in *pos and, when the bound or
+ * reads_key needs it, its key in *key), DIRECT_NONE or DIRECT_WALK.
+ * Prefetches the entry 16 rows ahead (its row too when reads_row).
+ */
 static pg_attribute_always_inline DirectAnswer
-asof_direct_row(GpuidxJoinState *state, int64 r, bool pred)
+direct_answer(GpuidxJoinState *state, int64 r, bool pred, bool reads_key,
+			  bool reads_row, int64 *pos, int64 *key)
 {
-	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
 	const GpuidxVisMapCopy *vm = &state->direct_vm;
 	const GpuidxImageData *img = state->img;
 	int64		ahead = r + PREFETCH_ROWS;
-	int64		pos;
-	int64		key = 0;
-	const char *row = NULL;
 	bool		bounded;
-	int			j;
 
 	if (ahead < state->nrows && state->row_valid[ahead] &&
-		state->last[ahead] > state->first[ahead])
+		state->last[ahead] > state->first[ahead] && (reads_key || reads_row || !vm->all_set))
 		gpuidx_prefetch_entry(img, pred ? (int64) state->last[ahead] - 1 :
-							  (int64) state->first[ahead], state->direct_reads_key,
-							  !vm->all_set, state->direct_reads_row);
+							  (int64) state->first[ahead], reads_key,
+							  !vm->all_set, reads_row);
 	if (!state->row_valid[r] || state->last[r] <= state->first[r])
 		return DIRECT_NONE;
-	pos = pred ? (int64) state->last[r] - 1 : (int64) state->first[r];
+	*pos = pred ? (int64) state->last[r] - 1 : (int64) state->first[r];
 	if (!vm->all_set &&
-		!gpuidx_vismap_copy_test(vm, (BlockNumber) (gpuidx_tid_at(img, pos) >> 16)))
+		!gpuidx_vismap_copy_test(vm, (BlockNumber) (gpuidx_tid_at(img, *pos) >> 16)))
 		return DIRECT_WALK;
 
 	/*
@@ -1326,10 +1331,28 @@ asof_direct_row(GpuidxJoinState *state, int64 r, bool pred)
 	 * the key is read only for that bound or as an output.
 	 */
 	bounded = pred ? state->row_lo[r] > PG_INT64_MIN : state->row_hi[r] < PG_INT64_MAX;
-	if (bounded || state->direct_reads_key)
-		key = gpuidx_key_at(img, pos);
-	if (bounded && (pred ? key < state->row_lo[r] : key > state->row_hi[r]))
+	if (bounded || reads_key)
+		*key = gpuidx_key_at(img, *pos);
+	if (bounded && (pred ? *key < state->row_lo[r] : *key > state->row_hi[r]))
 		return DIRECT_NONE;
+	return DIRECT_ROW;
+}
+
+static pg_attribute_always_inline DirectAnswer
+asof_direct_row(GpuidxJoinState *state, int64 r, bool pred)
+{
+	TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+	const GpuidxImageData *img = state->img;
+	int64		pos = 0;
+	int64		key = 0;
+	const char *row = NULL;
+	DirectAnswer d;
+	int			j;
+
+	d = direct_answer(state, r, pred, state->direct_reads_key, state->direct_reads_row,
+					  &pos, &key);
+	if (d != DIRECT_ROW)
+		return d;
 	if (state->row_values || TTS_EMPTY(scan))
 		restore_row(state, r);
 	if (state->direct_reads_row)
@@ -1388,6 +1411,58 @@ next_direct(GpuidxJoinState *state)
 	}
 }
 
+/* Hand the sink's positions to its owner, while the image is pinned. */
+static void
+sink_flush(GpuidxJoinState *state)
+{
+	if (state->sink->n > 0)
+		state->sink->flush(state->sink, state->img);
+}
+
+/*
+ * As-of join feeding GpuIndexAgg (a sink, LIMIT 1): the chunk's rows
+ * answered directly are not returned; their answers' image positions go to
+ * the sink, which adds them up from the image (a left join's rows with no
+ * answer are counted).  Stops at the chunk's end or at a row that must walk
+ * (next_asof walks it and returns its rows).
+ */
+static void
+sink_direct(GpuidxJoinState *state)
+{
+	GpuidxJoinSink *sink = state->sink;
+	bool		pred = state->kind == GPUIDX_JOIN_ASOF_PRED;
+
+	for (;;)
+	{
+		int64		r = state->asof_row;
+		int64		pos = 0;
+		int64		key = 0;
+		DirectAnswer d;
+
+		if (r >= state->nrows)
+			return;
+		d = direct_answer(state, r, pred, false, false, &pos, &key);
+		if ((r & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (d == DIRECT_WALK)
+			return;
+		state->stat_direct++;
+		state->asof_row++;
+		if (d == DIRECT_ROW)
+		{
+			state->matched[r] = true;
+			state->stat_hits++;
+			state->stat_sunk++;
+			sink->first[sink->n] = (uint64) pos;
+			sink->last[sink->n] = (uint64) pos + 1;
+			if (++sink->n == sink->cap)
+				sink_flush(state);
+		}
+		else if (state->jointype == JOIN_LEFT)
+			sink->null_rows++;
+	}
+}
+
 /*
  * As-of join: the next row of the current outer row's walk, or the next
  * outer row's; NULL when the chunk is done.  The walk starts at the
@@ -1414,8 +1489,12 @@ next_asof(GpuidxJoinState *state)
 			return NULL;
 		if (!state->asof_started && state->direct_chunk && limit == 1)
 		{
-			TupleTableSlot *slot = next_direct(state);
+			TupleTableSlot *slot = NULL;
 
+			if (state->sink)
+				sink_direct(state);
+			else
+				slot = next_direct(state);
 			if (slot)
 				return slot;
 			/* the chunk's end, or a row whose answer must be walked */
@@ -1534,6 +1613,8 @@ next_join_tuple_phases(GpuidxJoinState *state)
 			case PHASE_ASOF:
 				if ((slot = next_asof(state)) != NULL)
 					return slot;
+				if (state->sink)
+					sink_flush(state);
 				state->phase = PHASE_GATHER;
 				break;
 			case PHASE_UNMATCHED:
@@ -1566,7 +1647,7 @@ next_join_tuple(ScanState *ss)
 	GpuidxJoinState *state = (GpuidxJoinState *) ss;
 
 	if (state->phase == PHASE_ASOF && state->direct_chunk && !state->asof_started &&
-		state->asof_limit == 1)
+		state->asof_limit == 1 && state->sink == NULL)
 	{
 		TupleTableSlot *slot = next_direct(state);
 
@@ -1826,10 +1907,31 @@ explain_join(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Heap Fetches", NULL, state->stat_fetches, es);
 		if (state->kind != GPUIDX_JOIN_TABLE)
 			ExplainPropertyInteger("Direct Rows", NULL, state->stat_direct, es);
+		if (state->sink)
+			ExplainPropertyInteger("Rows Added Up From The Image", NULL, state->stat_sunk, es);
 		if (es->timing)
 		{
 			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);
 			ExplainPropertyFloat("Heap Time", "ms", state->ms_heap, 3, es);
 		}
 	}
+}
+
+/*
+ * Let GpuIndexAgg take this join's direct answers (customjoin.h): only an
+ * as-of join that may answer rows from the image and has no filter of its
+ * own (every row it would return reaches the aggregate).
+ */
+bool
+gpuidx_join_set_sink(PlanState *ps, GpuidxJoinSink *sink)
+{
+	GpuidxJoinState *state = (GpuidxJoinState *) ps;
+
+	if (!IsA(ps, CustomScanState) ||
+		((CustomScanState *) ps)->methods != &gpuidx_join_exec_methods ||
+		state->kind == GPUIDX_JOIN_TABLE || !state->asof_direct ||
+		ps->qual != NULL || ps->plan->qual != NIL)
+		return false;
+	state->sink = sink;
+	return true;
 }

@@ -861,6 +861,38 @@ gpuidx_set_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	}
 }
 
+/*
+ * Is path a GpuIndexJoin whose every row may come straight from the image,
+ * so that GpuIndexAgg may add the rows up there (customjoin.h)?  An as-of
+ * join, inner or left, key-only, with LIMIT 1 and no quals but its probe.
+ */
+bool
+gpuidx_join_path_direct(Path *path, IndexOptInfo **index, Index *inner_relid,
+						Query **subquery)
+{
+	CustomPath *cpath = (CustomPath *) path;
+	JoinShape  *shape;
+	Const	   *limit;
+
+	if (!IsA(path, CustomPath) || cpath->methods != &gpuidx_join_path_methods)
+		return false;
+	shape = linitial(cpath->custom_private);
+	/* (the subquery as written: LIMIT 1 is still int8(1) there) */
+	limit = (Const *) (shape->asof_limit ?
+					   eval_const_expressions(NULL, copyObject(shape->asof_limit)) : NULL);
+	if (shape->kind == GPUIDX_JOIN_TABLE || !intVal(lsecond(cpath->custom_private)) ||
+		(shape->jointype != JOIN_INNER && shape->jointype != JOIN_LEFT) ||
+		shape->asof_quals != NIL || shape->matchquals != NIL ||
+		shape->filterquals != NIL || list_length(shape->probes) != 1 ||
+		limit == NULL || !IsA(limit, Const) || limit->constisnull ||
+		limit->consttype != INT8OID || DatumGetInt64(limit->constvalue) != 1)
+		return false;
+	*index = shape->index;
+	*inner_relid = shape->innerrel->relid;
+	*subquery = shape->subquery;
+	return true;
+}
+
 /* ---------- plan ---------- */
 
 /* Context of rewrite_subquery_expr: the outer columns of the scan tuple. */
