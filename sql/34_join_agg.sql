@@ -13,11 +13,12 @@
 -- state of the table (all-visible after VACUUM; included columns updated
 -- and rows deleted, not vacuumed, so answers on those pages walk the heap;
 -- inside a transaction that changes rows; after its rollback; after VACUUM)
--- is checked three ways: the default engine adding up on the device where
--- the image is a GPU one (gpuidx.gpu_min_agg_entries = 0), the default
--- engine adding up on the host (gpuidx.gpu_min_agg_entries at its maximum),
--- and gpuidx.engine = cpu.  EXPLAIN ANALYZE is read as JSON and shown only
--- as none / partly / all.
+-- is checked four ways: the default engine adding up on the device where
+-- the image is a GPU one (gpuidx.gpu_min_agg_entries = 0), the same with
+-- the join's outer rows in chunks of 1024, the default engine adding up on
+-- the host (gpuidx.gpu_min_agg_entries at its maximum), and gpuidx.engine =
+-- cpu.  EXPLAIN ANALYZE is read as JSON and shown only as none / partly /
+-- all, with whether it added up where it should (device or host).
 --
 \set schema gi_join_agg
 \i sql/include/setup.sql
@@ -93,15 +94,31 @@ INSERT INTO os SELECT g, 300 + g * 13 % 600 FROM generate_series(1, 60) g;
 -- ob: probes on keys whose c_b is true (bool_and true)
 CREATE TABLE ob (id int, x int8) WITH (autovacuum_enabled = off);
 INSERT INTO ob SELECT j, (j - 700) * 3 FROM generate_series(3, 1500, 33) j WHERE j % 31 <> 0;
--- oe: probes near the int8 extremes only (sums of the far keys leave int8)
+-- oe: probes near the int8 extremes only: their predecessors are the far
+-- high key 5 times, the far low one once, and their successors the far high
+-- key 4 times and the far low one twice (sums of the key and of c_i8 leave
+-- int8), some have none
 CREATE TABLE oe (id int, x int8) WITH (autovacuum_enabled = off);
-INSERT INTO oe SELECT g, CASE WHEN g % 2 = 0 THEN 9223372036854775807 - g ELSE -9223372036854775000 + g END
-  FROM generate_series(1, 9) g;
+INSERT INTO oe VALUES (1, 9223372036854775001), (2, 9223372036854775002), (3, 9223372036854775003),
+  (4, 9223372036854775005), (5, -9223372036854774999), (6, 9223372036854774999),
+  (7, 9223372036854774900), (8, -9223372036854775001), (9, -9223372036854775808),
+  (10, 9223372036854775807), (11, 9223372036854774993), (12, 9223372036854774992);
 -- o0: no row; on: probes none of which has a predecessor
 CREATE TABLE o0 (id int, x int8) WITH (autovacuum_enabled = off);
 CREATE TABLE onone (id int, x int8) WITH (autovacuum_enabled = off);
 INSERT INTO onone SELECT g, -9223372036854775001 - g FROM generate_series(1, 5) g;
 VACUUM ANALYZE t, tb, o, os, ob, oe, o0, onone;
+
+-- answer_of(q): q's (rows, answer), or (0, its error's SQLSTATE and
+-- message): a query that raises an error must raise the same one each way
+CREATE FUNCTION answer_of(q text, OUT rows int, OUT answer text)
+LANGUAGE plpgsql AS $f$
+BEGIN
+  EXECUTE q INTO rows, answer;
+EXCEPTION WHEN OTHERS THEN
+  rows := 0;
+  answer := 'error ' || SQLSTATE || ': ' || SQLERRM;
+END $f$;
 
 -- jacheck(what, q): q (with @T@ for the inner table) run three ways: on the
 -- btree twin tb (the reference, planner free); on t with GpuIndexJoin
@@ -133,7 +150,7 @@ BEGIN
     saved := saved || current_setting(names[i]);
   END LOOP;
   what := label;
-  EXECUTE format(wrap, replace(q, '@T@', 'tb')) INTO rows, ref;
+  SELECT r.rows, r.answer INTO rows, ref FROM answer_of(format(wrap, replace(q, '@T@', 'tb'))) r;
   PERFORM set_config('gpuidx.enable_customagg', 'on', true);
   PERFORM set_config('gpuidx.enable_customjoin', 'on', true);
   FOR i IN 3 .. 5 LOOP
@@ -145,9 +162,9 @@ BEGIN
     agg_node := agg_node OR line LIKE '%Custom Scan (GpuIndexAgg)%';
   END LOOP;
   pushed := join_node AND agg_node;
-  EXECUTE gi INTO i, r_on;
+  r_on := (SELECT r.answer FROM answer_of(gi) r);
   PERFORM set_config('gpuidx.enable_customagg', 'off', true);
-  EXECUTE gi INTO i, r_off;
+  r_off := (SELECT r.answer FROM answer_of(gi) r);
   FOR i IN 1 .. cardinality(names) LOOP
     PERFORM set_config(names[i], saved[i], true);
   END LOOP;
@@ -221,16 +238,29 @@ extra(n, what, q) AS (VALUES
     (SELECT t.c_b FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s$$),
   (1016, 'same aggregate twice', $$SELECT sum(s.c_i4), count(*), sum(s.c_i4), min(s.c_tz), min(s.c_tz) FROM o CROSS JOIN LATERAL
     (SELECT t.c_i4, t.c_tz FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
-  (1017, 'expressions of aggregates', $$SELECT sum(s.c_i4) * 2 + count(*), max(s.k) - min(s.k), avg(s.c_i2)::int,
+  (1017, 'expressions of aggregates', $$SELECT sum(s.c_i4) * 2 + count(*), max(s.k) / 4 - min(s.k) / 4, avg(s.c_i2)::int,
     count(s.c_f8) > 100 FROM o LEFT JOIN LATERAL
     (SELECT t.k, t.c_i4, t.c_i2, t.c_f8 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s ON true$$),
-  (1018, 'HAVING kept', $$SELECT count(*), sum(s.c_i4), max(s.c_d) FROM o CROSS JOIN LATERAL
+  (1018, 'an expression that overflows', $$SELECT count(*), max(s.k) - min(s.k) FROM o LEFT JOIN LATERAL
+    (SELECT t.k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s ON true$$),
+  (1019, 'HAVING kept', $$SELECT count(*), sum(s.c_i4), max(s.c_d) FROM o CROSS JOIN LATERAL
     (SELECT t.c_i4, t.c_d FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s HAVING count(*) > 10$$),
-  (1019, 'HAVING rejects', $$SELECT count(*), sum(s.c_i4) FROM o LEFT JOIN LATERAL
-    (SELECT t.c_i4 FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s ON true HAVING sum(s.c_i2) > 1000000000$$),
-  (1020, 'HAVING on an aggregate not selected', $$SELECT count(s.k) FROM o CROSS JOIN LATERAL
+  (1020, 'HAVING rejects', $$SELECT count(*), sum(s.c_i4) FROM o LEFT JOIN LATERAL
+    (SELECT t.c_i4, t.c_i2 FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s ON true HAVING sum(s.c_i2) > 1000000000$$),
+  (1021, 'HAVING on an aggregate not selected', $$SELECT count(s.k) FROM o CROSS JOIN LATERAL
     (SELECT t.k, t.c_b FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s HAVING bool_or(s.c_b)$$),
   -- not taken by GpuIndexAgg: the answers still equal
+  -- an outer filter; a correlated subquery (a rescan with a new parameter);
+  -- an int4 probe of the int8 key
+  (1022, 'outer filter', $$SELECT count(*), sum(s.c_i4), max(s.c_d) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i4, t.c_d FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s WHERE o.y > 100$$),
+  (1023, 'correlated subquery', $$SELECT g, (SELECT sum(s.c_i8) FROM o LEFT JOIN LATERAL
+    (SELECT t.c_i8 FROM @T@ t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s ON true WHERE o.y < g) AS s,
+    (SELECT count(*) FROM o CROSS JOIN LATERAL
+    (SELECT t.k FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s WHERE o.y >= g) AS c
+    FROM generate_series(-300, 1500, 450) g$$),
+  (1024, 'int4 probe', $$SELECT count(*), sum(s.k), min(s.c_o), bool_and(s.c_b) FROM o CROSS JOIN LATERAL
+    (SELECT t.k, t.c_o, t.c_b FROM @T@ t WHERE t.k <= o.y ORDER BY t.k DESC LIMIT 1) s$$),
   (2001, 'not pushed: outer column', $$SELECT count(*), sum(o.y), sum(s.c_i4) FROM o CROSS JOIN LATERAL
     (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
   (2002, 'not pushed: min of outer probe', $$SELECT min(o.x), max(s.k) FROM o CROSS JOIN LATERAL
@@ -242,7 +272,7 @@ extra(n, what, q) AS (VALUES
   (2005, 'not pushed: LIMIT 2', $$SELECT count(*), sum(s.c_i4), min(s.k) FROM o CROSS JOIN LATERAL
     (SELECT t.k, t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 2) s$$),
   (2006, 'not pushed: subquery filter', $$SELECT count(*), sum(s.c_i4) FROM o CROSS JOIN LATERAL
-    (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x AND t.k > o.x - 30 ORDER BY t.k DESC LIMIT 1) s$$),
+    (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x AND t.c_i4 IS NOT NULL ORDER BY t.k DESC LIMIT 1) s$$),
   (2007, 'not pushed: DISTINCT', $$SELECT count(DISTINCT s.c_b), count(*) FROM o CROSS JOIN LATERAL
     (SELECT t.c_b FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
   (2008, 'not pushed: FILTER', $$SELECT count(*) FILTER (WHERE s.c_b), sum(s.c_i4) FROM o CROSS JOIN LATERAL
@@ -251,8 +281,8 @@ extra(n, what, q) AS (VALUES
     (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
   (2010, 'not pushed: GROUP BY', $$SELECT s.c_b, count(*), sum(s.c_i4), min(s.k) FROM o CROSS JOIN LATERAL
     (SELECT t.k, t.c_i4, t.c_b FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s GROUP BY s.c_b$$),
-  (2011, 'not pushed: expression argument', $$SELECT sum(s.c_i4 + 1), count(*) FROM o CROSS JOIN LATERAL
-    (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
+  (2011, 'not pushed: expression argument', $$SELECT sum(s.c_i2 + 1), count(*) FROM o CROSS JOIN LATERAL
+    (SELECT t.c_i2 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
   (2012, 'not pushed: column outside aggregates', $$SELECT count(*), sum(s.c_i4) FROM o CROSS JOIN LATERAL
     (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s HAVING min(o.y) < 0$$)
 )
@@ -262,10 +292,13 @@ $f$;
 CREATE TEMP TABLE ja_runs (config int, n int, what text, join_node boolean,
   pushed boolean, rows int, same_on boolean, same_off boolean);
 
--- state_checks(): every case, into ja_runs, each run by jacheck under three settings:
--- the default engine with gpuidx.gpu_min_agg_entries = 0 (a GPU image adds
--- up on the device), the default engine with it at its maximum (the host),
--- and gpuidx.engine = cpu.  pushed: yes (all three), no (none) or which;
+-- state_checks(): every case, into ja_runs, each run by jacheck under four
+-- settings: the default engine with gpuidx.gpu_min_agg_entries = 0 (a GPU
+-- image adds up on the device), the same with gpuidx.batch_chunk at its
+-- smallest (1024: the join's outer rows in several chunks, the answers
+-- added up a chunk at a time), the default engine with
+-- gpuidx.gpu_min_agg_entries at its maximum (the host), and gpuidx.engine =
+-- cpu.  pushed: yes (all four), no (none) or which;
 -- answers: equal, or which runs differ from the reference.  Settings are
 -- put back.
 CREATE FUNCTION state_checks()
@@ -274,20 +307,23 @@ LANGUAGE plpgsql AS $f$
 DECLARE
   saved_engine text := current_setting('gpuidx.engine');
   saved_min text := current_setting('gpuidx.gpu_min_agg_entries');
-  configs text[] := '{device, host, cpu}';
+  saved_chunk text := current_setting('gpuidx.batch_chunk');
+  configs text[] := '{device, chunks, host, cpu}';
   c int;
   r record;
 BEGIN
   TRUNCATE ja_runs;
-  FOR c IN 1 .. 3 LOOP
-    PERFORM set_config('gpuidx.engine', CASE WHEN c = 3 THEN 'cpu' ELSE saved_engine END, true);
-    PERFORM set_config('gpuidx.gpu_min_agg_entries', CASE WHEN c = 1 THEN '0' ELSE '2147483647' END, true);
+  FOR c IN 1 .. 4 LOOP
+    PERFORM set_config('gpuidx.engine', CASE WHEN c = 4 THEN 'cpu' ELSE saved_engine END, true);
+    PERFORM set_config('gpuidx.gpu_min_agg_entries', CASE WHEN c <= 2 THEN '0' ELSE '2147483647' END, true);
+    PERFORM set_config('gpuidx.batch_chunk', CASE WHEN c = 2 THEN '1024' ELSE saved_chunk END, true);
     FOR r IN SELECT * FROM cases() ORDER BY 1 LOOP
       INSERT INTO ja_runs SELECT c, r.n, j.* FROM jacheck(r.what, r.q) j;
     END LOOP;
   END LOOP;
   PERFORM set_config('gpuidx.engine', saved_engine, true);
   PERFORM set_config('gpuidx.gpu_min_agg_entries', saved_min, true);
+  PERFORM set_config('gpuidx.batch_chunk', saved_chunk, true);
   RETURN QUERY
   SELECT min(j.what), bool_and(j.join_node),
          CASE WHEN bool_and(j.pushed) THEN 'yes' WHEN NOT bool_or(j.pushed) THEN 'no'
@@ -300,33 +336,87 @@ BEGIN
     FROM ja_runs j GROUP BY j.n ORDER BY j.n;
 END $f$;
 
--- nodes(q): q's custom nodes under EXPLAIN ANALYZE (FORMAT JSON) with
--- GpuIndexJoin forced: each node, whether it returned rows, and its heap
--- fetches as none, partly (fewer than its probes) or all
-CREATE FUNCTION nodes(q text)
-RETURNS TABLE(node text, some_rows boolean, heap text)
+-- nodes(q, reads): q's custom nodes under EXPLAIN ANALYZE (FORMAT JSON)
+-- with GpuIndexJoin forced.  GpuIndexAgg: how many of the rows it added
+-- up came from the image (From Image; the others are Rows From The Join,
+-- walked) as none, partly or all, and whether it added up where it should
+-- (Aggregated On): on the device for a GPU image (in service mode the
+-- service's: gpuidx_info's engine is then the service's) when
+-- gpuidx.gpu_min_agg_entries is 0 and some rows came from the image,
+-- unless q reads the key (reads 'key') of a veb image (it holds no keys by
+-- position on the device); on the host otherwise, and for a private image
+-- in service mode.  GpuIndexJoin: its heap fetches as none or some
+CREATE FUNCTION nodes(q text, reads text DEFAULT 'include')
+RETURNS TABLE(node text, from_image text, added_as_expected boolean, heap text)
 LANGUAGE plpgsql AS $f$
 DECLARE
   plan jsonb;
   n jsonb;
+  info jsonb;
+  private_in_service boolean;
+  names text[] := '{gpuidx.enable_customjoin, enable_hashjoin, enable_mergejoin, enable_nestloop}';
+  saved text[] := '{}';
+  i int;
 BEGIN
-  PERFORM set_config('gpuidx.enable_customjoin', 'on', true);
-  PERFORM set_config('enable_hashjoin', 'off', true);
-  PERFORM set_config('enable_mergejoin', 'off', true);
-  PERFORM set_config('enable_nestloop', 'off', true);
+  FOR i IN 1 .. cardinality(names) LOOP
+    saved := saved || current_setting(names[i]);
+    PERFORM set_config(names[i], CASE WHEN i = 1 THEN 'on' ELSE 'off' END, true);
+  END LOOP;
   EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, TIMING OFF, SUMMARY OFF) ' || q INTO plan;
-  PERFORM set_config('enable_hashjoin', 'on', true);
-  PERFORM set_config('enable_mergejoin', 'on', true);
-  PERFORM set_config('enable_nestloop', 'on', true);
+  FOR i IN 1 .. cardinality(names) LOOP
+    PERFORM set_config(names[i], saved[i], true);
+  END LOOP;
+  info := gpuidx_info('t_gi');
+  private_in_service := NOT (info->>'service')::boolean AND
+    current_setting('shared_preload_libraries') LIKE '%gpuidx%' AND
+    current_setting('gpuidx.service') = 'on';
   FOR n IN SELECT jsonb_path_query(plan, 'strict $.** ? (@."Node Type" == "Custom Scan")') LOOP
     node := n->>'Custom Plan Provider';
-    some_rows := (n->>'Actual Rows')::bigint > 0;
-    heap := CASE WHEN (n->>'Heap Fetches') IS NULL THEN NULL
-                 WHEN (n->>'Heap Fetches')::bigint = 0 THEN 'none'
-                 WHEN (n->>'Heap Fetches')::bigint < (n->>'Probes')::bigint THEN 'partly'
-                 ELSE 'all' END;
+    from_image := NULL;
+    added_as_expected := NULL;
+    heap := NULL;
+    IF node = 'GpuIndexAgg' THEN
+      from_image := CASE WHEN (n->>'From Image')::bigint = 0 THEN 'none'
+                         WHEN (n->>'Rows From The Join')::bigint > 0 THEN 'partly'
+                         ELSE 'all' END;
+      added_as_expected := n->>'Aggregated On' =
+        CASE WHEN info->>'engine' = 'gpu' AND NOT private_in_service
+                  AND (reads <> 'key' OR info->>'structure' = 'btree')
+                  AND (n->>'From Image')::bigint > 0
+                  AND current_setting('gpuidx.gpu_min_agg_entries') = '0'
+             THEN 'gpu' ELSE 'host' END;
+    ELSIF node = 'GpuIndexJoin' THEN
+      heap := CASE WHEN (n->>'Heap Fetches')::bigint = 0 THEN 'none' ELSE 'some' END;
+    END IF;
     RETURN NEXT;
   END LOOP;
+END $f$;
+
+-- node_checks(): nodes of a pushed query reading included columns and of
+-- one reading the key, with the device adding up (where the image is a GPU
+-- one), with the host, and under gpuidx.engine = cpu (the host)
+CREATE FUNCTION node_checks()
+RETURNS TABLE(adding_up text, query text, node text, from_image text,
+              added_as_expected boolean, heap text)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  saved_min text := current_setting('gpuidx.gpu_min_agg_entries');
+  saved_engine text := current_setting('gpuidx.engine');
+  m text;
+BEGIN
+  FOREACH m IN ARRAY '{device, host, cpu}'::text[] LOOP
+    PERFORM set_config('gpuidx.engine', CASE WHEN m = 'cpu' THEN 'cpu' ELSE saved_engine END, true);
+    PERFORM set_config('gpuidx.gpu_min_agg_entries', CASE WHEN m = 'host' THEN '2147483647' ELSE '0' END, true);
+    adding_up := m;
+    query := 'include';
+    RETURN QUERY SELECT adding_up, query, x.* FROM nodes($$SELECT count(*), sum(s.c_i4), min(s.c_tz), bool_or(s.c_b)
+      FROM o CROSS JOIN LATERAL (SELECT t.c_i4, t.c_tz, t.c_b FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$) x;
+    query := 'key';
+    RETURN QUERY SELECT adding_up, query, x.* FROM nodes($$SELECT count(s.k), sum(s.k), max(s.k)
+      FROM o LEFT JOIN LATERAL (SELECT t.k FROM t WHERE t.k >= o.x ORDER BY t.k LIMIT 1) s ON true$$, 'key') x;
+  END LOOP;
+  PERFORM set_config('gpuidx.engine', saved_engine, true);
+  PERFORM set_config('gpuidx.gpu_min_agg_entries', saved_min, true);
 END $f$;
 
 -- 1. every page all-visible: the plans, the nodes, every case
@@ -351,8 +441,7 @@ RESET gpuidx.enable_customagg;
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_nestloop;
-SELECT * FROM nodes($$SELECT count(*), sum(s.c_i4), max(s.k) FROM o CROSS JOIN LATERAL
-  (SELECT t.k, t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$);
+SELECT * FROM node_checks();
 SELECT * FROM nodes($$SELECT count(*), sum(o.y), sum(s.c_i4) FROM o CROSS JOIN LATERAL
   (SELECT t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$);
 SELECT * FROM state_checks();
@@ -371,8 +460,7 @@ UPDATE t SET k = k + 1 WHERE k BETWEEN 4000 AND 4100;
 UPDATE tb SET k = k + 1 WHERE k BETWEEN 4000 AND 4100;
 UPDATE t SET pad = 'hot' WHERE k BETWEEN -1500 AND -1200;
 UPDATE tb SET pad = 'hot' WHERE k BETWEEN -1500 AND -1200;
-SELECT * FROM nodes($$SELECT count(*), sum(s.c_i4), max(s.k) FROM o CROSS JOIN LATERAL
-  (SELECT t.k, t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$);
+SELECT * FROM node_checks();
 SELECT * FROM state_checks();
 
 -- 3. a transaction's own changes count (new keys 3m+2, updates, deletes);
@@ -392,8 +480,7 @@ SELECT * FROM state_checks();
 
 -- 4. VACUUM: every page all-visible again
 VACUUM t, tb;
-SELECT * FROM nodes($$SELECT count(*), sum(s.c_i4), max(s.k) FROM o CROSS JOIN LATERAL
-  (SELECT t.k, t.c_i4 FROM t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$);
+SELECT * FROM node_checks();
 SELECT * FROM state_checks();
 
 -- 5. privileges: without SELECT on t the pushed query is refused; with it,
