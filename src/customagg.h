@@ -46,7 +46,9 @@ typedef enum GpuidxAggPrivate
 	GPUIDX_CAGG_INDEX = 0,		/* the gpuidx index (Integer) */
 	GPUIDX_CAGG_TABLE = 1,		/* its table (Integer) */
 	GPUIDX_CAGG_RTE = 2,		/* the table's range table entry (permissions) */
-	GPUIDX_CAGG_SPECS = 3
+	GPUIDX_CAGG_SPECS = 3,
+	GPUIDX_CAGG_PARTIAL = 4		/* over a join: one worker's partial states
+								 * (Integer; absent: final values) */
 } GpuidxAggPrivate;
 
 /* The plan node's methods: CreateCustomScanState (customagg_exec.c). */

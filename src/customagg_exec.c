@@ -56,6 +56,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "storage/bufmgr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
@@ -134,6 +135,7 @@ typedef struct GpuidxAggState
 	GpuidxJoinSink sink;		/* the join's direct answers, when it takes
 								 * the sink (sinking) */
 	bool		sinking;
+	bool		partial;		/* emit partial states (GPUIDX_CAGG_PARTIAL) */
 	int64		stat_join_rows; /* rows the join returned, added up here */
 
 	/* during a run */
@@ -306,6 +308,8 @@ begin_agg(CustomScanState *node, EState *estate, int eflags)
 										   ALLOCSET_DEFAULT_SIZES);
 	if (cscan->custom_plans != NIL)
 	{
+		state->partial = list_length(priv) > GPUIDX_CAGG_PARTIAL &&
+			intVal(list_nth(priv, GPUIDX_CAGG_PARTIAL));
 		state->join = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
 		node->custom_ps = list_make1(state->join);
 		if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
@@ -939,6 +943,44 @@ agg_result(GpuidxAggState *state, AggOut *out, bool *isnull)
 	return (Datum) 0;			/* keep compiler quiet */
 }
 
+/*
+ * One aggregate's partial state, as its transition function would have
+ * left it over the rows added up (a parallel worker's share; PostgreSQL's
+ * Finalize Aggregate combines them): count is int8; sum of int2/int4 an
+ * int8, NULL over no value; avg of int2/int4 the int8[] {count, sum} of
+ * int4_avg_accum; min, max, bool_and, bool_or their value, NULL over none.
+ * (The planner offers no partial path for sum or avg of int8.)
+ */
+static Datum
+partial_result(GpuidxAggState *state, AggOut *out, bool *isnull)
+{
+	AggColumn  *col = out->col >= 0 ? &state->cols[out->col] : NULL;
+
+	*isnull = false;
+	switch (out->func)
+	{
+		case GPUIDX_AGG_COUNT_STAR:
+		case GPUIDX_AGG_COUNT:
+			return agg_result(state, out, isnull);
+		case GPUIDX_AGG_AVG:
+			{
+				Datum		elems[2];
+
+				/* (int4_avg_accum adds in int64 without a check: so do we) */
+				elems[0] = Int64GetDatum(col->t.nonnull);
+				elems[1] = Int64GetDatum((int64) col->t.sum);
+				return PointerGetDatum(construct_array(elems, 2, INT8OID, sizeof(int64),
+													   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			}
+		case GPUIDX_AGG_SUM:
+			if (out->type == INT8OID)
+				elog(ERROR, "gpuidx: no partial state for sum(int8)");
+			return agg_result(state, out, isnull);
+		default:
+			return agg_result(state, out, isnull);
+	}
+}
+
 /* Compute every aggregate into the scan tuple (the key column NULL). */
 static TupleTableSlot *
 compute_row(GpuidxAggState *state)
@@ -971,7 +1013,9 @@ compute_row(GpuidxAggState *state)
 	}
 	ExecClearTuple(slot);
 	for (i = 0; i < state->naggs; i++)
-		slot->tts_values[i] = agg_result(state, &state->outs[i], &slot->tts_isnull[i]);
+		slot->tts_values[i] = state->partial ?
+			partial_result(state, &state->outs[i], &slot->tts_isnull[i]) :
+			agg_result(state, &state->outs[i], &slot->tts_isnull[i]);
 	for (; i < slot->tts_tupleDescriptor->natts; i++)
 		slot->tts_isnull[i] = true;
 	MemoryContextSwitchTo(old);

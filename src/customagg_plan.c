@@ -149,14 +149,30 @@ typedef struct AggCollect
 {
 	List	   *aggs;			/* distinct Aggrefs, in order of appearance */
 	bool		ok;
+	bool		partial;		/* the partial grouping target's Aggrefs */
 } AggCollect;
+
+/*
+ * May a worker's partial state of this aggregate be emitted as a plain
+ * value (customagg_exec.c's partial_result)?  Not for sum and avg of int8,
+ * whose state is internal (a serialized numeric accumulator).
+ */
+static bool
+partial_state_ok(Aggref *agg)
+{
+	const AggKind *kind = find_agg_kind(agg->aggfnoid);
+
+	return agg->aggsplit == AGGSPLIT_INITIAL_SERIAL && kind != NULL &&
+		!((kind->func == GPUIDX_AGG_SUM || kind->func == GPUIDX_AGG_AVG) &&
+		  kind->argtype == INT8OID);
+}
 
 /* Is an Aggref one whose shape we compute (no DISTINCT, ORDER BY, FILTER)? */
 static bool
 aggref_shape_ok(Aggref *agg)
 {
 	return agg->agglevelsup == 0 && agg->aggkind == AGGKIND_NORMAL &&
-		agg->aggsplit == AGGSPLIT_SIMPLE && agg->aggdistinct == NIL &&
+		agg->aggdistinct == NIL &&
 		agg->aggorder == NIL && agg->aggfilter == NULL && !agg->aggvariadic &&
 		find_agg_kind(agg->aggfnoid) != NULL &&
 		list_length(agg->args) == (agg->aggstar ? 0 : 1);
@@ -173,7 +189,10 @@ collect_aggs_walker(Node *node, AggCollect *cxt)
 		return false;
 	if (IsA(node, Aggref))
 	{
-		if (!aggref_shape_ok((Aggref *) node))
+		Aggref	   *agg = (Aggref *) node;
+
+		if (!aggref_shape_ok(agg) ||
+			!(cxt->partial ? partial_state_ok(agg) : agg->aggsplit == AGGSPLIT_SIMPLE))
 			cxt->ok = false;
 		else if (!list_member(cxt->aggs, node))
 			cxt->aggs = lappend(cxt->aggs, node);
@@ -540,20 +559,47 @@ cost_join_agg_path(PlannerInfo *root, RelOptInfo *output_rel, Path *join,
 }
 
 /*
+ * Put PostgreSQL's Gather and Finalize Aggregate over a partial GpuIndexAgg
+ * path (of the partially grouped rel) and offer that to the grouped rel.
+ * PostgreSQL calls create_upper_paths_hook for the grouped rel only, after
+ * it built its own partial aggregation, so this builds what
+ * gather_grouping_paths and add_paths_to_grouping_rel would have.
+ */
+static void
+add_finalized_path(PlannerInfo *root, RelOptInfo *grouped_rel,
+				   GroupPathExtraData *extra, Path *partial)
+{
+	double		rows = partial->rows * partial->parallel_workers;
+	Path	   *gather;
+
+	gather = (Path *) create_gather_path(root, partial->parent, partial,
+										 partial->parent->reltarget, NULL, &rows);
+	add_path(grouped_rel, (Path *) create_agg_path(root, grouped_rel, gather,
+												   grouped_rel->reltarget, AGG_PLAIN,
+												   AGGSPLIT_FINAL_DESERIAL, NIL,
+												   (List *) extra->havingQual,
+												   &extra->agg_final_costs, 1));
+}
+
+/*
  * Offer GpuIndexAgg over each GpuIndexJoin path of the input join rel whose
  * rows may come straight from the image (gpuidx_join_path_direct), when
  * every aggregate reads the subquery's key or INCLUDE columns (or is
  * count(*)).  The join stays the node's child: it adds up the rows the
  * join answers from the image as one batch and the others from the rows
- * the join returns.
+ * the join returns.  With finalize, over the join's partial paths: each
+ * process's partial states (output_rel the partially grouped rel), under
+ * a Gather and a Finalize Aggregate offered to grouped_rel.
  */
 static void
 offer_join_agg_paths(PlannerInfo *root, RelOptInfo *input_rel,
-					 RelOptInfo *output_rel, List *aggs, List *having)
+					 RelOptInfo *output_rel, List *aggs, List *having,
+					 RelOptInfo *grouped_rel, GroupPathExtraData *finalize)
 {
+	bool		partial = finalize != NULL;
 	ListCell   *lc;
 
-	foreach(lc, input_rel->pathlist)
+	foreach(lc, partial ? input_rel->partial_pathlist : input_rel->pathlist)
 	{
 		Path	   *join = lfirst(lc);
 		IndexOptInfo *index;
@@ -586,20 +632,25 @@ offer_join_agg_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		cpath->path.pathtarget = output_rel->reltarget;
 		cpath->path.param_info = NULL;
 		cpath->path.parallel_aware = false;
-		cpath->path.parallel_safe = false;
-		cpath->path.parallel_workers = 0;
+		/* (partial: each process adds up the rows of its share of the join) */
+		cpath->path.parallel_safe = partial;
+		cpath->path.parallel_workers = partial ? join->parallel_workers : 0;
 		cpath->path.pathkeys = NIL;
 		cpath->flags = 0;
 		cpath->custom_paths = list_make1(join);
 		cpath->custom_private = list_make5(makeInteger((int) index->indexoid),
 										   makeInteger((int) rte->relid),
 										   copyObject(rte), specs,
-										   list_make3(aggs, having,
-													  makeInteger(inner_relid)));
+										   list_make4(aggs, having,
+													  makeInteger(inner_relid),
+													  makeInteger(partial)));
 		cpath->methods = &gpuidx_join_agg_path_methods;
 		cost_join_agg_path(root, output_rel, join, index->rel->allvisfrac,
 						   count_columns(specs), having, &cpath->path);
-		add_path(output_rel, &cpath->path);
+		if (partial)
+			add_finalized_path(root, grouped_rel, finalize, &cpath->path);
+		else
+			add_path(output_rel, &cpath->path);
 	}
 }
 
@@ -655,9 +706,44 @@ plan_join_agg_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_exprs = NIL;
 	cscan->custom_scan_tlist = scan_tlist;
 	/* In GpuidxAggPrivate order (customagg.h). */
-	cscan->custom_private = list_make4(linitial(priv), lsecond(priv), lthird(priv), specs);
+	cscan->custom_private = list_make5(linitial(priv), lsecond(priv), lthird(priv), specs,
+									   lfourth(extra));
 	cscan->methods = &gpuidx_agg_methods;
 	return &cscan->scan.plan;
+}
+
+/*
+ * Offer GpuIndexAgg over an as-of join: the whole aggregate, and where the
+ * join has partial paths (parallel plans) each process's partial states
+ * under PostgreSQL's Gather and Finalize Aggregate, which applies HAVING.
+ * The partial target is the one PostgreSQL built for its own partial
+ * aggregation (the same Aggrefs, split), so setrefs.c matches them up.
+ */
+static void
+offer_join_aggs(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
+				GroupPathExtraData *extra)
+{
+	AggCollect	cxt = {NIL, true, false};
+	AggCollect	pcxt = {NIL, true, true};
+	List	   *having = (List *) extra->havingQual;
+	RelOptInfo *partial_rel;
+
+	collect_aggs_walker((Node *) output_rel->reltarget->exprs, &cxt);
+	collect_aggs_walker((Node *) having, &cxt);
+	if (!cxt.ok || cxt.aggs == NIL)
+		return;
+	offer_join_agg_paths(root, input_rel, output_rel, cxt.aggs, having, NULL, NULL);
+
+	if (input_rel->partial_pathlist == NIL || !output_rel->consider_parallel ||
+		!(extra->flags & GROUPING_CAN_PARTIAL_AGG) || !extra->partial_costs_set)
+		return;
+	partial_rel = fetch_upper_rel(root, UPPERREL_PARTIAL_GROUP_AGG, output_rel->relids);
+	if (partial_rel->reltarget == NULL || partial_rel->reltarget->exprs == NIL)
+		return;					/* PostgreSQL planned no partial aggregation */
+	collect_aggs_walker((Node *) partial_rel->reltarget->exprs, &pcxt);
+	if (pcxt.ok && list_length(pcxt.aggs) == list_length(partial_rel->reltarget->exprs))
+		offer_join_agg_paths(root, input_rel, partial_rel, pcxt.aggs, NIL,
+							 output_rel, extra);
 }
 
 /* create_upper_paths_hook: offer GpuIndexAgg for plain aggregates. */
@@ -666,7 +752,7 @@ gpuidx_create_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 						  RelOptInfo *input_rel, RelOptInfo *output_rel,
 						  void *extra)
 {
-	AggCollect	cxt = {NIL, true};
+	AggCollect	cxt = {NIL, true, false};
 	List	   *having;
 
 	if (prev_create_upper_paths_hook)
@@ -675,11 +761,7 @@ gpuidx_create_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 		return;
 	if (join_query_shape_ok(root, input_rel, (GroupPathExtraData *) extra))
 	{
-		having = (List *) ((GroupPathExtraData *) extra)->havingQual;
-		collect_aggs_walker((Node *) output_rel->reltarget->exprs, &cxt);
-		collect_aggs_walker((Node *) having, &cxt);
-		if (cxt.ok && cxt.aggs != NIL)
-			offer_join_agg_paths(root, input_rel, output_rel, cxt.aggs, having);
+		offer_join_aggs(root, input_rel, output_rel, (GroupPathExtraData *) extra);
 		return;
 	}
 	if (!query_shape_ok(root, input_rel, (GroupPathExtraData *) extra) ||
