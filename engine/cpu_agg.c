@@ -442,6 +442,166 @@ gi_host_aggregate(const int64_t *keys, const uint64_t *tids, const char *rows,
 	return GI_OK;
 }
 
+/* ---------- single entries at positions (gi_host_aggregate_positions) ---------- */
+
+/* Positions a thread takes at the least (each a cache miss or two). */
+#define GATHER_MIN_PER_THREAD (1 << 14)
+
+/* Positions ahead whose entry is prefetched. */
+#define GATHER_PREFETCH 32
+
+/* What every slice of gi_host_aggregate_positions shares. */
+typedef struct GatherJob
+{
+	const GiAggEntries *h;
+	const uint64_t *pos;
+	size_t		n;
+	const GiAggColumn *cols;
+	int			ncols;
+	bool		need_keys;
+	bool		need_rows;
+	GiAggColumn *slice_cols;	/* nslices * ncols */
+	int			nslices;
+	bool		oom[GI_CPU_MAX_THREADS];
+} GatherJob;
+
+/* Where position p lives: index into the delta arrays (*in_delta) or the base. */
+static size_t
+locate_entry(const GiAggEntries *h, uint64_t p, bool *in_delta)
+{
+	size_t		lo = 0,
+				hi = h->ndelta;
+
+	*in_delta = false;
+	if (h->ndelta == 0)
+		return p;
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if ((uint64_t) h->drank[mid] < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < h->ndelta && (uint64_t) h->drank[lo] == p)
+	{
+		*in_delta = true;
+		return lo;
+	}
+	return p - lo;
+}
+
+/*
+ * One slice: gather the slice's entries a block at a time (the key and
+ * the row each reads, prefetched GATHER_PREFETCH positions ahead), then
+ * add the block up as gi_host_aggregate's slices do.
+ */
+static void
+gather_slice(void *arg, int slice)
+{
+	GatherJob  *job = (GatherJob *) arg;
+	const GiAggEntries *h = job->h;
+	GiAggColumn *cols = job->slice_cols + (size_t) slice * job->ncols;
+	int			rb = h->row_bytes;
+	int64_t		keys[AGG_BLOCK];
+	char	   *rows = NULL;
+	size_t		begin,
+				end,
+				at;
+	int			c;
+
+	gi_cpu_slice(job->n, job->nslices, slice, &begin, &end);
+	for (c = 0; c < job->ncols; c++)
+		reset_column(&cols[c], &job->cols[c]);
+	if (job->need_rows && (rows = malloc((size_t) AGG_BLOCK * rb)) == NULL)
+	{
+		job->oom[slice] = true;
+		return;
+	}
+	for (at = begin; at < end; at += AGG_BLOCK)
+	{
+		size_t		m = end - at < AGG_BLOCK ? end - at : AGG_BLOCK;
+		size_t		i;
+
+		for (i = 0; i < m; i++)
+		{
+			bool		in_delta;
+			size_t		j;
+
+			if (at + i + GATHER_PREFETCH < end && h->ndelta == 0)
+			{
+				uint64_t	q = job->pos[at + i + GATHER_PREFETCH];
+
+				if (job->need_keys)
+					__builtin_prefetch(h->keys + q);
+				if (job->need_rows)
+					__builtin_prefetch(h->rows + q * (size_t) rb);
+			}
+			j = locate_entry(h, job->pos[at + i], &in_delta);
+			if (job->need_keys)
+				keys[i] = in_delta ? h->dkeys[j] : h->keys[j];
+			if (job->need_rows)
+				memcpy(rows + i * (size_t) rb,
+					   (in_delta ? h->drows : h->rows) + j * (size_t) rb, rb);
+		}
+		for (c = 0; c < job->ncols; c++)
+		{
+			if (cols[c].kind == GI_AGG_KEY)
+				add_key_column(&cols[c], keys, NULL, (int) m);
+			else
+				add_row_column(&cols[c], rows, rb, NULL, (int) m);
+		}
+	}
+	free(rows);
+}
+
+/* Add up the entries at positions, one entry each (engine.h). */
+GiStatus
+gi_host_aggregate_positions(const GiAggEntries *h, const uint64_t *pos, size_t n,
+							GiAggColumn *cols, int ncols, int64_t *counted,
+							GiError *err)
+{
+	GatherJob	job;
+	GiAggColumn slice_cols[GI_CPU_MAX_THREADS * 16];
+	int			s,
+				c;
+
+	gi_clear_error(err);
+	if (n == 0)
+		return GI_OK;
+	if (ncols > 16 || ncols < 0)
+		return gi_set_error(err, GI_ERR_INVALID, "at most 16 aggregated columns");
+	memset(&job, 0, sizeof(job));
+	for (c = 0; c < ncols; c++)
+	{
+		if (cols[c].kind == GI_AGG_KEY)
+			job.need_keys = true;
+		else
+			job.need_rows = true;
+	}
+	if ((job.need_keys && (h->keys == NULL || (h->ndelta > 0 && h->dkeys == NULL))) ||
+		(job.need_rows && (h->rows == NULL || h->row_bytes <= 0 ||
+						   (h->ndelta > 0 && h->drows == NULL))))
+		return gi_set_error(err, GI_ERR_INVALID, "missing aggregation arrays");
+	job.h = h;
+	job.pos = pos;
+	job.n = n;
+	job.cols = cols;
+	job.ncols = ncols;
+	job.slice_cols = slice_cols;
+	job.nslices = gi_cpu_threads_for(n, GATHER_MIN_PER_THREAD);
+	gi_cpu_run_tasks(job.nslices, gather_slice, &job);
+	for (s = 0; s < job.nslices; s++)
+		if (job.oom[s])
+			return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for a gather block");
+	for (s = 0; s < job.nslices; s++)
+		for (c = 0; c < ncols; c++)
+			merge_column(&cols[c], &slice_cols[s * ncols + c]);
+	*counted += (int64_t) n;
+	return GI_OK;
+}
+
 /* ---------- position ranges (gi_image_aggregate, CPU engine) ---------- */
 
 /* Entries handed to gi_host_aggregate at a time (bounds the fetch room). */

@@ -340,6 +340,17 @@ typedef struct GiAggEntries
 } GiAggEntries;
 
 /*
+ * Add up the entries at n positions of the host arrays h, one entry each,
+ * every one counted (the caller tested their heap pages: GpuIndexAgg over
+ * an as-of join's direct answers), into cols and *counted, on the CPU
+ * engine's threads.  The host twin of gi_image_aggregate over one-entry
+ * ranges with a full map.  On an error cols and *counted are unchanged.
+ */
+GiStatus	gi_host_aggregate_positions(const GiAggEntries *h, const uint64_t *pos,
+										size_t n, GiAggColumn *cols, int ncols,
+										int64_t *counted, GiError *err);
+
+/*
  * INCLUDE columns in the columnar form the device adds up: ncols columns
  * (at most 16) of an image's n entries in rank order, column c's values
  * width[c] bytes each (1, 2, 4 or 8; bool as 0/1) at values[c], its NULLs

@@ -530,6 +530,18 @@ stage_prefetch(GpuidxAggState *state, int64 pos)
 		__builtin_prefetch(img->rows + (Size) b * img->row_bytes);
 }
 
+/* The staging buffers, for the node's life (run_cxt is reset between runs). */
+static void
+stage_alloc(GpuidxAggState *state)
+{
+	MemoryContext cxt = GetMemoryChunkContext(state);
+	int			rb = state->img->row_bytes;
+
+	state->stage_keys = MemoryContextAlloc(cxt, sizeof(int64) * STAGE_ENTRIES);
+	state->stage_tids = MemoryContextAlloc(cxt, sizeof(uint64) * STAGE_ENTRIES);
+	state->stage_rows = rb > 0 ? MemoryContextAlloc(cxt, (Size) rb * STAGE_ENTRIES) : NULL;
+}
+
 /*
  * Stage the entries at positions [first, last) of a short range: its base
  * and delta shares, each contiguous in its arrays, copied whole (as
@@ -538,17 +550,8 @@ stage_prefetch(GpuidxAggState *state, int64 pos)
 static void
 stage_positions(GpuidxAggState *state, int64 first, int64 last)
 {
-	int			rb = state->img->row_bytes;
-
 	if (state->stage_keys == NULL)
-	{
-		/* (for the node's life: run_cxt is reset between runs) */
-		MemoryContext cxt = GetMemoryChunkContext(state);
-
-		state->stage_keys = MemoryContextAlloc(cxt, sizeof(int64) * STAGE_ENTRIES);
-		state->stage_tids = MemoryContextAlloc(cxt, sizeof(uint64) * STAGE_ENTRIES);
-		state->stage_rows = rb > 0 ? MemoryContextAlloc(cxt, (Size) rb * STAGE_ENTRIES) : NULL;
-	}
+		stage_alloc(state);
 	split_positions(state, first, last, stage_span);
 }
 
@@ -755,6 +758,44 @@ agg_run(GpuidxAggState *state, GpuidxIntervals iv, Snapshot snapshot)
  * the join would compute them.
  */
 
+/*
+ * Add up the entries at n positions, one entry each (the join's direct
+ * answers), on the host: the engine's threads gather each entry's key and
+ * row (gi_host_aggregate_positions, the host twin of the device's run).
+ * The join tested each entry's page already, so no TID is read.
+ */
+static void
+agg_single_entries(GpuidxAggState *state, const uint64 *pos, int64 n)
+{
+	GpuidxImageData *img = state->img;
+	GiAggEntries host;
+	int64		counted = 0;
+	GiError		err;
+	int			c;
+
+	memset(&host, 0, sizeof(host));
+	host.keys = img->keys;
+	host.tids = img->tids;
+	host.rows = img->rows;
+	host.nbase = (size_t) img->nbase;
+	host.dkeys = img->dkeys;
+	host.dtids = img->dtids;
+	host.drows = img->drows;
+	host.drank = img->drank;
+	host.ndelta = (size_t) img->ndelta;
+	host.row_bytes = img->row_bytes;
+	for (c = 0; c < state->ncols; c++)
+		state->totals[c] = state->cols[c].t;
+	if (gi_host_aggregate_positions(&host, pos, (size_t) n, state->totals, state->ncols,
+									(int64_t *) &counted, &err) != GI_OK)
+		gpuidx_raise_engine_error(&err, "adding up index entries");
+	for (c = 0; c < state->ncols; c++)
+		state->cols[c].t = state->totals[c];
+	state->rows += counted;
+	state->stat_image += counted;
+	state->stat_entries += n;
+}
+
 /* The sink's flush: add up the positions it holds, from the join's image. */
 static void
 sink_flush_positions(GpuidxJoinSink *sink, GpuidxImageData *img)
@@ -762,7 +803,6 @@ sink_flush_positions(GpuidxJoinSink *sink, GpuidxImageData *img)
 	GpuidxAggState *state = (GpuidxAggState *) sink->arg;
 	MemoryContext old = MemoryContextSwitchTo(state->run_cxt);
 	instr_time	t;
-	int64		i;
 
 	INSTR_TIME_SET_CURRENT(t);
 	state->img = img;
@@ -780,13 +820,7 @@ sink_flush_positions(GpuidxJoinSink *sink, GpuidxImageData *img)
 	else
 	{
 		state->stat_host_runs++;
-		for (i = 0; i < sink->n; i++)
-		{
-			if (i + STAGE_PREFETCH < sink->n)
-				stage_prefetch(state, (int64) sink->first[i + STAGE_PREFETCH]);
-			stage_positions(state, (int64) sink->first[i], (int64) sink->last[i]);
-		}
-		stage_flush(state);
+		agg_single_entries(state, sink->first, sink->n);
 	}
 	state->img = NULL;
 	sink->n = 0;

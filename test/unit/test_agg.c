@@ -8,7 +8,9 @@
  * infinities), a random bitmap; every kind of column at once; 1, 3 and 7
  * threads (GI_CPU_THREADS), so the slices' merge and the moving of their
  * TIDs are exercised at every size.  gi_image_aggregate: random disjoint
- * ranges (long, short, empty, everything) over images of every key width,
+ * ranges (long, short, empty, everything) and one-entry ranges in random
+ * order with repeats (with gi_host_aggregate_positions, its host twin on
+ * a full map) over images of every key width,
  * host arrays split into base and delta, maps random, full, full with
  * entries past it and empty; on the GPU every row kind from attached
  * columns (with and without a NULL bitmap), and after batch insertion
@@ -286,7 +288,9 @@ agg_case(size_t n, uint64_t vm_blocks, uint64_t max_block, int threads,
 /*
  * Random disjoint ranges over n positions, ascending: long ones, runs of
  * one or two entries (an = ANY of many keys) and empty ones, as kind
- * says (0: a few long, 1: many short, 2: one over everything, 3: mixed).
+ * says (0: a few long, 1: many short, 2: one over everything, 3: mixed);
+ * or (4) n one-entry ranges in random order, some repeated (GpuIndexAgg
+ * over an as-of join: every answer's entry, as often as it answers).
  */
 static size_t
 random_ranges(size_t n, int kind, uint64_t *first, uint64_t *last, size_t cap)
@@ -294,6 +298,17 @@ random_ranges(size_t n, int kind, uint64_t *first, uint64_t *last, size_t cap)
 	size_t		nr = 0;
 	uint64_t	at = 0;
 
+	if (kind == 4)
+	{
+		/* one entry each, in no order, some twice (an as-of join's answers) */
+		for (nr = 0; nr < n && nr < cap; nr++)
+		{
+			first[nr] = nr > 0 && test_below(&tr, 5) == 0 ? first[test_below(&tr, nr)] :
+				test_below(&tr, n);
+			last[nr] = first[nr] + 1;
+		}
+		return nr;
+	}
 	if (kind == 2)
 	{
 		first[0] = 0;
@@ -577,6 +592,27 @@ range_case(GiEngineKind engine, GiStructure structure, int key_bytes, size_t n,
 	test_record(&tr, ok, what);
 	gi_free(fetch);
 
+	/*
+	 * One-entry ranges over a full map with every entry in it: the host
+	 * twin that gathers the positions on the CPU engine's threads must
+	 * give the same totals.
+	 */
+	if (range_kind == 4 && map_kind == 1 && engine == GI_ENGINE_CPU)
+	{
+		GiAggColumn pc[NROW_COLS + 1];
+		int64_t		pcounted = 0;
+
+		make_columns(pc);
+		st = gi_host_aggregate_positions(&host, first, nr, pc + use, ncols, &pcounted, &err);
+		ok = st == GI_OK && pcounted == ref_counted;
+		for (c = use; c < use + ncols && ok; c++)
+			ok = same_totals(&pc[c], &ref[c]);
+		snprintf(what, sizeof(what), "host_aggregate_positions w=%d n=%zu positions=%zu delta=%zu key=%d%s%s",
+				 key_bytes, n, nr, nd, (int) key_col, st == GI_OK ? "" : ": ",
+				 st == GI_OK ? "" : err.message);
+		test_record(&tr, ok, what);
+	}
+
 	/* after an insertion the GPU engine refuses a row column, and changes
 	 * nothing then */
 	if (engine == GI_ENGINE_GPU && image != NULL && insert_share > 0)
@@ -695,7 +731,7 @@ range_cases(GiEngineKind engine)
 
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && sizes[i] <= max_size; i++)
 		for (w = 0; w < 3; w++)
-			for (kind = 0; kind < 4; kind++)
+			for (kind = 0; kind < 5; kind++)
 				for (map = 0; map < 4; map++)
 				{
 					/* maps: 0 random, 1 full and every entry in it, 2 full
