@@ -340,20 +340,16 @@ END $f$;
 -- with GpuIndexJoin forced.  GpuIndexAgg: how many of the rows it added
 -- up came from the image (From Image; the others are Rows From The Join,
 -- walked) as none, partly or all, and whether it added up where it should
--- (Aggregated On): on the device for a GPU image (in service mode the
--- service's: gpuidx_info's engine is then the service's) when
--- gpuidx.gpu_min_agg_entries is 0 and some rows came from the image,
--- unless q reads the key (reads 'key') of a veb image (it holds no keys by
--- position on the device); on the host otherwise, and for a private image
--- in service mode.  GpuIndexJoin: its heap fetches as none or some
+-- (Aggregated On): on the host for every engine and setting (the CPU
+-- engine's threads gather the answers' entries; the device's run over
+-- one-entry ranges measured slower, customagg_exec.c), whatever q reads.
+-- GpuIndexJoin: its heap fetches as none or some
 CREATE FUNCTION nodes(q text, reads text DEFAULT 'include')
 RETURNS TABLE(node text, from_image text, added_as_expected boolean, heap text)
 LANGUAGE plpgsql AS $f$
 DECLARE
   plan jsonb;
   n jsonb;
-  info jsonb;
-  private_in_service boolean;
   names text[] := '{gpuidx.enable_customjoin, enable_hashjoin, enable_mergejoin, enable_nestloop}';
   saved text[] := '{}';
   i int;
@@ -366,10 +362,6 @@ BEGIN
   FOR i IN 1 .. cardinality(names) LOOP
     PERFORM set_config(names[i], saved[i], true);
   END LOOP;
-  info := gpuidx_info('t_gi');
-  private_in_service := NOT (info->>'service')::boolean AND
-    current_setting('shared_preload_libraries') LIKE '%gpuidx%' AND
-    current_setting('gpuidx.service') = 'on';
   FOR n IN SELECT jsonb_path_query(plan, 'strict $.** ? (@."Node Type" == "Custom Scan")') LOOP
     node := n->>'Custom Plan Provider';
     from_image := NULL;
@@ -379,12 +371,7 @@ BEGIN
       from_image := CASE WHEN (n->>'From Image')::bigint = 0 THEN 'none'
                          WHEN (n->>'Rows From The Join')::bigint > 0 THEN 'partly'
                          ELSE 'all' END;
-      added_as_expected := n->>'Aggregated On' =
-        CASE WHEN info->>'engine' = 'gpu' AND NOT private_in_service
-                  AND (reads <> 'key' OR info->>'structure' = 'btree')
-                  AND (n->>'From Image')::bigint > 0
-                  AND current_setting('gpuidx.gpu_min_agg_entries') = '0'
-             THEN 'gpu' ELSE 'host' END;
+      added_as_expected := n->>'Aggregated On' = 'host';
     ELSIF node = 'GpuIndexJoin' THEN
       heap := CASE WHEN (n->>'Heap Fetches')::bigint = 0 THEN 'none' ELSE 'some' END;
     END IF;
