@@ -398,33 +398,51 @@ static const CustomPathMethods gpuidx_agg_path_methods = {
 	.PlanCustomPath = plan_agg_path,
 };
 
+/*
+ * A GpuIndexAgg path of output_rel (its one row): over child (a join path)
+ * or over nothing (a table), parallel_workers > 0 for a partial path;
+ * custom_private in the order plan_agg_path and plan_join_agg_path read:
+ * index, table, the table's range table entry, specs, then extra.
+ */
+static CustomPath *
+new_agg_path(RelOptInfo *output_rel, const CustomPathMethods *methods, Path *child,
+			 int parallel_workers, IndexOptInfo *index, RangeTblEntry *rte,
+			 List *specs, List *extra)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = output_rel;
+	cpath->path.pathtarget = output_rel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = parallel_workers > 0;
+	cpath->path.parallel_workers = parallel_workers;
+	cpath->path.pathkeys = NIL;
+	cpath->flags = 0;
+	cpath->custom_paths = child ? list_make1(child) : NIL;
+	cpath->custom_private = list_make5(makeInteger((int) index->indexoid),
+									   makeInteger((int) rte->relid),
+									   copyObject(rte), specs, extra);
+	cpath->methods = methods;
+	return cpath;
+}
+
 /* Add a GpuIndexAgg path for one index to the grouped rel. */
 static void
 add_agg_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 			 IndexOptInfo *index, List *batch, List *aggs, List *specs,
 			 List *having)
 {
-	CustomPath *cpath = makeNode(CustomPath);
 	RangeTblEntry *rte = planner_rt_fetch(input_rel->relid, root);
 
-	cpath->path.pathtype = T_CustomScan;
-	cpath->path.parent = output_rel;
-	cpath->path.pathtarget = output_rel->reltarget;
-	cpath->path.param_info = NULL;
 	/* One process reads the image and the heap: not parallel-safe. */
-	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = false;
-	cpath->path.parallel_workers = 0;
-	cpath->path.pathkeys = NIL;
-	cpath->flags = 0;
-	cpath->custom_paths = NIL;
-	cpath->custom_private = list_make5(makeInteger((int) index->indexoid),
-									   makeInteger((int) rte->relid),
-									   copyObject(rte), specs,
-									   list_make5(batch, aggs, having,
-												  makeInteger(index->indexkeys[0]),
-												  makeInteger(input_rel->relid)));
-	cpath->methods = &gpuidx_agg_path_methods;
+	CustomPath *cpath = new_agg_path(output_rel, &gpuidx_agg_path_methods, NULL, 0,
+									 index, rte, specs,
+									 list_make5(batch, aggs, having,
+												makeInteger(index->indexkeys[0]),
+												makeInteger(input_rel->relid)));
+
 	cost_agg_path(root, input_rel, index, batch, count_columns(specs), having,
 				  &cpath->path);
 	add_path(output_rel, &cpath->path);
@@ -626,25 +644,11 @@ offer_join_agg_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		if (list_length(specs) != list_length(aggs))
 			continue;
 		rte = rt_fetch(1, subquery->rtable);
-		cpath = makeNode(CustomPath);
-		cpath->path.pathtype = T_CustomScan;
-		cpath->path.parent = output_rel;
-		cpath->path.pathtarget = output_rel->reltarget;
-		cpath->path.param_info = NULL;
-		cpath->path.parallel_aware = false;
 		/* (partial: each process adds up the rows of its share of the join) */
-		cpath->path.parallel_safe = partial;
-		cpath->path.parallel_workers = partial ? join->parallel_workers : 0;
-		cpath->path.pathkeys = NIL;
-		cpath->flags = 0;
-		cpath->custom_paths = list_make1(join);
-		cpath->custom_private = list_make5(makeInteger((int) index->indexoid),
-										   makeInteger((int) rte->relid),
-										   copyObject(rte), specs,
-										   list_make4(aggs, having,
-													  makeInteger(inner_relid),
-													  makeInteger(partial)));
-		cpath->methods = &gpuidx_join_agg_path_methods;
+		cpath = new_agg_path(output_rel, &gpuidx_join_agg_path_methods, join,
+							 partial ? join->parallel_workers : 0, index, rte, specs,
+							 list_make4(aggs, having, makeInteger(inner_relid),
+										makeInteger(partial)));
 		cost_join_agg_path(root, output_rel, join, index->rel->allvisfrac,
 						   count_columns(specs), having, &cpath->path);
 		if (partial)
