@@ -133,8 +133,7 @@ typedef struct GpuidxAggState
 	/* over a GpuIndexJoin (the plan's custom_plans) */
 	PlanState  *join;
 	GpuidxJoinSink sink;		/* the join's direct answers, when it takes
-								 * the sink (sinking) */
-	bool		sinking;
+								 * the sink */
 	bool		partial;		/* emit partial states (GPUIDX_CAGG_PARTIAL) */
 	int64		stat_join_rows; /* rows the join returned, added up here */
 
@@ -530,18 +529,6 @@ stage_prefetch(GpuidxAggState *state, int64 pos)
 		__builtin_prefetch(img->rows + (Size) b * img->row_bytes);
 }
 
-/* The staging buffers, for the node's life (run_cxt is reset between runs). */
-static void
-stage_alloc(GpuidxAggState *state)
-{
-	MemoryContext cxt = GetMemoryChunkContext(state);
-	int			rb = state->img->row_bytes;
-
-	state->stage_keys = MemoryContextAlloc(cxt, sizeof(int64) * STAGE_ENTRIES);
-	state->stage_tids = MemoryContextAlloc(cxt, sizeof(uint64) * STAGE_ENTRIES);
-	state->stage_rows = rb > 0 ? MemoryContextAlloc(cxt, (Size) rb * STAGE_ENTRIES) : NULL;
-}
-
 /*
  * Stage the entries at positions [first, last) of a short range: its base
  * and delta shares, each contiguous in its arrays, copied whole (as
@@ -550,8 +537,17 @@ stage_alloc(GpuidxAggState *state)
 static void
 stage_positions(GpuidxAggState *state, int64 first, int64 last)
 {
+	int			rb = state->img->row_bytes;
+
 	if (state->stage_keys == NULL)
-		stage_alloc(state);
+	{
+		/* (for the node's life: run_cxt is reset between runs) */
+		MemoryContext cxt = GetMemoryChunkContext(state);
+
+		state->stage_keys = MemoryContextAlloc(cxt, sizeof(int64) * STAGE_ENTRIES);
+		state->stage_tids = MemoryContextAlloc(cxt, sizeof(uint64) * STAGE_ENTRIES);
+		state->stage_rows = rb > 0 ? MemoryContextAlloc(cxt, (Size) rb * STAGE_ENTRIES) : NULL;
+	}
 	split_positions(state, first, last, stage_span);
 }
 
@@ -815,8 +811,7 @@ sink_flush_positions(GpuidxJoinSink *sink, GpuidxImageData *img)
 	INSTR_TIME_SET_CURRENT(t);
 	state->img = img;
 	state->engine = img->engine;
-	state->stat_host_runs++;
-	agg_single_entries(state, sink->first, sink->n);
+	agg_single_entries(state, sink->pos, sink->n);
 	state->img = NULL;
 	sink->n = 0;
 	state->ms_image += gpuidx_lap_ms(&t);
@@ -825,8 +820,7 @@ sink_flush_positions(GpuidxJoinSink *sink, GpuidxImageData *img)
 
 /*
  * Offer the join a sink for its direct answers, with room for a chunk's
- * worth of positions (at most 2^20 at a time).  The join has tested each
- * answer's page in the visibility map already: every entry counts.
+ * worth of positions (at most 2^20 at a time).
  */
 static void
 init_sink(GpuidxAggState *state, EState *estate)
@@ -834,12 +828,12 @@ init_sink(GpuidxAggState *state, EState *estate)
 	double		rows = state->join->plan->plan_rows;
 	int64		cap = (int64) Min(Max(rows, 1024.0), (double) Min(gpuidx_batch_chunk, 1 << 20));
 
-	state->sink.first = MemoryContextAllocHuge(estate->es_query_cxt, sizeof(uint64) * cap);
-	state->sink.last = MemoryContextAllocHuge(estate->es_query_cxt, sizeof(uint64) * cap);
+	state->sink.pos = MemoryContextAllocHuge(estate->es_query_cxt, sizeof(uint64) * cap);
 	state->sink.cap = cap;
 	state->sink.flush = sink_flush_positions;
 	state->sink.arg = state;
-	state->sinking = gpuidx_join_set_sink(state->join, &state->sink);
+	/* (a join that takes no sink returns every row: added up from them) */
+	(void) gpuidx_join_set_sink(state->join, &state->sink);
 }
 
 /*
@@ -849,9 +843,6 @@ init_sink(GpuidxAggState *state, EState *estate)
 static void
 agg_join(GpuidxAggState *state)
 {
-	memset(&state->vm, 0, sizeof(state->vm));
-	state->vm.all_set = true;
-	state->vm.nblocks = MaxBlockNumber;
 	state->sink.n = 0;
 	state->sink.null_rows = 0;
 	for (;;)
@@ -985,29 +976,20 @@ partial_result(GpuidxAggState *state, AggOut *out, bool *isnull)
 {
 	AggColumn  *col = out->col >= 0 ? &state->cols[out->col] : NULL;
 
-	*isnull = false;
-	switch (out->func)
+	if ((out->func == GPUIDX_AGG_SUM || out->func == GPUIDX_AGG_AVG) && out->type == INT8OID)
+		elog(ERROR, "gpuidx: no plain partial state for sum or avg of int8");
+	if (out->func == GPUIDX_AGG_AVG)
 	{
-		case GPUIDX_AGG_COUNT_STAR:
-		case GPUIDX_AGG_COUNT:
-			return agg_result(state, out, isnull);
-		case GPUIDX_AGG_AVG:
-			{
-				Datum		elems[2];
+		Datum		elems[2];
 
-				/* (int4_avg_accum adds in int64 without a check: so do we) */
-				elems[0] = Int64GetDatum(col->t.nonnull);
-				elems[1] = Int64GetDatum((int64) col->t.sum);
-				return PointerGetDatum(construct_array(elems, 2, INT8OID, sizeof(int64),
-													   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-			}
-		case GPUIDX_AGG_SUM:
-			if (out->type == INT8OID)
-				elog(ERROR, "gpuidx: no partial state for sum(int8)");
-			return agg_result(state, out, isnull);
-		default:
-			return agg_result(state, out, isnull);
+		/* (int4_avg_accum adds in int64 without a check: so do we) */
+		*isnull = false;
+		elems[0] = Int64GetDatum(col->t.nonnull);
+		elems[1] = Int64GetDatum((int64) col->t.sum);
+		return PointerGetDatum(construct_array(elems, 2, INT8OID, sizeof(int64),
+											   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	}
+	return agg_result(state, out, isnull);
 }
 
 /* Compute every aggregate into the scan tuple (the key column NULL). */
@@ -1137,10 +1119,8 @@ explain_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 											   context, false, false), es);
 	if (es->analyze && state->join)
 	{
-		ExplainPropertyText("Aggregated On",
-							state->stat_device_runs == 0 ? "host" :
-							state->stat_host_runs == 0 ? gi_engine_name(state->agg_engine) :
-							psprintf("%s and host", gi_engine_name(state->agg_engine)), es);
+		/* (over a join always the host: sink_flush_positions says why) */
+		ExplainPropertyText("Aggregated On", "host", es);
 		ExplainPropertyInteger("From Image", NULL, state->stat_image, es);
 		ExplainPropertyInteger("Rows From The Join", NULL, state->stat_join_rows, es);
 		if (es->timing)

@@ -64,9 +64,9 @@ struct GpuidxImageData;
 /*
  * Where an as-of join feeding GpuIndexAgg (customagg_exec.c) puts the rows
  * it answers straight from the image (LIMIT 1, key-only, all-visible page)
- * instead of returning them: their image positions, as one-entry ranges
- * [first[i], last[i]) for gi_image_aggregate, up to cap at a time; flush
- * adds up the n held (from img, the join's pinned image) and sets n to 0.
+ * instead of returning them: their image positions pos[0..n), up to cap at
+ * a time; flush adds up the n held (from img, the join's pinned image) and
+ * sets n to 0.
  * The join flushes when the arrays are full and at each chunk's end, while
  * the image is still pinned.  A left join's row with no answer is counted
  * in null_rows (its inner columns NULL).  Every other row is returned as
@@ -74,8 +74,7 @@ struct GpuidxImageData;
  */
 typedef struct GpuidxJoinSink
 {
-	uint64	   *first;
-	uint64	   *last;
+	uint64	   *pos;
 	int64		n;
 	int64		cap;
 	int64		null_rows;

@@ -1453,8 +1453,7 @@ sink_direct(GpuidxJoinState *state)
 			state->matched[r] = true;
 			state->stat_hits++;
 			state->stat_sunk++;
-			sink->first[sink->n] = (uint64) pos;
-			sink->last[sink->n] = (uint64) pos + 1;
+			sink->pos[sink->n] = (uint64) pos;
 			if (++sink->n == sink->cap)
 				sink_flush(state);
 		}
