@@ -100,13 +100,12 @@ find_agg_kind(Oid fnoid)
 /* ---------- what the query must look like ---------- */
 
 /*
- * A plain aggregate query over one base relation: no GROUP BY, grouping
- * sets, window functions, set-returning functions in the target list or
- * row locks, and not one child of a partitionwise aggregate.
+ * An aggregate SELECT with no GROUP BY, grouping sets, window functions,
+ * set-returning functions in the target list or row locks, not one child of
+ * a partitionwise aggregate: one output row, whatever its input.
  */
 static bool
-query_shape_ok(PlannerInfo *root, RelOptInfo *input_rel,
-			   GroupPathExtraData *extra)
+plain_aggregate_query(PlannerInfo *root, GroupPathExtraData *extra)
 {
 	Query	   *parse = root->parse;
 
@@ -114,7 +113,18 @@ query_shape_ok(PlannerInfo *root, RelOptInfo *input_rel,
 		parse->groupClause == NIL && parse->groupingSets == NIL &&
 		!parse->hasWindowFuncs && !parse->hasTargetSRFs &&
 		root->rowMarks == NIL &&
-		extra->patype == PARTITIONWISE_AGGREGATE_NONE &&
+		extra->patype == PARTITIONWISE_AGGREGATE_NONE;
+}
+
+/*
+ * A plain aggregate query (plain_aggregate_query) over one base relation
+ * with at least one qual.
+ */
+static bool
+query_shape_ok(PlannerInfo *root, RelOptInfo *input_rel,
+			   GroupPathExtraData *extra)
+{
+	return plain_aggregate_query(root, extra) &&
 		input_rel->reloptkind == RELOPT_BASEREL &&
 		input_rel->rtekind == RTE_RELATION &&
 		bms_is_empty(input_rel->lateral_relids) &&
@@ -535,20 +545,14 @@ static const CustomPathMethods gpuidx_join_agg_path_methods = {
 };
 
 /*
- * A plain aggregate query over a join of two relations: the shape of
- * query_shape_ok, the input a join rel.
+ * A plain aggregate query (plain_aggregate_query) over a join of two
+ * relations.
  */
 static bool
 join_query_shape_ok(PlannerInfo *root, RelOptInfo *input_rel,
 					GroupPathExtraData *extra)
 {
-	Query	   *parse = root->parse;
-
-	return parse->commandType == CMD_SELECT && parse->hasAggs &&
-		parse->groupClause == NIL && parse->groupingSets == NIL &&
-		!parse->hasWindowFuncs && !parse->hasTargetSRFs &&
-		root->rowMarks == NIL &&
-		extra->patype == PARTITIONWISE_AGGREGATE_NONE &&
+	return plain_aggregate_query(root, extra) &&
 		input_rel->reloptkind == RELOPT_JOINREL &&
 		bms_num_members(input_rel->relids) == 2 &&
 		bms_is_empty(input_rel->lateral_relids) && !IS_DUMMY_REL(input_rel);
@@ -560,8 +564,7 @@ join_query_shape_ok(PlannerInfo *root, RelOptInfo *input_rel,
  * columns from the image, and HAVING.
  */
 static void
-cost_join_agg_path(PlannerInfo *root, RelOptInfo *output_rel, Path *join,
-				   double allvisfrac, int ncolumns, List *having, Path *path)
+cost_join_agg_path(PlannerInfo *root, Path *join, double allvisfrac, int ncolumns, List *having, Path *path)
 {
 	double		rows = Max(join->rows, 1.0);
 	QualCost	having_cost;
@@ -649,7 +652,7 @@ offer_join_agg_paths(PlannerInfo *root, RelOptInfo *input_rel,
 							 partial ? join->parallel_workers : 0, index, rte, specs,
 							 list_make4(aggs, having, makeInteger(inner_relid),
 										makeInteger(partial)));
-		cost_join_agg_path(root, output_rel, join, index->rel->allvisfrac,
+		cost_join_agg_path(root, join, index->rel->allvisfrac,
 						   count_columns(specs), having, &cpath->path);
 		if (partial)
 			add_finalized_path(root, grouped_rel, finalize, &cpath->path);
