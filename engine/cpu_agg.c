@@ -465,31 +465,33 @@ typedef struct GatherJob
 	bool		oom[GI_CPU_MAX_THREADS];
 } GatherJob;
 
-/* Where position p lives: index into the delta arrays (*in_delta) or the base. */
+/* Delta entries whose position is below pos. */
 static size_t
-locate_entry(const GiAggEntries *h, uint64_t p, bool *in_delta)
+delta_before(const GiAggEntries *h, uint64_t pos)
 {
 	size_t		lo = 0,
 				hi = h->ndelta;
 
-	*in_delta = false;
-	if (h->ndelta == 0)
-		return p;
 	while (lo < hi)
 	{
 		size_t		mid = lo + (hi - lo) / 2;
 
-		if ((uint64_t) h->drank[mid] < p)
+		if ((uint64_t) h->drank[mid] < pos)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < h->ndelta && (uint64_t) h->drank[lo] == p)
-	{
-		*in_delta = true;
-		return lo;
-	}
-	return p - lo;
+	return lo;
+}
+
+/* Where position p lives: index into the delta arrays (*in_delta) or the base. */
+static size_t
+locate_entry(const GiAggEntries *h, uint64_t p, bool *in_delta)
+{
+	size_t		d = h->ndelta > 0 ? delta_before(h, p) : 0;
+
+	*in_delta = d < h->ndelta && (uint64_t) h->drank[d] == p;
+	return *in_delta ? d : p - d;
 }
 
 /*
@@ -660,25 +662,6 @@ agg_share(const GiAggEntries *h, const int64_t *keys, const uint64_t *tids,
 		f->n += nf;
 	}
 	return GI_OK;
-}
-
-/* Delta entries whose position is below pos. */
-static size_t
-delta_before(const GiAggEntries *h, uint64_t pos)
-{
-	size_t		lo = 0,
-				hi = h->ndelta;
-
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if ((uint64_t) h->drank[mid] < pos)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
 }
 
 /*
