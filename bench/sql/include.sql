@@ -127,15 +127,27 @@ $$;
 
 -- The results as markdown rows, the btree twin's row first in each
 -- (workload, size) group; x btree = twin ms / ms; check compares the result
--- with the twin's.
+-- with the twin's.  A cell measured in several rounds (BENCH_ROUNDS) shows
+-- the median of its rounds' medians, then each round's in the order run; a
+-- result that differed between rounds shows as VARIES.
 CREATE OR REPLACE FUNCTION giinc.table_rows() RETURNS SETOF text LANGUAGE sql AS $$
-    SELECT format('| %s | %s | %s | %s | %s | %s | %s | %s | %s |',
+    WITH cells AS (
+        SELECT workload, size, method, engine, setting, min(plan) AS plan,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS ms,
+               CASE WHEN count(ms) > 1
+                    THEN ' (rounds: ' || string_agg(gijoin.fmt_ms(ms), ', ' ORDER BY at) || ')' ELSE '' END AS rounds,
+               max(fetches) AS fetches,
+               CASE WHEN count(DISTINCT coalesce(result, '')) > 1 THEN 'VARIES' ELSE max(result) END AS result,
+               string_agg(DISTINCT note, '; ') AS note
+          FROM giinc.results
+         GROUP BY workload, size, method, engine, setting)
+    SELECT format('| %s | %s | %s | %s | %s%s | %s | %s | %s | %s |',
                   g.workload, giinc.size_label(g.workload, g.size),
                   giinc.method_label(g.method, g.engine, g.setting), g.plan,
-                  gijoin.fmt_ms(g.ms), gijoin.ratio(b.ms, g.ms), coalesce(g.fetches::text, '-'),
+                  gijoin.fmt_ms(g.ms), g.rounds, gijoin.ratio(b.ms, g.ms), coalesce(g.fetches::text, '-'),
                   coalesce(g.result, '-'), gijoin.check_cell(g.method = 'btree', g.note, g.result, b.result))
-      FROM giinc.results g
-      LEFT JOIN giinc.results b ON b.method = 'btree' AND b.workload = g.workload AND b.size = g.size
+      FROM cells g
+      LEFT JOIN cells b ON b.method = 'btree' AND b.workload = g.workload AND b.size = g.size
      ORDER BY array_position(ARRAY['asof_v', 'any_v', 'rangesum'], g.workload), g.size,
               array_position(ARRAY['btree', 'gpuidx_inc', 'gpuidx', 'duckdb'], g.method), g.engine,
               g.setting LIKE '%=off', g.setting
