@@ -48,6 +48,8 @@
 #define SORT_MIN_PROBES	(1u << 20)	/* smaller batches are not sorted */
 #define SORT_TREE_L2X	64			/* nor are trees under 64x the L2 size */
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
+#define TOP_MAX_BITS	21			/* the top table: at most 2^21 buckets
+									 * (8 MB, in L2 beside the upper levels) */
 #define SNAPSHOT_MIN_PROBES (1u << 16)	/* smaller batches on an insertable
 										 * image read its directory
 										 * (GiGpuPolicy.snapshot 0) */
@@ -154,7 +156,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 				ph = probes_hi[i];
 			out = i;
 		}
-		answer<K, G, DYN>(T, op, p, ph, g, f, l);
+		answer<K, G, DYN>(T, op, p, ph, g, f, l, top_start(T, op, p));
 		if (g.r == 0)
 		{
 			first[out] = f;
@@ -238,6 +240,125 @@ build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves, const K *leaf_ma
 	}
 }
 
+/*
+ * The top table (TreeDev.top), a thread a bucket: the deepest node that both
+ * the lower-bound descent of the bucket's smallest key and the upper-bound
+ * descent of its largest key pass (for the bucket holding kmax, the lower
+ * bound of kmax: no upper-bound descent is made for kmax, answer() ends
+ * those runs at n).  Any other descent for a key of the bucket ends in a
+ * leaf between those two, and a node's subtree is a run of consecutive
+ * leaves, so it passes that node too.  T.arith is off: children from the
+ * prefix sums.
+ */
+template <class K>
+__global__ void
+top_table_kernel(TreeDev<K> T, uint32_t *top)
+{
+	typedef typename KeyLimits<K>::SKey U;
+	constexpr int M = NODE_BYTES / sizeof(K);
+	const U		range = (U) T.top_hi - (U) T.top_lo;
+
+	for (uint64_t b = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; b < T.top_n;
+		 b += (uint64_t) gridDim.x * blockDim.x)
+	{
+		U			lo = (U) b << T.top_shift;
+		U			hi = lo | (((U) 1 << T.top_shift) - 1);
+		bool		last = hi >= range;
+		K			klo = (K) ((U) T.top_lo + lo);
+		K			khi = last ? T.top_hi : (K) ((U) T.top_lo + hi);
+		uint32_t	node = 0;
+		int			l = 0;
+
+		for (; l < T.nint; l++)
+		{
+			const K    *p = T.nodes + (size_t) node * M;
+			uint32_t	c0 = first_child(T, node, l);
+			uint32_t	a = c0 + thread_rank<K, false>(p, klo);
+			uint32_t	z = c0 + (last ? thread_rank<K, false>(p, khi) : thread_rank<K, true>(p, khi));
+
+			if (a != z)
+				break;
+			node = a;
+		}
+		top[b] = (uint32_t) l << TOP_LEVEL_SHIFT | node;
+	}
+}
+
+/* Buckets (as bits) of the top table of a tree of nleaves leaves: about two
+ * a leaf, at most 2^TOP_MAX_BITS. */
+static int
+top_bits(uint64_t nleaves)
+{
+	int			b = 4;
+
+	while (b < TOP_MAX_BITS && (1ull << b) < 2 * nleaves)
+		b++;
+	return b;
+}
+
+/* Device bytes the top table of a tree of shape g may take (0: none, for a
+ * single leaf, or node numbers past the entry's 28 bits). */
+static uint64_t
+top_bytes(const Geo *g)
+{
+	if (g->n == 0 || g->nint == 0 || g->inodes + g->leaf.nodes > TOP_NODE_MASK)
+		return 0;
+	return sizeof(uint32_t) << top_bits(g->leaf.nodes);
+}
+
+/*
+ * Build the top table of the static tree (nodes, prefix) of shape g whose
+ * keys run from kmin to kmax, on stream st, synchronized: *top (NULL when
+ * the tree has none: top_bytes 0, or a single distinct key), its bucket
+ * count and shift.  A bucket spans 2^shift key values, so that the key
+ * range fills at most 2^top_bits buckets.
+ */
+template <class K>
+static GiStatus
+build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
+		  cudaStream_t st, uint32_t **top, uint32_t *top_n, int *top_shift, int64_t *top_lo,
+		  int64_t *top_hi, GiError *err)
+{
+	typedef typename KeyLimits<K>::SKey U;
+	const U		range = (U) kmax - (U) kmin;
+	const int	B = top_bits(g->leaf.nodes);
+	int			bits = 0,
+				shift;
+	uint64_t	nb;
+	TreeDev<K>	T;
+	DevBuf		buf;
+
+	*top = NULL;
+	*top_n = 0;
+	*top_shift = 0;
+	*top_lo = kmin;
+	*top_hi = kmax;
+	if (top_bytes(g) == 0 || range == 0)
+		return GI_OK;
+	while (bits < (int) sizeof(U) * 8 && (range >> bits) != 0)
+		bits++;
+	shift = bits > B ? bits - B : 0;
+	nb = (uint64_t) (range >> shift) + 1;	/* <= 2^B */
+	CKS(gi_gpu_alloc(buf, nb * sizeof(uint32_t), "the top table", err));
+	memset(&T, 0, sizeof(T));
+	T.nodes = nodes;
+	T.prefix = prefix;
+	T.nint = g->nint;
+	T.inodes = (uint32_t) g->inodes;
+	T.kmin = T.top_lo = kmin;
+	T.kmax = T.top_hi = kmax;
+	T.arith = false;
+	T.top_n = (uint32_t) nb;
+	T.top_shift = shift;
+	top_table_kernel<K><<<gi_gpu_grid(nb, 256), 256, 0, st>>>(T, (uint32_t *) buf.p);
+	CKL("top_table_kernel");
+	CK(cudaStreamSynchronize(st));
+	*top = (uint32_t *) buf.release();
+	*top_n = (uint32_t) nb;
+	*top_shift = shift;
+	return GI_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Images                                                                    */
 /* ------------------------------------------------------------------------ */
@@ -259,7 +380,8 @@ image_bytes(const Geo *g, int kw)
 {
 	if (g->n == 0)
 		return 0;
-	return g->leaf.nodes * NODE_BYTES + g->inodes * NODE_BYTES + (g->inodes + 1) * sizeof(uint32_t);
+	return g->leaf.nodes * NODE_BYTES + g->inodes * NODE_BYTES + (g->inodes + 1) * sizeof(uint32_t) +
+		top_bytes(g);
 }
 
 /* Free an image's device memory and stream. */
@@ -274,6 +396,8 @@ image_release(GpuImage *img)
 		cudaFree(img->d_nodes);
 	if (img->d_prefix)
 		cudaFree(img->d_prefix);
+	if (img->d_top)
+		cudaFree(img->d_top);
 	gi_gpu_btree_ins_free(img->ins);
 	if (img->stream)
 		cudaStreamDestroy(img->stream);
@@ -391,7 +515,8 @@ build_levels(GpuImage *img, const K *keys, GiError *err)
 	img->distinct = changes + 1;
 	img->kmin = ends[0];
 	img->kmax = ends[1];
-	return GI_OK;
+	return build_top<K>(g, (const K *) img->d_nodes, img->d_prefix, ends[0], ends[1], st,
+						&img->d_top, &img->top_n, &img->top_shift, &img->top_lo, &img->top_hi, err);
 }
 
 /* Fail with GI_ERR_INVALID if the image's keys are not ascending. */
@@ -461,6 +586,29 @@ scratch_create(size_t cap, GiGpuScratch **out, GiError *err)
 	return GI_OK;
 }
 
+/* The top table of a static copy laid out from n sorted keys (its ends
+ * read back from them), on stream st, synchronized; on failure the copy is
+ * freed. */
+template <class K>
+static GiStatus
+static_top(GpuStatic *s, const K *sorted, uint64_t n, cudaStream_t st, GiError *err)
+{
+	K			ends[2];
+	GiStatus	rc;
+
+	if (cudaMemcpyAsync(&ends[0], sorted, sizeof(K), cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+		cudaMemcpyAsync(&ends[1], sorted + n - 1, sizeof(K), cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+		cudaStreamSynchronize(st) != cudaSuccess)
+		rc = gi_set_error(err, GI_ERR_DEVICE, "reading the static copy's key range: %s",
+						  cudaGetErrorString(cudaGetLastError()));
+	else
+		rc = build_top<K>(&s->geo, (const K *) s->nodes, s->prefix, ends[0], ends[1], st,
+						  &s->top, &s->top_n, &s->top_shift, &s->top_lo, &s->top_hi, err);
+	if (rc != GI_OK)
+		gi_gpu_btree_static_free(s);
+	return rc;
+}
+
 /* gi_gpu_btree_static_build (gpu_btree.cuh). */
 GiStatus
 gi_gpu_btree_static_build(int kw, const void *sorted, uint64_t n, cudaStream_t st,
@@ -484,11 +632,14 @@ gi_gpu_btree_static_build(int kw, const void *sorted, uint64_t n, cudaStream_t s
 	else
 		CKS(lay_out_static<int64_t>(&out->geo, (const int64_t *) sorted, (int64_t *) k.p,
 									(int64_t *) nd.p, (uint32_t *) pf.p, st, err));
-	CK(cudaStreamSynchronize(st));
 	out->leaves = k.release();
 	out->nodes = nd.release();
 	out->prefix = (uint32_t *) pf.release();
 	out->bytes = image_bytes(&out->geo, kw);
+	if (kw == 4)
+		CKS(static_top<int32_t>(out, (const int32_t *) sorted, n, st, err));
+	else
+		CKS(static_top<int64_t>(out, (const int64_t *) sorted, n, st, err));
 	return GI_OK;
 }
 
@@ -501,6 +652,8 @@ gi_gpu_btree_static_free(GpuStatic *s)
 	cudaFree(s->leaves);
 	cudaFree(s->nodes);
 	cudaFree(s->prefix);
+	if (s->top)
+		cudaFree(s->top);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -659,6 +812,18 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	T.nint = g->nint;
 	T.kmin = (K) img->kmin;
 	T.kmax = (K) img->kmax;
+	T.top = NULL;
+	T.top_n = 0;
+	T.top_shift = 0;
+	T.top_lo = T.top_hi = 0;
+	if (!dyn && gi_setting_gpu_top(g_policy.top == 0 ? 1 : g_policy.top) > 0)
+	{
+		T.top = snap ? snap->top : img->d_top;
+		T.top_n = snap ? snap->top_n : img->top_n;
+		T.top_shift = snap ? snap->top_shift : img->top_shift;
+		T.top_lo = (K) (snap ? snap->top_lo : img->top_lo);
+		T.top_hi = (K) (snap ? snap->top_hi : img->top_hi);
+	}
 	T.segs = NULL;
 	T.dir_node = NULL;
 	T.dir_base = NULL;

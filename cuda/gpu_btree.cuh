@@ -87,7 +87,12 @@ typedef struct GpuStatic
 	void	   *leaves;
 	void	   *nodes;
 	uint32_t   *prefix;
-	uint64_t	bytes;			/* device bytes of the three */
+	uint32_t   *top;			/* its top table (TreeDev.top), or NULL */
+	uint32_t	top_n;
+	int			top_shift;
+	int64_t		top_lo,
+				top_hi;
+	uint64_t	bytes;			/* device bytes of the four */
 } GpuStatic;
 
 typedef struct GpuIns
@@ -132,11 +137,20 @@ typedef struct GpuImage
 	void	   *d_leaves;		/* padded leaf slots (static form) */
 	void	   *d_nodes;
 	uint32_t   *d_prefix;
+	uint32_t   *d_top;			/* static form: the top table (TreeDev.top:
+								 * where a probe's descent may start), or
+								 * NULL; freed when the image turns
+								 * insertable (its static copy has its own) */
+	uint32_t	top_n;
+	int			top_shift;
+	int64_t		top_lo,
+				top_hi;
 	cudaStream_t stream;
 	int64_t		kmin,
 				kmax;
 	uint64_t	distinct;
-	uint64_t	device_bytes;	/* static form: leaves + internal levels */
+	uint64_t	device_bytes;	/* static form: leaves + internal levels +
+								 * top table */
 	size_t		mem_limit;		/* GiBuildParams.device_memory_limit */
 	char		device_name[64];
 	/* Batch insertion (gpu_insert.cu). */

@@ -74,6 +74,17 @@ template <class K> struct TreeDev
 	uint32_t	lv_h[ARITH_LEVELS];	/* its cut's h */
 	K			kmin;			/* the smallest key */
 	K			kmax;			/* the largest key */
+	/*
+	 * The top table (static trees; NULL: none, or not used): entry b is
+	 * the deepest node every descent for a key of bucket b passes, bucket
+	 * b holding the keys top_lo + [b << top_shift, (b + 1) << top_shift),
+	 * packed as level << TOP_LEVEL_SHIFT | global node number.
+	 */
+	const uint32_t *top;
+	uint32_t	top_n;			/* buckets */
+	int			top_shift;
+	K			top_lo;			/* the keys' ends when it was built */
+	K			top_hi;
 	/* Insertable form (DYN searches): leaves through the directory. */
 	K *const   *segs;			/* segment list: node id >> seg_shift */
 	const uint32_t *dir_node;	/* leaf ordinal -> node id */
@@ -324,6 +335,37 @@ first_child(const TreeDev<K> &T, uint32_t node, int l)
 		return T.lv_off[l + 1] + j * T.lv_am1[l] + umin32(j, T.lv_h[l]);
 	}
 	return __ldg(T.prefix + node);
+}
+
+#define TOP_LEVEL_SHIFT	28		/* a top table entry: level above, node below */
+#define TOP_NODE_MASK	((1u << TOP_LEVEL_SHIFT) - 1)
+
+/*
+ * Where the descents for probe p's own key may start: the node its bucket's
+ * top table entry names (T.top), else the root.  A descent for any key of
+ * the bucket, lower or upper bound, passes that node (top_table_kernel), so
+ * the levels above it are skipped: one load from the table instead of
+ * several dependent node searches.  Not for ranges (the high bound may lie
+ * in another bucket).
+ */
+template <class K>
+__device__ __forceinline__ Start
+top_start(const TreeDev<K> &T, int op, int64_t p)
+{
+	typedef typename KeyLimits<K>::SKey U;
+	uint64_t	b;
+
+	if (T.top == nullptr || op == GI_OP_RANGE)
+		return Start{0, 0};
+	if (p <= (int64_t) T.top_lo)
+		b = 0;
+	else if (p >= (int64_t) T.top_hi)
+		b = T.top_n - 1;
+	else
+		b = (uint64_t) (((U) (K) p - (U) T.top_lo) >> T.top_shift);
+	uint32_t	e = __ldg(T.top + (b < T.top_n ? b : T.top_n - 1));
+
+	return Start{e & TOP_NODE_MASK, (int) (e >> TOP_LEVEL_SHIFT)};
 }
 
 /*

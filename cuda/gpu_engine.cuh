@@ -75,6 +75,12 @@ typedef struct GiGpuPolicy
 								 * after an insertion, cuda/gpu_btree.cuh
 								 * GpuStatic), smaller ones the directory; 1
 								 * every batch the copy, -1 never */
+	int			top;			/* the per-probe kernel's point, predecessor
+								 * and successor descents start at the node
+								 * the probe's bucket of the top table names
+								 * (static trees and static copies): 0
+								 * default (on), 1 on, -1 off (from the
+								 * root); GI_GPU_TOP overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

@@ -917,6 +917,12 @@ layout(GpuImage *img, const K *src, Cut src_cut, const uint64_t *src_pay, uint64
 		cudaFree(img->d_leaves);
 		img->d_leaves = NULL;
 	}
+	if (img->d_top)
+	{							/* nor is the static form's top table */
+		cudaFree(img->d_top);
+		img->d_top = NULL;
+		img->top_n = 0;
+	}
 	return GI_OK;
 }
 

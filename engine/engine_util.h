@@ -69,6 +69,9 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *   GI_GPU_GROUP     lanes a probe of the GPU B+ tree's per-probe kernel:
  *                    1 (the thread search), 2, 4, 8, 16 or 32; dflt
  *                    otherwise
+ *   GI_GPU_TOP       whether the GPU B+ tree's per-probe descents start at
+ *                    the node the top table names ("on", 1) or at the root
+ *                    ("off", -1); dflt otherwise
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
@@ -77,6 +80,7 @@ long long	gi_setting_gpu_gate_min(long long dflt);
 int			gi_setting_gpu_child_arith(int dflt);
 int			gi_setting_gpu_dedup(int dflt);
 int			gi_setting_gpu_group(int dflt);
+int			gi_setting_gpu_top(int dflt);
 void		gi_settings_reload(void);
 
 #ifdef __cplusplus

@@ -43,6 +43,7 @@ typedef struct SortedMode
 	const char *child_arith;	/* GI_GPU_CHILD_ARITH (NULL: unset) */
 	const char *dedup;			/* GI_GPU_DEDUP (NULL: unset) */
 	const char *group;			/* GI_GPU_GROUP (NULL: unset) */
+	const char *top;			/* GI_GPU_TOP (NULL: unset) */
 } SortedMode;
 
 static const SortedMode modes[] = {
@@ -57,6 +58,8 @@ static const SortedMode modes[] = {
 	{"thread", "off", NULL, NULL, NULL, "1"},	/* the per-probe kernel a lane a probe */
 	{"thread prefix", "off", NULL, "off", NULL, "1"},
 	{"sampled thread", "off", "0", NULL, NULL, "1"},
+	{"thread no top", "off", NULL, NULL, NULL, "1", "off"},	/* descents from the root */
+	{"no top", "off", NULL, NULL, NULL, NULL, "off"},
 };
 #define NMODES ((int) (sizeof(modes) / sizeof(modes[0])))
 #define NRUN_MODES 3			/* the run search's; the rest run for shapes
@@ -216,6 +219,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 			set_or_unset("GI_GPU_CHILD_ARITH", modes[mode].child_arith);
 			set_or_unset("GI_GPU_DEDUP", modes[mode].dedup);
 			set_or_unset("GI_GPU_GROUP", modes[mode].group);
+			set_or_unset("GI_GPU_TOP", modes[mode].top);
 			memset(rf, 0xAB, np * sizeof(uint64_t));
 			memset(rl, 0xCD, np * sizeof(uint64_t));
 			st = gi_image_query(img, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL, np, rf, rl, &err);
@@ -252,6 +256,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 	unsetenv("GI_GPU_CHILD_ARITH");
 	unsetenv("GI_GPU_DEDUP");
 	unsetenv("GI_GPU_GROUP");
+	unsetenv("GI_GPU_TOP");
 	gi_settings_reload();
 }
 
