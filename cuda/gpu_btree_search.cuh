@@ -80,6 +80,9 @@ template <class K> struct TreeDev
 	 * b holding the keys top_lo + [b << top_shift, (b + 1) << top_shift),
 	 * packed as level << TOP_LEVEL_SHIFT | global node number.
 	 */
+	bool		wide;			/* the thread search ranks in a node with
+								 * wide_rank (whole-line loads), else with
+								 * thread_rank (a binary search of loads) */
 	const uint32_t *top;
 	uint32_t	top_n;			/* buckets */
 	int			top_shift;
@@ -238,6 +241,31 @@ thread_leaf_rank(const K *p, K t, uint32_t size)
 	return umin32(pos, size);
 }
 
+/*
+ * The thread search's wide form: the rank of t (keys < t, <= t when LE)
+ * among the M slots of the node at p, by loading the whole line at once (16-
+ * byte loads issued together: one round trip to wherever the line is) and
+ * counting in registers, instead of log2 M dependent loads.  Padded slots
+ * hold the type's max, as thread_rank assumes.  Callers clamp: min(rank,
+ * M - 1) in a descent, min(rank, size) in a leaf, which makes it equal to
+ * thread_rank / thread_leaf_rank.  It pays where those dependent loads miss
+ * L1 (nodes in L2 or memory: trees larger than L2).
+ */
+template <class K, bool LE>
+__device__ __forceinline__ uint32_t
+wide_rank(const K *p, K t)
+{
+	constexpr int M = NODE_BYTES / sizeof(K);
+	K			v[M];
+	uint32_t	c = 0;
+
+	load_slot<K, M>(p, v);
+#pragma unroll
+	for (int j = 0; j < M; j++)
+		c += LE ? (v[j] <= t) : (v[j] < t);
+	return c;
+}
+
 /* A group of G lanes of one warp that searches for one probe together. */
 struct Group
 {
@@ -301,6 +329,7 @@ template <class K, int KPT> struct LeafView<K, KPT, true>
 	uint32_t	size;
 	uint32_t	li;
 	const K    *keys;			/* its M slots */
+	bool		wide;			/* rank them with wide_rank (TreeDev.wide) */
 };
 
 /* Where descents start: the root, or a node every probe of a tile passes. */
@@ -402,8 +431,9 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 		if constexpr (G == 1)
 		{
 			uint32_t	c0 = first_child(T, node, l);
+			const K    *p = T.nodes + (size_t) node * M;
 
-			node = c0 + thread_rank<K, LE>(T.nodes + (size_t) node * M, t);
+			node = c0 + (T.wide ? umin32(wide_rank<K, LE>(p, t), M - 1) : thread_rank<K, LE>(p, t));
 		}
 		else
 		{
@@ -426,7 +456,10 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 		L.s = b0;
 		L.size = (uint32_t) (__ldg(T.dir_base + L.li + 1) - b0);
 		if constexpr (G == 1)
+		{
 			L.keys = dyn_leaf(T, L.li);
+			L.wide = T.wide;
+		}
 		else
 			load_slot<K, KPT>(dyn_leaf(T, L.li) + g.r * KPT, L.v);
 	}
@@ -435,7 +468,10 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 		L.s = leaf_start<K, false>(T, L.li);
 		L.size = (uint32_t) (L.li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
 		if constexpr (G == 1)
+		{
 			L.keys = T.leaves + (size_t) L.li * M;
+			L.wide = T.wide;
+		}
 		else
 			load_slot<K, KPT>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
 	}
@@ -459,7 +495,8 @@ __device__ __forceinline__ uint32_t
 leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
 {
 	if constexpr (G == 1)
-		return thread_leaf_rank<K, LE>(L.keys, t, L.size);
+		return L.wide ? umin32(wide_rank<K, LE>(L.keys, t), L.size) :
+			thread_leaf_rank<K, LE>(L.keys, t, L.size);
 	else
 		return umin32(group_rank<K, G, KPT, LE>(L.v, t, g), L.size);
 }

@@ -131,10 +131,10 @@ env_mode(const char *name, int dflt)
 #define GPU_UNSET	(LLONG_MIN + 1)
 enum
 {
-	GS_RUN_SEARCH, GS_CHILD_ARITH, GS_DEDUP, GS_GROUP, GS_TOP, GS_GATE_MIN, GS_COUNT
+	GS_RUN_SEARCH, GS_CHILD_ARITH, GS_DEDUP, GS_GROUP, GS_TOP, GS_WIDE, GS_GATE_MIN, GS_COUNT
 };
 static _Atomic long long gpu_settings[GS_COUNT] = {
-	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD
+	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD
 };
 
 /* A mode setting (env_mode) as a slot value. */
@@ -161,6 +161,8 @@ gpu_setting_parse(int slot)
 			return mode_slot("GI_GPU_DEDUP");
 		case GS_TOP:
 			return mode_slot("GI_GPU_TOP");
+		case GS_WIDE:
+			return mode_slot("GI_GPU_WIDE");
 		case GS_GROUP:
 			{
 				long long	g = env_count("GI_GPU_GROUP", 0);
@@ -222,6 +224,13 @@ int
 gi_setting_gpu_top(int dflt)
 {
 	return (int) gpu_setting(GS_TOP, dflt);
+}
+
+/* GI_GPU_WIDE as -1 / 0 / 1, or dflt (engine_util.h). */
+int
+gi_setting_gpu_wide(int dflt)
+{
+	return (int) gpu_setting(GS_WIDE, dflt);
 }
 
 /* GI_GPU_GROUP when it is a group size the per-probe kernel has (1, 2, 4,

@@ -72,6 +72,9 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *   GI_GPU_TOP       whether the GPU B+ tree's per-probe descents start at
  *                    the node the top table names ("on", 1) or at the root
  *                    ("off", -1); dflt otherwise
+ *   GI_GPU_WIDE      whether the GPU B+ tree's thread search ranks a probe in
+ *                    a node by loading the whole node ("on", 1) or by a
+ *                    binary search of loads ("off", -1); dflt otherwise
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
@@ -81,6 +84,7 @@ int			gi_setting_gpu_child_arith(int dflt);
 int			gi_setting_gpu_dedup(int dflt);
 int			gi_setting_gpu_group(int dflt);
 int			gi_setting_gpu_top(int dflt);
+int			gi_setting_gpu_wide(int dflt);
 void		gi_settings_reload(void);
 
 #ifdef __cplusplus

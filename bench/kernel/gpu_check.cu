@@ -209,7 +209,9 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	 * -1) and a leaf rule of 3 leaves; the per-probe kernel (thread search,
 	 * groups of 2, the engine's probe sort) descending from the root
 	 * instead of the top table's node (12th field -1; the reference and
-	 * every other policy take the table) */
+	 * every other policy take the table); the thread search with wide
+	 * nodes forced on and off (13th field 1 / -1), with the table, without
+	 * it and with children from the prefix sums, and after the probe sort */
 	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0}, {0, 0, 4, 1, 1, 0}, {0, 0, 8, 1, 3, 0},
 	{0, 0, 2, 1, 2, 0}, {0, 0, 2, 1, 0, 0}, {0, 0, 2, 1, 0, 1}, {0, 0, 4, 1, 2, 1},
 	{0, 0, 8, 1, 1, 1}, {0, 0, 2, 1, 0, -1}, {0, 0, 2, 0, 0, -1, 1},
@@ -219,7 +221,9 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	{0, 0, 16, -1, 0, -1}, {0, 0, 32, -1, 0, -1}, {0, 0, 2, 0, 0, -1, 1, 0, 0, -1},
 	{0, 0, 1, 0, 0, -1, 1, 0, 0, 3},
 	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, -1}, {0, 0, 2, -1, 0, -1, 0, 0, 0, 0, 0, -1},
-	{1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, -1}};
+	{1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, -1},
+	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1},
+	{0, 0, 1, -1, 0, -1, 0, -1, 0, 0, 0, -1, 1}, {1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 1}};
 	const int	ntiles = (int) (sizeof(tiles) / sizeof(tiles[0]));
 	size_t		q = p.size();
 	std::vector<uint64_t> rf(q), rl(q), f(q), l(q);
@@ -268,8 +272,9 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				 * probe (thread search), behind the order sample (gate_min
 				 * 1), the tiled search, the engine's probe sort, and the
 				 * default policy */
-				GiGpuPolicy sp[5] = {{0, 0, 1, -1, 0, -1}, {0, 0, 1, 0, 0, -1, 1},
-				{0, 0, 2, 1, 0, -1}, {1, 0, 1, -1, 0, -1}, {-1, 0, 1, 0, 0, -1}};
+				GiGpuPolicy sp[7] = {{0, 0, 1, -1, 0, -1}, {0, 0, 1, 0, 0, -1, 1},
+				{0, 0, 2, 1, 0, -1}, {1, 0, 1, -1, 0, -1}, {-1, 0, 1, 0, 0, -1},
+				{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1}};
 
 				for (GiGpuPolicy &pol : sp)
 				{
@@ -285,10 +290,10 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				for (size_t i = 0; i < q && bad == q; i++)
 					if (f[i] != rf[i] || l[i] != rl[i])
 						bad = i;
-				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d sample_leaves=%d snapshot=%d top=%d",
+				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d sample_leaves=%d snapshot=%d top=%d wide=%d",
 						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
 						 pol.tile, pol.window, pol.run, pol.gate_min, pol.child_arith, pol.dedup,
-						 pol.sample_leaves, pol.snapshot, pol.top);
+						 pol.sample_leaves, pol.snapshot, pol.top, pol.wide);
 				if (bad < q)
 					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
 						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],

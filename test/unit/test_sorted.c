@@ -44,6 +44,7 @@ typedef struct SortedMode
 	const char *dedup;			/* GI_GPU_DEDUP (NULL: unset) */
 	const char *group;			/* GI_GPU_GROUP (NULL: unset) */
 	const char *top;			/* GI_GPU_TOP (NULL: unset) */
+	const char *wide;			/* GI_GPU_WIDE (NULL: unset) */
 } SortedMode;
 
 static const SortedMode modes[] = {
@@ -60,6 +61,9 @@ static const SortedMode modes[] = {
 	{"sampled thread", "off", "0", NULL, NULL, "1"},
 	{"thread no top", "off", NULL, NULL, NULL, "1", "off"},	/* descents from the root */
 	{"no top", "off", NULL, NULL, NULL, NULL, "off"},
+	{"thread wide", "off", NULL, NULL, NULL, "1", NULL, "on"},	/* whole-node loads */
+	{"thread narrow", "off", NULL, NULL, NULL, "1", NULL, "off"},
+	{"thread wide no top", "off", NULL, NULL, NULL, "1", "off", "on"},
 };
 #define NMODES ((int) (sizeof(modes) / sizeof(modes[0])))
 #define NRUN_MODES 3			/* the run search's; the rest run for shapes
@@ -220,6 +224,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 			set_or_unset("GI_GPU_DEDUP", modes[mode].dedup);
 			set_or_unset("GI_GPU_GROUP", modes[mode].group);
 			set_or_unset("GI_GPU_TOP", modes[mode].top);
+			set_or_unset("GI_GPU_WIDE", modes[mode].wide);
 			memset(rf, 0xAB, np * sizeof(uint64_t));
 			memset(rl, 0xCD, np * sizeof(uint64_t));
 			st = gi_image_query(img, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL, np, rf, rl, &err);
@@ -257,6 +262,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 	unsetenv("GI_GPU_DEDUP");
 	unsetenv("GI_GPU_GROUP");
 	unsetenv("GI_GPU_TOP");
+	unsetenv("GI_GPU_WIDE");
 	gi_settings_reload();
 }
 
