@@ -82,8 +82,8 @@ typedef struct GiGpuPolicy
 								 * default (on), 1 on, -1 off (from the
 								 * root); GI_GPU_TOP overrides it */
 	int			wide;			/* how the thread search ranks a probe in a
-								 * node: 0 default (wide on trees of at least
-								 * half the L2 size), 1 wide (the whole line
+								 * leaf: 0 default (wide on trees of at least
+								 * half the L2 size), 1 wide (the whole leaf
 								 * loaded at once, counted in registers), -1
 								 * a binary search of loads; GI_GPU_WIDE
 								 * overrides it */

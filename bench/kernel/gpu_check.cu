@@ -209,8 +209,8 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	 * -1) and a leaf rule of 3 leaves; the per-probe kernel (thread search,
 	 * groups of 2, the engine's probe sort) descending from the root
 	 * instead of the top table's node (12th field -1; the reference and
-	 * every other policy take the table); the thread search with wide
-	 * nodes forced on and off (13th field 1 / -1), with the table, without
+	 * every other policy take the table); the thread search with wide leaves
+	 * forced on and off (13th field 1 / -1), with the table, without
 	 * it and with children from the prefix sums, and after the probe sort */
 	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0}, {0, 0, 4, 1, 1, 0}, {0, 0, 8, 1, 3, 0},
 	{0, 0, 2, 1, 2, 0}, {0, 0, 2, 1, 0, 0}, {0, 0, 2, 1, 0, 1}, {0, 0, 4, 1, 2, 1},

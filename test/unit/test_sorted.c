@@ -61,7 +61,7 @@ static const SortedMode modes[] = {
 	{"sampled thread", "off", "0", NULL, NULL, "1"},
 	{"thread no top", "off", NULL, NULL, NULL, "1", "off"},	/* descents from the root */
 	{"no top", "off", NULL, NULL, NULL, NULL, "off"},
-	{"thread wide", "off", NULL, NULL, NULL, "1", NULL, "on"},	/* whole-node loads */
+	{"thread wide", "off", NULL, NULL, NULL, "1", NULL, "on"},	/* whole-leaf loads */
 	{"thread narrow", "off", NULL, NULL, NULL, "1", NULL, "off"},
 	{"thread wide no top", "off", NULL, NULL, NULL, "1", "off", "on"},
 };
