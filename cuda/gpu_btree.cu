@@ -812,12 +812,9 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	T.nint = g->nint;
 	T.kmin = (K) img->kmin;
 	T.kmax = (K) img->kmax;
-	/* wide leaves where the thread search's dependent loads would miss L2 */
 	uint64_t	tree_bytes = dyn ? gi_gpu_btree_ins_bytes(img->ins) : image_bytes(g, sizeof(K));
-	int			wide = g_policy.wide != 0 ? g_policy.wide :
-		tree_bytes * 2 >= gi_gpu_l2_bytes() ? 1 : -1;
 
-	T.wide = gi_setting_gpu_wide(wide) > 0;
+	T.wide = gi_setting_gpu_wide(g_policy.wide == 0 ? -1 : g_policy.wide) > 0;
 	T.top = NULL;
 	T.top_n = 0;
 	T.top_shift = 0;

@@ -82,11 +82,13 @@ typedef struct GiGpuPolicy
 								 * default (on), 1 on, -1 off (from the
 								 * root); GI_GPU_TOP overrides it */
 	int			wide;			/* how the thread search ranks a probe in a
-								 * leaf: 0 default (wide on trees of at least
-								 * half the L2 size), 1 wide (the whole leaf
-								 * loaded at once, counted in registers), -1
-								 * a binary search of loads; GI_GPU_WIDE
-								 * overrides it */
+								 * leaf: 1 wide (the whole leaf loaded at
+								 * once, counted in registers), -1 or 0 (the
+								 * default) a binary search of loads, as
+								 * measured (H100, 2026-11-26: wide leaves
+								 * 0.82x over the 216 rows of bench/kernel
+								 * --paths, no faster at 10^8 keys);
+								 * GI_GPU_WIDE overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

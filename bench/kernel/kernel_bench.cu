@@ -53,11 +53,11 @@ static const PathVariant path_variants[] = {
 	{"tiled", [](GiGpuPolicy *p) { p->tile = 1; }},	/* tiles, never the per-probe kernel */
 	{"per-probe", [](GiGpuPolicy *p) { p->tile = -1; }},	/* one descent a probe */
 	{"group 2", [](GiGpuPolicy *p) { p->group = 2; }},	/* the per-probe kernel two lanes a probe */
+	{"group 4", [](GiGpuPolicy *p) { p->group = 4; }},	/* four lanes a probe */
 	{"key-span sample", [](GiGpuPolicy *p) { p->sample_leaves = -1; }},	/* the sample's old rule */
 	{"default 11-26", [](GiGpuPolicy *p) { p->group = 2; p->sample_leaves = -1; }},	/* both old */
 	{"no top table", [](GiGpuPolicy *p) { p->top = -1; }},	/* per-probe descents from the root */
-	{"wide leaves", [](GiGpuPolicy *p) { p->wide = 1; }},	/* whole-leaf loads in every tree */
-	{"narrow leaves", [](GiGpuPolicy *p) { p->wide = -1; }},	/* binary searches of loads in every tree */
+	{"wide leaves", [](GiGpuPolicy *p) { p->wide = 1; }},	/* whole-leaf loads */
 };
 #define NVARIANTS ((int) (sizeof(path_variants) / sizeof(path_variants[0])))
 
@@ -836,7 +836,7 @@ main(int argc, char **argv)
 		for (int v = 0; v < NVARIANTS; v++)
 			head += fmt(" %s/default |", path_variants[v].name);
 		head += " default of bandwidth bound | mismatches (variants vs bsearch) |";
-		printf("\n### Search paths and policy variants per query row (Gq/s; default = the engine's default policy; each other column changes one field of it: tiled = the tiled search for every batch; per-probe = the per-probe kernel (the default's group: the thread search, a lane a probe) for every batch; group 2 = the per-probe kernel with two lanes a probe wherever the default takes it; key-span sample = the order sample's rule until 2026-11-26 (tiles when one sampled tile in eight spans at most half of the key span) instead of the leaf rule (tiles when half of them lie in at most 32 leaves); default 11-26 = group 2 and the key-span sample, the default until 2026-11-26; no top table = the per-probe kernel's descents from the root instead of the node the top table names; wide / narrow leaves = the thread search ranks in a leaf by loading the whole leaf at once / by a binary search of loads, in every tree (the default: wide on trees of at least half the L2); best = the best of all columns)\n\n");
+		printf("\n### Search paths and policy variants per query row (Gq/s; default = the engine's default policy; each other column changes one field of it: tiled = the tiled search for every batch; per-probe = the per-probe kernel (the default's group: the thread search, a lane a probe) for every batch; group 2 / group 4 = the per-probe kernel with two / four lanes a probe wherever the default takes it; key-span sample = the order sample's rule until 2026-11-26 (tiles when one sampled tile in eight spans at most half of the key span) instead of the leaf rule (tiles when half of them lie in at most 32 leaves); default 11-26 = group 2 and the key-span sample, the default until 2026-11-26; no top table = the per-probe kernel's descents from the root instead of the node the top table names; wide leaves = the thread search ranks in a leaf by loading the whole leaf at once instead of by a binary search of loads; best = the best of all columns)\n\n");
 		print_table(head.c_str(), t_paths);
 		printf("\n### Fixed costs of a small batch (us, as the tables above time them: host clock around an asynchronous launch and a device synchronisation for the binary search, around the engine's synchronous call for the tree; uniform keys, random point probes; median of 21): empty = an empty kernel's launch and synchronisation; 1 probe = the binary search kernel, the engine's query (default policy), the engine's query with the thread search; q probes likewise; in the call = the engine's query's own total_ms (the rest is gi_gpu_dev_query's wrapper); with a sync after = the engine's query timed with a device synchronisation after it (how the tables timed it before the tenth session)\n\n");
 		print_table("| key | n | q | empty | bsearch 1 probe | tree 1 probe | thread 1 probe | bsearch q | tree q | of which in the call | thread q | tree q with a sync after |", t_fixed);
