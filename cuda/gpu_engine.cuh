@@ -75,6 +75,15 @@ typedef struct GiGpuPolicy
 								 * after an insertion, cuda/gpu_btree.cuh
 								 * GpuStatic), smaller ones the directory; 1
 								 * every batch the copy, -1 never */
+	int			leaf_walk;		/* the thread search (group 1): a probe's
+								 * second rank in its leaf (point and
+								 * successor: of keys <= the key; predecessor:
+								 * of keys < it) walked from the first one,
+								 * a galloping search bounded by the leaf (1-2
+								 * loads on unique keys), rather than a
+								 * binary search of its own (log2 M loads); 0
+								 * default (on), 1 on, -1 off;
+								 * GI_GPU_LEAF_WALK overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */
