@@ -63,13 +63,15 @@
  * in a leaf is walked from the first (1-2 loads on unique keys instead of
  * log2 M, the same answers); chosen before it was timed (bench/kernel
  * --paths has the column "no leaf walk").
+ * tile_min_blocks 0 = TILE_MIN_BLOCKS (4) until the columns "tile 2
+ * blocks" / "tile 3 blocks" are measured.
  * run -1: the run search stays opt-in
  * (GI_GPU_RUN_SEARCH=auto|on): on the H100 (2026-11-25, bench/kernel
  * --paths) taking it for every sorted tile was slower than the tiled search
  * without it on 60 of 192 rows (dense and lognormal batches) and faster on
  * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).
  */
-static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0};
+static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -745,12 +747,13 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		int		   *gate = g_policy.tile == 0 ? s->flag : NULL;
 		int			run = gi_setting_gpu_run_search(g_policy.run);
 		bool		dedup = gi_setting_gpu_dedup(g_policy.dedup == 0 ? 1 : g_policy.dedup) > 0;
+		int			min_blocks = gi_setting_gpu_tile_min_blocks(g_policy.tile_min_blocks);
 
 		if (dyn)
 		{
 			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
 												   group, g_policy.window, run, dedup, g_policy.sample_leaves,
-												   gate, err)));
+												   min_blocks, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
 													 first, last, group, walk, gate, err)));
@@ -759,7 +762,7 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		{
 			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
 													group, g_policy.window, run, dedup, g_policy.sample_leaves,
-												   gate, err)));
+												   min_blocks, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
 													  first, last, group, walk, gate, err)));
@@ -1003,6 +1006,8 @@ gi_gpu_dev_set_policy(const GiGpuPolicy *p)
 	if (g_policy.group != 1 && g_policy.group != 2 && g_policy.group != 4 &&
 		g_policy.group != 8 && g_policy.group != 16 && g_policy.group != 32)
 		g_policy.group = 1;
+	if (g_policy.tile_min_blocks < 2 || g_policy.tile_min_blocks > 4)
+		g_policy.tile_min_blocks = 0;
 }
 
 /* Build from device-resident keys (and payloads), sorting them if asked. */

@@ -698,7 +698,9 @@ decode_probe(uint64_t sk, uint32_t &idx)
  * at most `window` leaves staged a tile (0: the default, -1: never).  run
  * picks the tiles that take the run search (GiGpuPolicy.run: 0 those in
  * order, 1 every narrow one, -1 none).  dedup: of equal probes that
- * descend, one a row does (GiGpuPolicy.dedup).  With gate (a device int) a sample
+ * descend, one a row does (GiGpuPolicy.dedup).  min_blocks: the tiled
+ * kernel's launch bound (GiGpuPolicy.tile_min_blocks; 0 the default).
+ * With gate (a device int) a sample
  * of the batch decides first: *gate = 1 when its tiles are narrow, and the
  * tiled kernel runs only then; the caller launches the per-probe kernel
  * gated on *gate == 0 after this call.
@@ -707,7 +709,7 @@ template <class K, bool DYN>
 GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									 const int64_t *probes, const int64_t *hi, uint64_t count,
 									 uint64_t *first, uint64_t *last, int group, int window,
-									 int run, bool dedup, int sample_leaves, int *gate,
-									 GiError *err);
+									 int run, bool dedup, int sample_leaves, int min_blocks,
+									 int *gate, GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */

@@ -75,6 +75,15 @@ typedef struct GiGpuPolicy
 								 * after an insertion, cuda/gpu_btree.cuh
 								 * GpuStatic), smaller ones the directory; 1
 								 * every batch the copy, -1 never */
+	int			tile_min_blocks;	/* the tiled kernel's launch bound:
+									 * blocks of 8 warps an SM must fit,
+									 * which caps its registers (4: 64 a
+									 * thread, with spills; 2: none
+									 * spill); 0 default (4), else 2, 3 or
+									 * 4, for the groups of 2 the tiled
+									 * search takes by default (groups of 4
+									 * and 8 keep 4); GI_GPU_TILE_MIN_BLOCKS
+									 * overrides it */
 	int			leaf_walk;		/* the thread search (group 1): a probe's
 								 * second rank in its leaf (point and
 								 * successor: of keys <= the key; predecessor:
