@@ -231,10 +231,12 @@ thread_leaf_rank(const K *p, K t, uint32_t size)
  * The leaf walk (GiGpuPolicy.leaf_walk) of the thread search: a probe's
  * second rank in its leaf found from the first, since the two differ by
  * the run of one key, mostly short.  Both gallop from the known end of the
- * run, steps of 1, 1, 2, 4, ... (each step the distance walked so far), and
- * finish with a binary search inside the last step: on unique keys one or
- * two loads where a binary search of its own takes log2 M.  Neither reads
- * past the leaf's size (padded slots are never compared).
+ * run, steps of 1, 1, 2, 4, ... (each step the distance walked so far; the
+ * last one cut to end at the leaf's end, so that a run to the end costs
+ * no binary search), and finish with a binary search inside the step that
+ * overshot: on unique keys one or two loads where a binary search of its
+ * own takes log2 M (a run filling a leaf of 32: 6).  Neither reads past
+ * the leaf's size (padded slots are never compared).
  */
 
 /*
@@ -250,15 +252,17 @@ walk_le(const K *p, K k, uint32_t s, uint32_t size)
 				len = size - s,	/* the answer lies in [lo, lo + len] */
 				step = 1;
 
-	while (len > 0 && step <= len)
+	while (len > 0)
 	{
-		if (ld_key<K>(p + lo + step - 1) > k)
+		uint32_t	j = umin32(step, len);	/* the last step ends at the leaf's end */
+
+		if (ld_key<K>(p + lo + j - 1) > k)
 		{
-			len = step - 1;
+			len = j - 1;
 			break;
 		}
-		lo += step;
-		len -= step;
+		lo += j;
+		len -= j;
 		step = lo - s;
 	}
 	while (len > 0)
@@ -289,15 +293,17 @@ walk_lt(const K *p, K k, uint32_t e)
 				len = e,		/* the answer lies in [hi - len, hi] */
 				step = 1;
 
-	while (len > 0 && step <= len)
+	while (len > 0)
 	{
-		if (ld_key<K>(p + hi - step) < k)
+		uint32_t	j = umin32(step, len);	/* the last step ends at slot 0 */
+
+		if (ld_key<K>(p + hi - j) < k)
 		{
-			len = step - 1;
+			len = j - 1;
 			break;
 		}
-		hi -= step;
-		len -= step;
+		hi -= j;
+		len -= j;
 		step = e - hi;
 	}
 	uint32_t	lo = hi - len;
