@@ -54,10 +54,10 @@
 									 * (GiGpuPolicy.tile_min_blocks 0): caps
 									 * registers at 64 a thread, the tiled
 									 * kernel's count before the run search;
-									 * ptxas (sm_90) then spills 40-152 bytes
-									 * a thread in every instance, where 2
-									 * blocks (up to 128 registers) spill
-									 * none.  Groups of 2 also have instances
+									 * ptxas (sm_90) then spills in every
+									 * instance (16-128 bytes of stores a
+									 * thread), where 2 blocks (82-96
+									 * registers) spill none.  Groups of 2 also have instances
 									 * for 2 and 3 (tile_min_blocks,
 									 * TILE_BLOCK_INSTANCES). */
 #define TILE_MAX_LEAVES	32			/* cap on the leaves a tile stages */

@@ -6,6 +6,9 @@
  * and without staged leaves) over random,
  * sorted and clustered probe orders, on the static and the insertable form,
  * children computed from the level cut and loaded from the prefix sums,
+ * the tiled kernel for 2, 3 and 4 blocks an SM, the thread search with and
+ * without its leaf walk, keys with heavy duplicates, extremes, wide,
+ * narrow and lognormal,
  * the device-resident entry points, and the error paths.
  *
  *   gpu_check [max_n] [seed] [quick]   (exit status 0 when everything matches)
