@@ -54,23 +54,27 @@ typedef struct SortedMode
 } SortedMode;
 
 static const SortedMode modes[] = {
-	{"off", "off", NULL, NULL, NULL, NULL},
-	{"auto", "auto", "0", NULL, NULL, NULL},
-	{"on", "on", "0", NULL, NULL, NULL},
-	{"sampled", "off", "0", NULL, NULL, NULL},	/* the order sample at every batch size */
-	{"prefix", "off", NULL, "off", NULL, NULL},	/* children from the prefix sums */
-	{"sampled prefix", "off", "0", "off", NULL, NULL},
-	{"no dedup", "off", NULL, NULL, "off", NULL},	/* equal probes descend each */
-	{"on no dedup", "on", NULL, NULL, "off", NULL},
-	{"thread", "off", NULL, NULL, NULL, "1"},	/* the per-probe kernel a lane a probe */
-	{"thread prefix", "off", NULL, "off", NULL, "1"},
-	{"sampled thread", "off", "0", NULL, NULL, "1"},
-	{"sampled 2 blocks", "off", "0", NULL, NULL, NULL, "2"},	/* the tiled kernel's register cap */
-	{"on 3 blocks", "on", "0", NULL, NULL, NULL, "3"},
-	{"auto no dedup 2 blocks", "auto", "0", NULL, "off", NULL, "2"},
+	{"off", "off", NULL, NULL, NULL, NULL, NULL, NULL, false},
+	{"auto", "auto", "0", NULL, NULL, NULL, NULL, NULL, false},
+	{"on", "on", "0", NULL, NULL, NULL, NULL, NULL, false},
+	{"sampled", "off", "0", NULL, NULL, NULL, NULL, NULL, false},	/* the order sample at every
+																	 * batch size */
+	{"prefix", "off", NULL, "off", NULL, NULL, NULL, NULL, false},	/* children from the prefix
+																	 * sums */
+	{"sampled prefix", "off", "0", "off", NULL, NULL, NULL, NULL, false},
+	{"no dedup", "off", NULL, NULL, "off", NULL, NULL, NULL, false},	/* equal probes descend each */
+	{"on no dedup", "on", "0", NULL, "off", NULL, NULL, NULL, false},
+	{"thread", "off", NULL, NULL, NULL, "1", NULL, NULL, false},	/* the per-probe kernel a lane a
+																	 * probe */
+	{"thread prefix", "off", NULL, "off", NULL, "1", NULL, NULL, false},
+	{"sampled thread", "off", "0", NULL, NULL, "1", NULL, NULL, false},
+	{"sampled 2 blocks", "off", "0", NULL, NULL, NULL, "2", NULL, false},	/* the tiled kernel's
+																			 * register cap */
+	{"on 3 blocks", "on", "0", NULL, NULL, NULL, "3", NULL, false},
+	{"auto no dedup 2 blocks", "auto", "0", NULL, "off", NULL, "2", NULL, false},
 	{"thread no walk", "off", NULL, NULL, NULL, "1", NULL, "off", true},	/* second ranks by
 																			 * binary search */
-	{"sampled no walk", "off", "0", NULL, NULL, "1", NULL, "off"},
+	{"sampled no walk", "off", "0", NULL, NULL, "1", NULL, "off", false},
 };
 #define NMODES ((int) (sizeof(modes) / sizeof(modes[0])))
 #define NRUN_MODES 3			/* the run search's; the rest run for shapes
