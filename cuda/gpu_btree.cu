@@ -50,6 +50,7 @@
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
 #define TOP_MAX_BITS	21			/* the top table: at most 2^21 buckets
 									 * (8 MB, in L2 beside the upper levels) */
+#define LEAF_WALK_DEFAULT true	/* GiGpuPolicy.leaf_walk 0 */
 #define SNAPSHOT_MIN_PROBES (1u << 16)	/* smaller batches on an insertable
 										 * image read its directory
 										 * (GiGpuPolicy.snapshot 0) */
@@ -60,13 +61,19 @@
  * per-probe kernel ran (random 10^8 probes over 10^6 int32 keys: 14.96 vs
  * 9.94 x 10^9 q/s point, 19.89 vs 9.03 pred; 10^5-probe batches 1.3-1.6x);
  * the tiled search keeps groups of 2.
+ * leaf_walk 0 = on (LEAF_WALK_DEFAULT): the thread search's second rank
+ * in a leaf is walked from the first (1-2 loads on unique keys instead of
+ * log2 M, the same answers); chosen before it was timed (bench/kernel
+ * --paths has the column "no leaf walk").
+ * tile_min_blocks 0 = TILE_MIN_BLOCKS (4) until the columns "tile 2
+ * blocks" / "tile 3 blocks" are measured.
  * run -1: the run search stays opt-in
  * (GI_GPU_RUN_SEARCH=auto|on): on the H100 (2026-11-25, bench/kernel
  * --paths) taking it for every sorted tile was slower than the tiled search
  * without it on 60 of 192 rows (dense and lognormal batches) and faster on
  * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).
  */
-static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0};
+static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -116,9 +123,10 @@ geo_compute(uint64_t n, int m, Geo *g)
  * answers probes i = group id, + number of groups, ...  Unsorted:
  * probes[i] -> first/last[i].  Sorted: the i-th sorted probe goes to its
  * caller index (scatter).  gate: run only when *gate is 0 (the tiled
- * search's sample chose this kernel; NULL: always).
+ * search's sample chose this kernel; NULL: always).  WALK: the thread
+ * search's leaf walk (answer()).
  */
-template <class K, int G, bool SORTED, bool DYN>
+template <class K, int G, bool SORTED, bool DYN, bool WALK = false>
 __global__ void __launch_bounds__(256)
 btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 					const int64_t *probes_hi,
@@ -156,7 +164,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 				ph = probes_hi[i];
 			out = i;
 		}
-		answer<K, G, DYN>(T, op, p, ph, g, f, l, top_start(T, op, p));
+		answer<K, G, DYN, WALK>(T, op, p, ph, g, f, l, top_start(T, op, p));
 		if (g.r == 0)
 		{
 			first[out] = f;
@@ -680,7 +688,7 @@ struct ScratchGuard
 };
 
 /* Blocks per SM for a search kernel instantiation (cached). */
-template <class K, int G, bool SORTED, bool DYN>
+template <class K, int G, bool SORTED, bool DYN, bool WALK>
 static int
 search_grid(void)
 {
@@ -692,7 +700,7 @@ search_grid(void)
 		int			per_sm = 0;
 
 		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm,
-														  btree_search_kernel<K, G, SORTED, DYN>, 256, 0) != cudaSuccess || per_sm < 1)
+														  btree_search_kernel<K, G, SORTED, DYN, WALK>, 256, 0) != cudaSuccess || per_sm < 1)
 		{
 			(void) cudaGetLastError();
 			per_sm = 4;
@@ -704,34 +712,38 @@ search_grid(void)
 }
 
 /* Launch the search kernel for one chunk. */
-template <class K, int G, bool SORTED, bool DYN>
+template <class K, int G, bool SORTED, bool DYN, bool WALK = false>
 static GiStatus
 launch_search(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
 			  const int64_t *hi, const void *skeys, const uint32_t *sidx,
 			  uint64_t count, uint64_t *first, uint64_t *last, const int *gate, GiError *err)
 {
 	uint64_t	want = (count * G + 255) / 256;
-	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED, DYN>());
+	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), search_grid<K, G, SORTED, DYN, WALK>());
 
-	btree_search_kernel<K, G, SORTED, DYN><<<grid, 256, 0, st>>>(
+	btree_search_kernel<K, G, SORTED, DYN, WALK><<<grid, 256, 0, st>>>(
 		T, op, probes, hi, (const typename KeyLimits<K>::SKey *) skeys, sidx, count, first, last, gate);
 	CKL("btree_search_kernel");
 	return GI_OK;
 }
 
-/* Dispatch on the group size (int32: 1..32 lanes, int64: 1..16). */
+/* Dispatch on the group size (int32: 1..32 lanes, int64: 1..16) and, for
+ * the thread search, the leaf walk. */
 template <class K, bool SORTED, bool DYN>
 static GiStatus
 launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
 				const int64_t *hi, const void *skeys, const uint32_t *sidx,
-				uint64_t count, uint64_t *first, uint64_t *last, int group, const int *gate,
-				GiError *err)
+				uint64_t count, uint64_t *first, uint64_t *last, int group, bool walk,
+				const int *gate, GiError *err)
 {
 #define LAUNCH_G(GG) \
 	return launch_search<K, GG, SORTED, DYN>(st, T, op, probes, hi, skeys, sidx, count, first, last, gate, err)
 	switch (group)
 	{
 		case 1:
+			if (walk)
+				return launch_search<K, 1, SORTED, DYN, true>(st, T, op, probes, hi, skeys, sidx, count,
+															  first, last, gate, err);
 			LAUNCH_G(1);
 		case 8:
 			LAUNCH_G(8);
@@ -890,6 +902,10 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	 * takes groups of 2 for it) */
 	int			group = gi_setting_gpu_group(g_policy.group);
 
+	/* the thread search's leaf walk (0: LEAF_WALK_DEFAULT) */
+	int			walk_mode = gi_setting_gpu_leaf_walk(g_policy.leaf_walk);
+	bool		walk = walk_mode == 0 ? LEAF_WALK_DEFAULT : walk_mode > 0;
+
 	if (!do_sort && g_policy.tile >= 0 && group <= 8 &&
 		!(g_policy.tile == 0 && (long long) count < gate_min))
 	{							/* probe order found on the device: a sample of
@@ -897,24 +913,25 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		int		   *gate = g_policy.tile == 0 ? s->flag : NULL;
 		int			run = gi_setting_gpu_run_search(g_policy.run);
 		bool		dedup = gi_setting_gpu_dedup(g_policy.dedup == 0 ? 1 : g_policy.dedup) > 0;
+		int			min_blocks = gi_setting_gpu_tile_min_blocks(g_policy.tile_min_blocks);
 
 		if (dyn)
 		{
 			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
 												   group, g_policy.window, run, dedup, g_policy.sample_leaves,
-												   gate, err)));
+												   min_blocks, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
-													 first, last, group, gate, err)));
+													 first, last, group, walk, gate, err)));
 		}
 		else
 		{
 			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
 													group, g_policy.window, run, dedup, g_policy.sample_leaves,
-												   gate, err)));
+												   min_blocks, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
-													  first, last, group, gate, err)));
+													  first, last, group, walk, gate, err)));
 		}
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
@@ -924,10 +941,10 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	{
 		if (dyn)
 			CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
-												 first, last, group, NULL, err)));
+												 first, last, group, walk, NULL, err)));
 		else
 			CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
-												  first, last, group, NULL, err)));
+												  first, last, group, walk, NULL, err)));
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
 		return GI_OK;
@@ -949,10 +966,10 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	*sort_ms += t1 - t0;
 	if (dyn)
 		CKS((launch_search_g<K, true, true>(st, T, op, NULL, NULL, dk.Current(), dv.Current(),
-											count, first, last, group, NULL, err)));
+											count, first, last, group, walk, NULL, err)));
 	else
 		CKS((launch_search_g<K, true, false>(st, T, op, NULL, NULL, dk.Current(), dv.Current(),
-											 count, first, last, group, NULL, err)));
+											 count, first, last, group, walk, NULL, err)));
 	CK(cudaStreamSynchronize(st));
 	*search_ms += gi_now_ms() - t1;
 	return GI_OK;
@@ -1155,6 +1172,8 @@ gi_gpu_dev_set_policy(const GiGpuPolicy *p)
 	if (g_policy.group != 1 && g_policy.group != 2 && g_policy.group != 4 &&
 		g_policy.group != 8 && g_policy.group != 16 && g_policy.group != 32)
 		g_policy.group = 1;
+	if (g_policy.tile_min_blocks < 2 || g_policy.tile_min_blocks > 4)
+		g_policy.tile_min_blocks = 0;
 }
 
 /* Build from device-resident keys (and payloads), sorting them if asked. */

@@ -270,6 +270,102 @@ wide_rank(const K *p, K t)
 	return c;
 }
 
+/*
+ * The leaf walk (GiGpuPolicy.leaf_walk) of the thread search: a probe's
+ * second rank in its leaf found from the first, since the two differ by
+ * the run of one key, mostly short.  Both gallop from the known end of the
+ * run, steps of 1, 1, 2, 4, ... (each step the distance walked so far; the
+ * last one cut to end at the leaf's end, so that a run to the end costs
+ * no binary search), and finish with a binary search inside the step that
+ * overshot: on unique keys one or two loads where a binary search of its
+ * own takes log2 M (a run filling a leaf of 32: 6).  Neither reads past
+ * the leaf's size (padded slots are never compared).
+ */
+
+/*
+ * The number of keys <= k among the leaf's first size keys at p, given
+ * that the first s of them are <= k: the first j in [s, size) whose key is
+ * > k, or size.
+ */
+template <class K>
+__device__ __forceinline__ uint32_t
+walk_le(const K *p, K k, uint32_t s, uint32_t size)
+{
+	uint32_t	lo = s,
+				len = size - s,	/* the answer lies in [lo, lo + len] */
+				step = 1;
+
+	while (len > 0)
+	{
+		uint32_t	j = umin32(step, len);	/* the last step ends at the leaf's end */
+
+		if (ld_key<K>(p + lo + j - 1) > k)
+		{
+			len = j - 1;
+			break;
+		}
+		lo += j;
+		len -= j;
+		step = lo - s;
+	}
+	while (len > 0)
+	{
+		uint32_t	half = len >> 1;
+
+		if (ld_key<K>(p + lo + half) <= k)
+		{
+			lo += half + 1;
+			len -= half + 1;
+		}
+		else
+			len = half;
+	}
+	return lo;
+}
+
+/*
+ * The number of keys < k among the leaf's keys at p, given that key e is
+ * k and every key before it is <= k: the first j in [0, e] whose key is
+ * k (the start of the run of k that ends at e).
+ */
+template <class K>
+__device__ __forceinline__ uint32_t
+walk_lt(const K *p, K k, uint32_t e)
+{
+	uint32_t	hi = e,
+				len = e,		/* the answer lies in [hi - len, hi] */
+				step = 1;
+
+	while (len > 0)
+	{
+		uint32_t	j = umin32(step, len);	/* the last step ends at slot 0 */
+
+		if (ld_key<K>(p + hi - j) < k)
+		{
+			len = j - 1;
+			break;
+		}
+		hi -= j;
+		len -= j;
+		step = e - hi;
+	}
+	uint32_t	lo = hi - len;
+
+	while (len > 0)
+	{
+		uint32_t	half = len >> 1;
+
+		if (ld_key<K>(p + lo + half) < k)
+		{
+			lo += half + 1;
+			len -= half + 1;
+		}
+		else
+			len = half;
+	}
+	return lo;
+}
+
 /* A group of G lanes of one warp that searches for one probe together. */
 struct Group
 {
@@ -507,9 +603,11 @@ leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
  * Answer one probe of op: [*f, *l) in the sorted entry order.  The descents
  * for the probe's own keys start at S (a node all of them pass, the root by
  * default); those for a neighbouring key (the run of a successor or
- * predecessor) start at the root.  G = 1: the thread search.
+ * predecessor) start at the root.  G = 1: the thread search; with WALK, its
+ * second rank in the leaf is walked from the first (walk_le, walk_lt)
+ * rather than searched anew: the same answer, fewer loads.
  */
-template <class K, int G, bool DYN>
+template <class K, int G, bool DYN, bool WALK = false>
 __device__ __forceinline__ void
 answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 	   uint64_t &f, uint64_t &l, Start S = Start{0, 0})
@@ -539,7 +637,13 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 		f = l = L.s + clt;
 		if (op == GI_OP_SUCC)
 			k = leaf_key<K, DYN>(T, L.li, clt);	/* the smallest key >= p */
-		uint32_t	cle = leaf_rank<K, G, KPT, true>(L, k, g);
+		uint32_t	cle;
+
+		if constexpr (G == 1 && WALK)	/* the keys before clt (and k's own
+										 * slot, for a successor) are <= k */
+			cle = walk_le<K>(L.keys, k, umin32(op == GI_OP_SUCC ? clt + 1 : clt, L.size), L.size);
+		else
+			cle = leaf_rank<K, G, KPT, true>(L, k, g);
 
 		if (cle < L.size || L.li == last_li)
 			l = L.s + cle;
@@ -574,7 +678,13 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			/* the largest key <= p: in this leaf, or the previous one's last */
 			k = cle ? leaf_key<K, DYN>(T, L.li, cle - 1) :
 				leaf_key<K, DYN>(T, L.li - 1, leaf_size<K, DYN>(T, L.li - 1) - 1);
-			uint32_t	clt = leaf_rank<K, G, KPT, false>(L, k, g);
+			uint32_t	clt;
+
+			if constexpr (G == 1 && WALK)	/* k sits at cle - 1; with cle 0
+											 * every key here is > p >= k */
+				clt = cle ? walk_lt<K>(L.keys, k, cle - 1) : 0;
+			else
+				clt = leaf_rank<K, G, KPT, false>(L, k, g);
 
 			if (clt > 0 || L.li == 0)
 			{
@@ -675,7 +785,9 @@ decode_probe(uint64_t sk, uint32_t &idx)
  * at most `window` leaves staged a tile (0: the default, -1: never).  run
  * picks the tiles that take the run search (GiGpuPolicy.run: 0 those in
  * order, 1 every narrow one, -1 none).  dedup: of equal probes that
- * descend, one a row does (GiGpuPolicy.dedup).  With gate (a device int) a sample
+ * descend, one a row does (GiGpuPolicy.dedup).  min_blocks: the tiled
+ * kernel's launch bound (GiGpuPolicy.tile_min_blocks; 0 the default).
+ * With gate (a device int) a sample
  * of the batch decides first: *gate = 1 when its tiles are narrow, and the
  * tiled kernel runs only then; the caller launches the per-probe kernel
  * gated on *gate == 0 after this call.
@@ -684,7 +796,7 @@ template <class K, bool DYN>
 GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									 const int64_t *probes, const int64_t *hi, uint64_t count,
 									 uint64_t *first, uint64_t *last, int group, int window,
-									 int run, bool dedup, int sample_leaves, int *gate,
-									 GiError *err);
+									 int run, bool dedup, int sample_leaves, int min_blocks,
+									 int *gate, GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */

@@ -33,7 +33,9 @@
  *
  * The code is all templates; cuda/gpu_btree_tile32.cu and
  * gpu_btree_tile64.cu instantiate it for each key width, two translation
- * units that nvcc compiles side by side (one took most of a build).
+ * units that nvcc compiles side by side (one took most of a build), and
+ * gpu_btree_tile{32,64}_blocks.cu the kernel's instances for 2 and 3
+ * blocks an SM (TILE_BLOCK_INSTANCES).
  */
 #ifndef GPUIDX_GPU_BTREE_TILE_CUH
 #define GPUIDX_GPU_BTREE_TILE_CUH
@@ -48,11 +50,16 @@
 #define TILE_PROBES		256			/* probes a warp takes at a time (<= 1024) */
 #endif
 #define TILE_WARPS		8			/* warps a block */
-#ifndef TILE_MIN_BLOCKS
-#define TILE_MIN_BLOCKS	4			/* blocks an SM must fit (caps registers at
-									 * 64 a thread, the tiled kernel's count
-									 * before the run search) */
-#endif
+#define TILE_MIN_BLOCKS	4			/* blocks an SM must fit by default
+									 * (GiGpuPolicy.tile_min_blocks 0): caps
+									 * registers at 64 a thread, the tiled
+									 * kernel's count before the run search;
+									 * ptxas (sm_90) then spills in every
+									 * instance (16-128 bytes of stores a
+									 * thread), where 2 blocks (82-96
+									 * registers) spill none.  Groups of 2 also have instances
+									 * for 2 and 3 (tile_min_blocks,
+									 * TILE_BLOCK_INSTANCES). */
 #define TILE_MAX_LEAVES	32			/* cap on the leaves a tile stages */
 
 /* Clamp a probe into the key type's range. */
@@ -651,10 +658,14 @@ run_tile(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *prob
  * tile stages (0: never, and no run search).  DEDUP: equal probes that
  * descend do so once a row (row_descend; an instantiation of its own, so
  * that the kernel without it keeps its registers).  gate: run only when
- * *gate is 1 (the sample chose tiles; NULL: always).
+ * *gate is 1 (the sample chose tiles; NULL: always).  MIN_BLOCKS: the
+ * blocks an SM must fit, the launch bound that caps the registers
+ * (GiGpuPolicy.tile_min_blocks); the shared memory a block takes (the
+ * staging windows) is the same for every value, and the launch sizes the
+ * grid from the instance's own occupancy (tile_grid).
  */
-template <class K, int G, bool DYN, bool DEDUP>
-__global__ void __launch_bounds__(TILE_WARPS * 32, TILE_MIN_BLOCKS)
+template <class K, int G, bool DYN, bool DEDUP, int MIN_BLOCKS>
+__global__ void __launch_bounds__(TILE_WARPS * 32, MIN_BLOCKS)
 btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
 				  uint64_t count, uint64_t *first, uint64_t *last, uint32_t max_leaves,
 				  int run, const int *gate)
@@ -830,9 +841,10 @@ tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *p
 		*gate = (sample_leaves < 0 ? narrow * 8 : narrow * 2) >= (int) sampled ? 1 : 0;
 }
 
-/* Blocks per SM for one instantiation (cached). */
-template <class K, int G, bool DYN, bool DEDUP>
-static int
+/* Blocks the grid of one instantiation holds at most: those that fit an
+ * SM at once (registers, shared memory), times the SMs (cached). */
+template <class K, int G, bool DYN, bool DEDUP, int MIN_BLOCKS>
+int
 tile_grid(size_t smem)
 {
 	static std::atomic<int> cached(0);	/* threads querying at once share it */
@@ -842,7 +854,7 @@ tile_grid(size_t smem)
 	{
 		int			per_sm = 0;
 
-		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, btree_tile_kernel<K, G, DYN, DEDUP>,
+		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, btree_tile_kernel<K, G, DYN, DEDUP, MIN_BLOCKS>,
 														  TILE_WARPS * 32, smem) != cudaSuccess ||
 			per_sm < 1)
 		{
@@ -855,28 +867,79 @@ tile_grid(size_t smem)
 	return blocks;
 }
 
-/* Launch the tiled kernel for group size G, with or without dedup. */
-template <class K, int G, bool DYN>
-static GiStatus
-launch_tile(const TreeDev<K> &T, cudaStream_t st, int op, const int64_t *probes,
-			const int64_t *hi, uint64_t count, uint64_t *first, uint64_t *last,
-			uint32_t max_leaves, int run, bool dedup, const int *gate, GiError *err)
+/* Launch one instance of the tiled kernel, its grid no larger than what
+ * fits the device at once (each warp then takes a stretch of tiles).  Not
+ * static: the instances for 2 and 3 blocks an SM are compiled in units of
+ * their own (TILE_BLOCK_INSTANCES). */
+template <class K, int G, bool DYN, bool DEDUP, int MIN_BLOCKS>
+GiStatus
+launch_tile_instance(const TreeDev<K> &T, cudaStream_t st, int op, const int64_t *probes,
+					 const int64_t *hi, uint64_t count, uint64_t *first, uint64_t *last,
+					 uint32_t max_leaves, int run, const int *gate, GiError *err)
 {
 	size_t		smem = (size_t) TILE_WARPS * TILE_MAX_LEAVES * NODE_BYTES;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
 	uint64_t	want = (tiles + TILE_WARPS - 1) / TILE_WARPS;
 	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1),
-													 dedup ? tile_grid<K, G, DYN, true>(smem) :
-													 tile_grid<K, G, DYN, false>(smem));
+													 tile_grid<K, G, DYN, DEDUP, MIN_BLOCKS>(smem));
 
-	if (dedup)
-		btree_tile_kernel<K, G, DYN, true><<<grid, TILE_WARPS * 32, smem, st>>>(
-			T, op, probes, hi, count, first, last, max_leaves, run, gate);
-	else
-		btree_tile_kernel<K, G, DYN, false><<<grid, TILE_WARPS * 32, smem, st>>>(
-			T, op, probes, hi, count, first, last, max_leaves, run, gate);
+	btree_tile_kernel<K, G, DYN, DEDUP, MIN_BLOCKS><<<grid, TILE_WARPS * 32, smem, st>>>(
+		T, op, probes, hi, count, first, last, max_leaves, run, gate);
 	CKL("btree_tile_kernel");
 	return GI_OK;
+}
+
+/*
+ * The tiled kernel's instances for 2 and 3 blocks an SM (groups of 2, both
+ * forms, with and without dedup), declared extern (EXT = extern) where the
+ * search is instantiated, and instantiated (EXT empty) in a unit of their
+ * own, cuda/gpu_btree_tile{32,64}_blocks.cu: each instance costs ptxas
+ * about 4-5 s, and nvcc compiles the units side by side.
+ */
+#define TILE_INSTANCE(EXT, K, DYN, DEDUP, B) \
+	EXT template GiStatus launch_tile_instance<K, 2, DYN, DEDUP, B>( \
+		const TreeDev<K> &, cudaStream_t, int, const int64_t *, const int64_t *, uint64_t, \
+		uint64_t *, uint64_t *, uint32_t, int, const int *, GiError *);
+#define TILE_BLOCK_INSTANCES(EXT, K) \
+	TILE_INSTANCE(EXT, K, false, false, 2) TILE_INSTANCE(EXT, K, false, true, 2) \
+	TILE_INSTANCE(EXT, K, true, false, 2) TILE_INSTANCE(EXT, K, true, true, 2) \
+	TILE_INSTANCE(EXT, K, false, false, 3) TILE_INSTANCE(EXT, K, false, true, 3) \
+	TILE_INSTANCE(EXT, K, true, false, 3) TILE_INSTANCE(EXT, K, true, true, 3)
+
+/* Launch the tiled kernel with or without dedup, for the register cap
+ * min_blocks (2 or 3: groups of 2 only; anything else TILE_MIN_BLOCKS). */
+template <class K, int G, bool DYN, bool DEDUP>
+static GiStatus
+launch_tile_blocks(const TreeDev<K> &T, cudaStream_t st, int op, const int64_t *probes,
+				   const int64_t *hi, uint64_t count, uint64_t *first, uint64_t *last,
+				   uint32_t max_leaves, int run, int min_blocks, const int *gate, GiError *err)
+{
+	static_assert(TILE_MIN_BLOCKS == 4, "TILE_BLOCK_INSTANCES holds the other values");
+	if constexpr (G == 2)
+	{
+		if (min_blocks == 2)
+			return launch_tile_instance<K, G, DYN, DEDUP, 2>(T, st, op, probes, hi, count, first, last,
+															 max_leaves, run, gate, err);
+		if (min_blocks == 3)
+			return launch_tile_instance<K, G, DYN, DEDUP, 3>(T, st, op, probes, hi, count, first, last,
+															 max_leaves, run, gate, err);
+	}
+	return launch_tile_instance<K, G, DYN, DEDUP, TILE_MIN_BLOCKS>(T, st, op, probes, hi, count, first,
+																   last, max_leaves, run, gate, err);
+}
+
+/* Launch the tiled kernel for group size G, with or without dedup. */
+template <class K, int G, bool DYN>
+static GiStatus
+launch_tile(const TreeDev<K> &T, cudaStream_t st, int op, const int64_t *probes,
+			const int64_t *hi, uint64_t count, uint64_t *first, uint64_t *last,
+			uint32_t max_leaves, int run, bool dedup, int min_blocks, const int *gate, GiError *err)
+{
+	if (dedup)
+		return launch_tile_blocks<K, G, DYN, true>(T, st, op, probes, hi, count, first, last,
+												   max_leaves, run, min_blocks, gate, err);
+	return launch_tile_blocks<K, G, DYN, false>(T, st, op, probes, hi, count, first, last,
+												max_leaves, run, min_blocks, gate, err);
 }
 
 /* The tiled search of a batch (gpu_btree_search.cuh). */
@@ -885,7 +948,8 @@ GiStatus
 gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 						 const int64_t *probes, const int64_t *hi, uint64_t count,
 						 uint64_t *first, uint64_t *last, int group, int window,
-						 int run, bool dedup, int sample_leaves, int *gate, GiError *err)
+						 int run, bool dedup, int sample_leaves, int min_blocks, int *gate,
+						 GiError *err)
 {
 	uint32_t	max_leaves = window < 0 ? 0 : window == 0 ? TILE_MAX_LEAVES :
 		(uint32_t) std::min(window, TILE_MAX_LEAVES);
@@ -899,11 +963,11 @@ gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 	switch (group)
 	{
 		case 4:
-			return launch_tile<K, 4, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, dedup, gate, err);
+			return launch_tile<K, 4, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, dedup, min_blocks, gate, err);
 		case 8:
-			return launch_tile<K, 8, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, dedup, gate, err);
+			return launch_tile<K, 8, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, dedup, min_blocks, gate, err);
 		default:
-			return launch_tile<K, 2, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, dedup, gate, err);
+			return launch_tile<K, 2, DYN>(T, st, op, probes, hi, count, first, last, max_leaves, run, dedup, min_blocks, gate, err);
 	}
 }
 

@@ -75,6 +75,24 @@ typedef struct GiGpuPolicy
 								 * after an insertion, cuda/gpu_btree.cuh
 								 * GpuStatic), smaller ones the directory; 1
 								 * every batch the copy, -1 never */
+	int			tile_min_blocks;	/* the tiled kernel's launch bound:
+									 * blocks of 8 warps an SM must fit,
+									 * which caps its registers (4: 64 a
+									 * thread, with spills; 2: none
+									 * spill); 0 default (4), else 2, 3 or
+									 * 4, for the groups of 2 the tiled
+									 * search takes by default (groups of 4
+									 * and 8 keep 4); GI_GPU_TILE_MIN_BLOCKS
+									 * overrides it */
+	int			leaf_walk;		/* the thread search (group 1): a probe's
+								 * second rank in its leaf (point and
+								 * successor: of keys <= the key; predecessor:
+								 * of keys < it) walked from the first one,
+								 * a galloping search bounded by the leaf (1-2
+								 * loads on unique keys), rather than a
+								 * binary search of its own (log2 M loads); 0
+								 * default (on), 1 on, -1 off;
+								 * GI_GPU_LEAF_WALK overrides it */
 	int			top;			/* the per-probe kernel's point, predecessor
 								 * and successor descents start at the node
 								 * the probe's bucket of the top table names

@@ -131,10 +131,12 @@ env_mode(const char *name, int dflt)
 #define GPU_UNSET	(LLONG_MIN + 1)
 enum
 {
-	GS_RUN_SEARCH, GS_CHILD_ARITH, GS_DEDUP, GS_GROUP, GS_TOP, GS_WIDE, GS_GATE_MIN, GS_COUNT
+	GS_RUN_SEARCH, GS_CHILD_ARITH, GS_DEDUP, GS_GROUP, GS_GATE_MIN, GS_TILE_MIN_BLOCKS,
+	GS_LEAF_WALK, GS_TOP, GS_WIDE, GS_COUNT
 };
 static _Atomic long long gpu_settings[GS_COUNT] = {
-	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD
+	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD,
+	GPU_UNREAD, GPU_UNREAD
 };
 
 /* A mode setting (env_mode) as a slot value. */
@@ -169,6 +171,14 @@ gpu_setting_parse(int slot)
 
 				return (g == 1 || g == 2 || g == 4 || g == 8 || g == 16 || g == 32) ? g : GPU_UNSET;
 			}
+		case GS_TILE_MIN_BLOCKS:
+			{
+				long long	b = env_count("GI_GPU_TILE_MIN_BLOCKS", 0);
+
+				return (b >= 2 && b <= 4) ? b : GPU_UNSET;
+			}
+		case GS_LEAF_WALK:
+			return mode_slot("GI_GPU_LEAF_WALK");
 		default:
 			return env_count("GI_GPU_GATE_MIN", GPU_UNSET);
 	}
@@ -239,6 +249,20 @@ int
 gi_setting_gpu_group(int dflt)
 {
 	return (int) gpu_setting(GS_GROUP, dflt);
+}
+
+/* GI_GPU_TILE_MIN_BLOCKS when it is 2, 3 or 4, else dflt (engine_util.h). */
+int
+gi_setting_gpu_tile_min_blocks(int dflt)
+{
+	return (int) gpu_setting(GS_TILE_MIN_BLOCKS, dflt);
+}
+
+/* GI_GPU_LEAF_WALK as -1 / 0 / 1, or dflt (engine_util.h). */
+int
+gi_setting_gpu_leaf_walk(int dflt)
+{
+	return (int) gpu_setting(GS_LEAF_WALK, dflt);
 }
 
 /* GI_GPU_GATE_MIN, or dflt (engine_util.h). */

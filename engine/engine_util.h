@@ -69,6 +69,13 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *   GI_GPU_GROUP     lanes a probe of the GPU B+ tree's per-probe kernel:
  *                    1 (the thread search), 2, 4, 8, 16 or 32; dflt
  *                    otherwise
+ *   GI_GPU_TILE_MIN_BLOCKS  the blocks an SM must fit of the GPU B+ tree's
+ *                    tiled kernel (its register cap): 2, 3 or 4; dflt
+ *                    otherwise
+ *   GI_GPU_LEAF_WALK  how the GPU B+ tree's thread search finds a probe's
+ *                    second rank in its leaf: "on" (1) by a walk from the
+ *                    first, "off" (-1) by a binary search of its own,
+ *                    "auto" (0) the default; dflt otherwise
  *   GI_GPU_TOP       whether the GPU B+ tree's per-probe descents start at
  *                    the node the top table names ("on", 1) or at the root
  *                    ("off", -1); dflt otherwise
@@ -83,6 +90,8 @@ long long	gi_setting_gpu_gate_min(long long dflt);
 int			gi_setting_gpu_child_arith(int dflt);
 int			gi_setting_gpu_dedup(int dflt);
 int			gi_setting_gpu_group(int dflt);
+int			gi_setting_gpu_tile_min_blocks(int dflt);
+int			gi_setting_gpu_leaf_walk(int dflt);
 int			gi_setting_gpu_top(int dflt);
 int			gi_setting_gpu_wide(int dflt);
 void		gi_settings_reload(void);

@@ -6,6 +6,9 @@
  * and without staged leaves) over random,
  * sorted and clustered probe orders, on the static and the insertable form,
  * children computed from the level cut and loaded from the prefix sums,
+ * the tiled kernel for 2, 3 and 4 blocks an SM, the thread search with and
+ * without its leaf walk, keys with heavy duplicates, extremes, wide,
+ * narrow and lognormal,
  * the device-resident entry points, and the error paths.
  *
  *   gpu_check [max_n] [seed] [quick]   (exit status 0 when everything matches)
@@ -14,6 +17,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,7 +40,8 @@ next_rand(void)
 	return rng * 2685821657736338717ull;
 }
 
-/* Keys of width w in one of four shapes (dups, extremes, wide, narrow). */
+/* Keys of width w in one of five shapes (dups, extremes, wide, narrow,
+ * lognormal). */
 static std::vector<int64_t>
 make_keys(size_t n, int w, int shape)
 {
@@ -55,6 +60,16 @@ make_keys(size_t n, int w, int shape)
 			v = (r & 3) == 0 ? lo : (r & 3) == 1 ? hi : (int64_t) (r >> 2) % 1000;
 		else if (shape == 2)
 			v = w == 8 ? (int64_t) r : lo + (int64_t) (r % (uint64_t) (hi - lo + 1));
+		else if (shape == 4)
+		{						/* lognormal (as bench/kernel's, smaller): runs
+								 * of equal small keys of every length, some
+								 * across leaves, and a tail of unique ones */
+			double		u1 = ((r >> 11) + 1) * (1.0 / 9007199254740993.0);
+			double		u2 = (next_rand() >> 11) * (1.0 / 9007199254740992.0);
+			double		e = exp(3.0 + 2.5 * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+
+			v = e < (double) hi ? (int64_t) e : hi;
+		}
 		else
 		{
 			v = (int64_t) (r % (n * 2 + 1));	/* mostly distinct */
@@ -206,12 +221,17 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	 * sums, and behind the order sample (which tiles with groups of 2);
 	 * the per-probe kernel with groups of 16 and 32 (int64: 16), the 8-
 	 * and 4-byte node loads; the order sample's key-span rule (10th field
-	 * -1) and a leaf rule of 3 leaves; the per-probe kernel (thread search,
-	 * groups of 2, the engine's probe sort) descending from the root
-	 * instead of the top table's node (12th field -1; the reference and
-	 * every other policy take the table); the thread search with wide leaves
-	 * forced on and off (13th field 1 / -1), with the table, without
-	 * it and with children from the prefix sums, and after the probe sort */
+	 * -1) and a leaf rule of 3 leaves; the tiled kernel built for 2 and 3
+	 * blocks an SM (12th field, tile_min_blocks: tiled, run search on and
+	 * auto without dedup, behind the sample); the thread search without
+	 * its leaf walk (13th field -1: per probe, behind the sample, after the
+	 * engine's probe sort) and with it named (1); the per-probe kernel
+	 * (thread search, groups of 2, after the probe sort) descending from
+	 * the root instead of the top table's node (14th field -1; the
+	 * reference and every other policy take the table); the thread search
+	 * with wide leaves (15th field 1), with the table, without it and with
+	 * children from the prefix sums, after the probe sort, without the
+	 * leaf walk */
 	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0}, {0, 0, 4, 1, 1, 0}, {0, 0, 8, 1, 3, 0},
 	{0, 0, 2, 1, 2, 0}, {0, 0, 2, 1, 0, 0}, {0, 0, 2, 1, 0, 1}, {0, 0, 4, 1, 2, 1},
 	{0, 0, 8, 1, 1, 1}, {0, 0, 2, 1, 0, -1}, {0, 0, 2, 0, 0, -1, 1},
@@ -220,10 +240,14 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	{0, 0, 1, -1, 0, -1}, {0, 0, 1, -1, 0, -1, 0, -1}, {0, 0, 1, 0, 0, -1, 1},
 	{0, 0, 16, -1, 0, -1}, {0, 0, 32, -1, 0, -1}, {0, 0, 2, 0, 0, -1, 1, 0, 0, -1},
 	{0, 0, 1, 0, 0, -1, 1, 0, 0, 3},
-	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, -1}, {0, 0, 2, -1, 0, -1, 0, 0, 0, 0, 0, -1},
-	{1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, -1},
-	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1},
-	{0, 0, 1, -1, 0, -1, 0, -1, 0, 0, 0, -1, 1}, {1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 1}};
+	{0, 0, 2, 1, 0, -1, 0, 0, 0, 0, 0, 2}, {0, 0, 2, 1, 0, 1, 0, 0, 0, 0, 0, 3},
+	{0, 0, 2, 1, 0, 0, 0, 0, -1, 0, 0, 2}, {0, 0, 2, 0, 0, -1, 1, 0, 0, 0, 0, 2},
+	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 1},
+	{0, 0, 1, 0, 0, -1, 1, 0, 0, 0, 0, 0, -1}, {1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1},
+	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1}, {0, 0, 2, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1},
+	{1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+	{0, 0, 1, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, -1, 1}, {1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1, 0, 1}};
 	const int	ntiles = (int) (sizeof(tiles) / sizeof(tiles[0]));
 	size_t		q = p.size();
 	std::vector<uint64_t> rf(q), rl(q), f(q), l(q);
@@ -231,7 +255,7 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 			   *dph = NULL;
 	uint64_t   *df = NULL,
 			   *dl = NULL;
-	char		tag[320];
+	char		tag[400];
 	GiError		err;
 
 	cudaMalloc(&dpr, q * 8 + 8);
@@ -270,11 +294,13 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 			{
 				/* the static copy of an insertable image (snapshot 1): per
 				 * probe (thread search), behind the order sample (gate_min
-				 * 1), the tiled search, the engine's probe sort, and the
-				 * default policy */
-				GiGpuPolicy sp[7] = {{0, 0, 1, -1, 0, -1}, {0, 0, 1, 0, 0, -1, 1},
+				 * 1), the tiled search, the engine's probe sort, the
+				 * default policy, per probe without the leaf walk, with wide leaves,
+				 * and without the top table */
+				GiGpuPolicy sp[8] = {{0, 0, 1, -1, 0, -1}, {0, 0, 1, 0, 0, -1, 1},
 				{0, 0, 2, 1, 0, -1}, {1, 0, 1, -1, 0, -1}, {-1, 0, 1, 0, 0, -1},
-				{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1}};
+				{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1},
+				{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1}};
 
 				for (GiGpuPolicy &pol : sp)
 				{
@@ -290,10 +316,11 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				for (size_t i = 0; i < q && bad == q; i++)
 					if (f[i] != rf[i] || l[i] != rl[i])
 						bad = i;
-				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d sample_leaves=%d snapshot=%d top=%d wide=%d",
+				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d sample_leaves=%d snapshot=%d tile_min_blocks=%d leaf_walk=%d top=%d wide=%d",
 						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
 						 pol.tile, pol.window, pol.run, pol.gate_min, pol.child_arith, pol.dedup,
-						 pol.sample_leaves, pol.snapshot, pol.top, pol.wide);
+						 pol.sample_leaves, pol.snapshot, pol.tile_min_blocks, pol.leaf_walk,
+						 pol.top, pol.wide);
 				if (bad < q)
 					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
 						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],
@@ -504,7 +531,7 @@ main(int argc, char **argv)
 		if (s > max_n)
 			break;
 		for (int w = 2; w <= 8; w *= 2)
-			for (int shape = 0; shape < 4; shape++)
+			for (int shape = 0; shape < 5; shape++)
 				run_case(s, w, shape, std::min<size_t>(std::max<size_t>(s * 2, 2000), 300000));
 	}
 	printf("gpu_check: %ld passed, %ld failed\n", tr.passed, tr.failed);

@@ -704,6 +704,72 @@ run_error_cases(bool gpu)
 	}
 }
 
+/*
+ * The GPU query settings read from the environment (engine/engine_util.c)
+ * that select a search policy field: GI_GPU_TILE_MIN_BLOCKS takes 2, 3 or 4
+ * and nothing else, GI_GPU_LEAF_WALK off / auto / on (or -1 / 0 / 1); an
+ * unset or unknown value gives the caller's default, and a value is read
+ * once until gi_settings_reload().  Host only: runs with or without a GPU.
+ */
+static void
+run_settings_cases(void)
+{
+	static const struct
+	{
+		const char *value;		/* NULL: unset */
+		int			blocks;		/* gi_setting_gpu_tile_min_blocks(7) */
+		int			walk;		/* gi_setting_gpu_leaf_walk(7) */
+	}			cases[] = {
+		{NULL, 7, 7}, {"", 7, 7}, {"2", 2, 7}, {"3", 3, 7}, {"4", 4, 7}, {"1", 7, 1},
+		{"5", 7, 7}, {"0", 7, 0}, {"-1", 7, -1}, {"off", 7, -1}, {"auto", 7, 0},
+		{"on", 7, 1}, {"2x", 7, 7}, {"yes", 7, 7},
+	};
+	size_t		i;
+	char		what[120];
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		int			blocks,
+					walk;
+
+		if (cases[i].value)
+		{
+			setenv("GI_GPU_TILE_MIN_BLOCKS", cases[i].value, 1);
+			setenv("GI_GPU_LEAF_WALK", cases[i].value, 1);
+		}
+		else
+		{
+			unsetenv("GI_GPU_TILE_MIN_BLOCKS");
+			unsetenv("GI_GPU_LEAF_WALK");
+		}
+		gi_settings_reload();
+		blocks = gi_setting_gpu_tile_min_blocks(7);
+		walk = gi_setting_gpu_leaf_walk(7);
+		snprintf(what, sizeof(what), "GI_GPU_TILE_MIN_BLOCKS / GI_GPU_LEAF_WALK = %s",
+				 cases[i].value ? cases[i].value : "(unset)");
+		if (blocks != cases[i].blocks || walk != cases[i].walk)
+			printf("FAIL %s: min blocks %d (want %d), leaf walk %d (want %d)\n", what, blocks,
+				   cases[i].blocks, walk, cases[i].walk);
+		test_record(&tr, blocks == cases[i].blocks && walk == cases[i].walk, what);
+	}
+	/* read once: a change without gi_settings_reload() is not seen */
+	setenv("GI_GPU_TILE_MIN_BLOCKS", "2", 1);
+	setenv("GI_GPU_LEAF_WALK", "off", 1);
+	gi_settings_reload();
+	{
+		int			b0 = gi_setting_gpu_tile_min_blocks(0),
+					w0 = gi_setting_gpu_leaf_walk(0);
+
+		setenv("GI_GPU_TILE_MIN_BLOCKS", "3", 1);
+		setenv("GI_GPU_LEAF_WALK", "on", 1);
+		test_record(&tr, b0 == 2 && w0 == -1 && gi_setting_gpu_tile_min_blocks(0) == 2 &&
+					gi_setting_gpu_leaf_walk(0) == -1, "GPU settings are read once until reloaded");
+	}
+	unsetenv("GI_GPU_TILE_MIN_BLOCKS");
+	unsetenv("GI_GPU_LEAF_WALK");
+	gi_settings_reload();
+}
+
 int			gi_test_space_main(void);
 void		gi_test_space_counts(long *passed, long *failed);
 int			gi_test_insert_main(void);
@@ -754,6 +820,7 @@ main(void)
 
 	run_error_cases(gpu);
 	run_sort_cases();
+	run_settings_cases();
 	for (i = 0; i < nsizes; i++)
 	{
 		for (w = 0; w < 3; w++)

@@ -11,7 +11,9 @@
  * narrow tile does), and in the further modes of `modes` (the order sample
  * at every batch size, children loaded from the prefix sums rather than
  * computed from the level cut, equal probes descending each rather than
- * once a row, the thread search (GI_GPU_GROUP 1: a lane a probe)): each
+ * once a row, the thread search (GI_GPU_GROUP 1: a lane a probe), the
+ * tiled kernel built for 2 and 3 blocks an SM (GI_GPU_TILE_MIN_BLOCKS),
+ * the thread search without its leaf walk (GI_GPU_LEAF_WALK off)): each
  * answer must match brute force (an empty
  * answer: only empty, as test_engine.c checks) and every mode must agree
  * with mode off to the letter.  GPU only: without a device nothing runs.
@@ -33,7 +35,10 @@ static TestRun tr;				/* seed, random stream, counts */
  * The modes a batch is asked in: the run search (GI_GPU_RUN_SEARCH) off,
  * auto and on, then further search paths by their settings, each with the
  * run search off unless it says otherwise.  Mode 0 is the reference the
- * others must match to the letter.
+ * others must match to the letter.  Batches under GI_GPU_GATE_MIN (2^22 by
+ * default: all of these) take the per-probe kernel, so a mode meant for
+ * the tiled search sets it to 0: the order sample then picks the tiled
+ * search for the batches in order.
  */
 typedef struct SortedMode
 {
@@ -43,27 +48,41 @@ typedef struct SortedMode
 	const char *child_arith;	/* GI_GPU_CHILD_ARITH (NULL: unset) */
 	const char *dedup;			/* GI_GPU_DEDUP (NULL: unset) */
 	const char *group;			/* GI_GPU_GROUP (NULL: unset) */
+	const char *min_blocks;		/* GI_GPU_TILE_MIN_BLOCKS (NULL: unset) */
+	const char *leaf_walk;		/* GI_GPU_LEAF_WALK (NULL: unset) */
+	bool		every_shape;	/* past NRUN_MODES: run for every key shape */
 	const char *top;			/* GI_GPU_TOP (NULL: unset) */
 	const char *wide;			/* GI_GPU_WIDE (NULL: unset) */
 } SortedMode;
 
 static const SortedMode modes[] = {
-	{"off", "off", NULL, NULL, NULL, NULL},
-	{"auto", "auto", NULL, NULL, NULL, NULL},
-	{"on", "on", NULL, NULL, NULL, NULL},
-	{"sampled", "off", "0", NULL, NULL, NULL},	/* the order sample at every batch size */
-	{"prefix", "off", NULL, "off", NULL, NULL},	/* children from the prefix sums */
-	{"sampled prefix", "off", "0", "off", NULL, NULL},
-	{"no dedup", "off", NULL, NULL, "off", NULL},	/* equal probes descend each */
-	{"on no dedup", "on", NULL, NULL, "off", NULL},
-	{"thread", "off", NULL, NULL, NULL, "1"},	/* the per-probe kernel a lane a probe */
-	{"thread prefix", "off", NULL, "off", NULL, "1"},
-	{"sampled thread", "off", "0", NULL, NULL, "1"},
-	{"thread no top", "off", NULL, NULL, NULL, "1", "off"},	/* descents from the root */
-	{"no top", "off", NULL, NULL, NULL, NULL, "off"},
-	{"thread wide", "off", NULL, NULL, NULL, "1", NULL, "on"},	/* whole-leaf loads */
-	{"thread narrow", "off", NULL, NULL, NULL, "1", NULL, "off"},
-	{"thread wide no top", "off", NULL, NULL, NULL, "1", "off", "on"},
+	{"off", "off", NULL, NULL, NULL, NULL, NULL, NULL, false},
+	{"auto", "auto", "0", NULL, NULL, NULL, NULL, NULL, false},
+	{"on", "on", "0", NULL, NULL, NULL, NULL, NULL, false},
+	{"sampled", "off", "0", NULL, NULL, NULL, NULL, NULL, false},	/* the order sample at every
+																	 * batch size */
+	{"prefix", "off", NULL, "off", NULL, NULL, NULL, NULL, false},	/* children from the prefix
+																	 * sums */
+	{"sampled prefix", "off", "0", "off", NULL, NULL, NULL, NULL, false},
+	{"no dedup", "off", NULL, NULL, "off", NULL, NULL, NULL, false},	/* equal probes descend each */
+	{"on no dedup", "on", "0", NULL, "off", NULL, NULL, NULL, false},
+	{"thread", "off", NULL, NULL, NULL, "1", NULL, NULL, false},	/* the per-probe kernel a lane a
+																	 * probe */
+	{"thread prefix", "off", NULL, "off", NULL, "1", NULL, NULL, false},
+	{"sampled thread", "off", "0", NULL, NULL, "1", NULL, NULL, false},
+	{"sampled 2 blocks", "off", "0", NULL, NULL, NULL, "2", NULL, false},	/* the tiled kernel's
+																			 * register cap */
+	{"on 3 blocks", "on", "0", NULL, NULL, NULL, "3", NULL, false},
+	{"auto no dedup 2 blocks", "auto", "0", NULL, "off", NULL, "2", NULL, false},
+	{"thread no walk", "off", NULL, NULL, NULL, "1", NULL, "off", true},	/* second ranks by
+																			 * binary search */
+	{"sampled no walk", "off", "0", NULL, NULL, "1", NULL, "off", false},
+	{"thread no top", "off", NULL, NULL, NULL, "1", NULL, NULL, true, "off", NULL},	/* descents from
+																					 * the root */
+	{"no top", "off", NULL, NULL, NULL, NULL, NULL, NULL, false, "off", NULL},
+	{"thread wide", "off", NULL, NULL, NULL, "1", NULL, NULL, true, NULL, "on"},	/* whole-leaf loads */
+	{"thread wide no walk", "off", NULL, NULL, NULL, "1", NULL, "off", false, NULL, "on"},
+	{"thread wide no top", "off", NULL, NULL, NULL, "1", NULL, NULL, false, "off", "on"},
 };
 #define NMODES ((int) (sizeof(modes) / sizeof(modes[0])))
 #define NRUN_MODES 3			/* the run search's; the rest run for shapes
@@ -209,7 +228,8 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 			test_expect(k, n, (GiOp) op, lo[i], hi[i], &want_f[i], &want_l[i]);
 		for (mode = 0; mode < NMODES; mode++)
 		{
-			if (mode >= NRUN_MODES && shape != 0 && (small_run || shape != 2))
+			if (mode >= NRUN_MODES && !modes[mode].every_shape && shape != 0 &&
+				(small_run || shape != 2))
 				continue;
 			GiError		err;
 			GiStatus	st;
@@ -223,6 +243,8 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 			set_or_unset("GI_GPU_CHILD_ARITH", modes[mode].child_arith);
 			set_or_unset("GI_GPU_DEDUP", modes[mode].dedup);
 			set_or_unset("GI_GPU_GROUP", modes[mode].group);
+			set_or_unset("GI_GPU_TILE_MIN_BLOCKS", modes[mode].min_blocks);
+			set_or_unset("GI_GPU_LEAF_WALK", modes[mode].leaf_walk);
 			set_or_unset("GI_GPU_TOP", modes[mode].top);
 			set_or_unset("GI_GPU_WIDE", modes[mode].wide);
 			memset(rf, 0xAB, np * sizeof(uint64_t));
@@ -261,6 +283,8 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 	unsetenv("GI_GPU_CHILD_ARITH");
 	unsetenv("GI_GPU_DEDUP");
 	unsetenv("GI_GPU_GROUP");
+	unsetenv("GI_GPU_TILE_MIN_BLOCKS");
+	unsetenv("GI_GPU_LEAF_WALK");
 	unsetenv("GI_GPU_TOP");
 	unsetenv("GI_GPU_WIDE");
 	gi_settings_reload();
