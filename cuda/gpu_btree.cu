@@ -50,7 +50,7 @@
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
 #define TOP_MAX_BITS	21			/* the top table: at most 2^21 buckets
 									 * (8 MB, in L2 beside the upper levels) */
-#define LEAF_WALK_DEFAULT true	/* GiGpuPolicy.leaf_walk 0 */
+#define LEAF_WALK_DEFAULT(K) (sizeof(K) == 4)	/* GiGpuPolicy.leaf_walk 0 */
 #define SNAPSHOT_MIN_PROBES (1u << 16)	/* smaller batches on an insertable
 										 * image read its directory
 										 * (GiGpuPolicy.snapshot 0) */
@@ -61,12 +61,16 @@
  * per-probe kernel ran (random 10^8 probes over 10^6 int32 keys: 14.96 vs
  * 9.94 x 10^9 q/s point, 19.89 vs 9.03 pred; 10^5-probe batches 1.3-1.6x);
  * the tiled search keeps groups of 2.
- * leaf_walk 0 = on (LEAF_WALK_DEFAULT): the thread search's second rank
- * in a leaf is walked from the first (1-2 loads on unique keys instead of
- * log2 M, the same answers); chosen before it was timed (bench/kernel
- * --paths has the column "no leaf walk").
- * tile_min_blocks 0 = TILE_MIN_BLOCKS (4) until the columns "tile 2
- * blocks" / "tile 3 blocks" are measured.
+ * leaf_walk 0 = on for int32 trees, off for int64 (LEAF_WALK_DEFAULT): the
+ * thread search's second rank in a leaf is walked from the first (1-2
+ * loads on unique keys instead of log2 M, the same answers).  H100,
+ * 2026-11-26 (bench/kernel --paths, column "no leaf walk"): int32 rows
+ * 3-4 % faster with it (random batches 5-9 %), int64 rows 0-4 % slower
+ * (random 10^8 point probes over 10^8 keys: 6.05 with it, 7.85 without).
+ * tile_min_blocks 0 = TILE_MIN_BLOCKS (4): the same run's columns "tile 2
+ * blocks" / "tile 3 blocks" (no register spills, 16 / 24 warps an SM) were
+ * slower where the sample tiles: sorted 10^8 int32 probes over 10^8 keys
+ * 32.02 / 41.10 against 44.58 x 10^9 q/s.
  * run -1: the run search stays opt-in
  * (GI_GPU_RUN_SEARCH=auto|on): on the H100 (2026-11-25, bench/kernel
  * --paths) taking it for every sorted tile was slower than the tiled search
@@ -904,7 +908,7 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 
 	/* the thread search's leaf walk (0: LEAF_WALK_DEFAULT) */
 	int			walk_mode = gi_setting_gpu_leaf_walk(g_policy.leaf_walk);
-	bool		walk = walk_mode == 0 ? LEAF_WALK_DEFAULT : walk_mode > 0;
+	bool		walk = walk_mode == 0 ? LEAF_WALK_DEFAULT(K) : walk_mode > 0;
 
 	if (!do_sort && g_policy.tile >= 0 && group <= 8 &&
 		!(g_policy.tile == 0 && (long long) count < gate_min))

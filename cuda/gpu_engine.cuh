@@ -91,7 +91,8 @@ typedef struct GiGpuPolicy
 								 * a galloping search bounded by the leaf (1-2
 								 * loads on unique keys), rather than a
 								 * binary search of its own (log2 M loads); 0
-								 * default (on), 1 on, -1 off;
+								 * default (on for int32 trees, off for
+								 * int64, as measured), 1 on, -1 off;
 								 * GI_GPU_LEAF_WALK overrides it */
 	int			top;			/* the per-probe kernel's point, predecessor
 								 * and successor descents start at the node
