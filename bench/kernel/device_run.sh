@@ -28,8 +28,8 @@ step unittest; timeout ${UNIT_TIMEOUT:-150} $UT/test/unit/test_engine 2>&1 | tai
 step bench; timeout ${BENCH_TIMEOUT:-200} bench/kernel/kernel_bench "$@" > "$OUT/bench.md" 2> "$OUT/bench_progress.log"; echo "bench rc=$?"
 [ -n "$SKIP_SANITIZER" ] || {
 step sanitizer
-GI_UNIT_MAX=20000 timeout 100 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 $UT/test/unit/test_engine 2>&1 | tail -6; echo "memcheck unittest rc=${PIPESTATUS[0]}"
-timeout 120 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bench/kernel/gpu_check 260 88172645463325252 quick 2>&1 | tail -4; echo "memcheck gpu_check rc=${PIPESTATUS[0]}"
+GI_UNIT_MAX=20000 timeout ${SANITIZER_UNIT_TIMEOUT:-100} compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 $UT/test/unit/test_engine 2>&1 | tail -6; echo "memcheck unittest rc=${PIPESTATUS[0]}"
+timeout ${SANITIZER_CHECK_TIMEOUT:-120} compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bench/kernel/gpu_check 260 88172645463325252 quick 2>&1 | tail -4; echo "memcheck gpu_check rc=${PIPESTATUS[0]}"
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 bench/kernel/kernel_bench --small 2>&1 | tail -4; echo "memcheck bench rc=${PIPESTATUS[0]}"
 step done
 } 2>&1 | tee "$OUT/sanitizer.log"
