@@ -828,8 +828,6 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	T.nint = g->nint;
 	T.kmin = (K) img->kmin;
 	T.kmax = (K) img->kmax;
-	uint64_t	tree_bytes = dyn ? gi_gpu_btree_ins_bytes(img->ins) : image_bytes(g, sizeof(K));
-
 	T.wide = gi_setting_gpu_wide(g_policy.wide == 0 ? -1 : g_policy.wide) > 0;
 	T.top = NULL;
 	T.top_n = 0;
@@ -875,6 +873,8 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 			do_sort = true;
 		else if (g_policy.sort_mode < 0)
 		{
+			uint64_t	tree_bytes = dyn ? gi_gpu_btree_ins_bytes(img->ins) : image_bytes(g, sizeof(K));
+
 			/*
 			 * Measured on an H200 (bench/RESULTS.md): with the upper levels
 			 * in L2, sorting 10^8 probes costs more than it saves up to

@@ -74,16 +74,16 @@ template <class K> struct TreeDev
 	uint32_t	lv_h[ARITH_LEVELS];	/* its cut's h */
 	K			kmin;			/* the smallest key */
 	K			kmax;			/* the largest key */
+	bool		wide;			/* the thread search ranks in a leaf with
+								 * wide_rank (whole-line loads), else with
+								 * thread_leaf_rank (a binary search of
+								 * loads); internal nodes always the latter */
 	/*
 	 * The top table (static trees; NULL: none, or not used): entry b is
 	 * the deepest node every descent for a key of bucket b passes, bucket
 	 * b holding the keys top_lo + [b << top_shift, (b + 1) << top_shift),
 	 * packed as level << TOP_LEVEL_SHIFT | global node number.
 	 */
-	bool		wide;			/* the thread search ranks in a leaf with
-								 * wide_rank (whole-line loads), else with
-								 * thread_leaf_rank (a binary search of
-								 * loads); internal nodes always the latter */
 	const uint32_t *top;
 	uint32_t	top_n;			/* buckets */
 	int			top_shift;
@@ -491,8 +491,8 @@ top_start(const TreeDev<K> &T, int op, int64_t p)
 	else if (p >= (int64_t) T.top_hi)
 		b = T.top_n - 1;
 	else
-		b = (uint64_t) (((U) (K) p - (U) T.top_lo) >> T.top_shift);
-	uint32_t	e = __ldg(T.top + (b < T.top_n ? b : T.top_n - 1));
+		b = (uint64_t) (((U) (K) p - (U) T.top_lo) >> T.top_shift);	/* < top_n */
+	uint32_t	e = __ldg(T.top + b);
 
 	return Start{e & TOP_NODE_MASK, (int) (e >> TOP_LEVEL_SHIFT)};
 }
