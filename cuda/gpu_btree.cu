@@ -51,6 +51,8 @@
 #define TOP_MAX_BITS	21			/* the top table: at most 2^21 buckets
 									 * (8 MB, in L2 beside the upper levels) */
 #define LEAF_WALK_DEFAULT(K) (sizeof(K) == 4)	/* GiGpuPolicy.leaf_walk 0 */
+#define GUESS_TREE_L2X	4			/* GiGpuPolicy.leaf_guess 0: on for trees
+									 * over 4x the L2 size (guess_tree) */
 #define SNAPSHOT_MIN_PROBES (1u << 16)	/* smaller batches on an insertable
 										 * image read its directory
 										 * (GiGpuPolicy.snapshot 0) */
@@ -126,8 +128,8 @@ geo_compute(uint64_t n, int m, Geo *g)
  * The search kernel: each group of G lanes (G = 1: the thread search)
  * answers probes i = group id, + number of groups, ...  Unsorted:
  * probes[i] -> first/last[i].  Sorted: the i-th sorted probe goes to its
- * caller index (scatter).  gate: run only when *gate is 0 (the tiled
- * search's sample chose this kernel; NULL: always).  WALK: the thread
+ * caller index (scatter).  gate: run only when *gate is not GATE_TILES
+ * (the tiled search's sample chose this kernel; NULL: always).  WALK: the thread
  * search's leaf walk (answer()).
  */
 template <class K, int G, bool SORTED, bool DYN, bool WALK = false>
@@ -140,8 +142,11 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 {
 	Group		g = make_group<G>(threadIdx.x & 31);
 
-	if (gate && *gate != 0)
+	if (gate && *gate == GATE_TILES)
 		return;
+	/* the guessed leaf sector: always, or where the sample found the
+	 * batch scattered (T.guess_sampled) */
+	const bool	guess = T.guess && (!T.guess_sampled || (gate && *gate == GATE_SCATTERED));
 
 	uint64_t	gid = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) / G;
 	uint64_t	ngroups = (uint64_t) gridDim.x * blockDim.x / G;
@@ -168,7 +173,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 				ph = probes_hi[i];
 			out = i;
 		}
-		answer<K, G, DYN, WALK>(T, op, p, ph, g, f, l, top_start(T, op, p));
+		answer<K, G, DYN, WALK>(T, op, p, ph, g, f, l, top_start(T, op, p), guess);
 		if (g.r == 0)
 		{
 			first[out] = f;
@@ -296,6 +301,21 @@ top_table_kernel(TreeDev<K> T, uint32_t *top)
 	}
 }
 
+/*
+ * Whether the thread search takes the guessed leaf sector by default
+ * (GiGpuPolicy.leaf_guess 0) in a tree of shape g: when its nodes are many
+ * times the L2 size, so that a leaf comes from memory, where one sector
+ * instead of two or three dependent ones pays.  H100, 2026-11-26 (bench/
+ * kernel --paths, column "no leaf guess"): random 10^8 point probes over
+ * 10^8 int32 keys 12.71 with it against 10.91 without; over 10^6-10^7 keys
+ * (the leaves in L2) 0.81-1.19x, mostly slower.
+ */
+static bool
+guess_tree(const Geo *g)
+{
+	return (g->leaf.nodes + g->inodes) * (uint64_t) NODE_BYTES > GUESS_TREE_L2X * gi_gpu_l2_bytes();
+}
+
 /* Buckets (as bits) of the top table of a tree of nleaves leaves: about two
  * a leaf, at most 2^TOP_MAX_BITS. */
 static int
@@ -355,7 +375,12 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
 	memset(&T, 0, sizeof(T));
 	T.nodes = nodes;
 	T.prefix = prefix;
-	T.nint = g->nint;
+	/*
+	 * Where the guessed leaf sector is the default, an entry names at most
+	 * the leaves' parent: a descent that starts at a leaf has no
+	 * separators to guess from (the kernel stops at level T.nint).
+	 */
+	T.nint = g->nint - (guess_tree(g) && g->nint > 1 ? 1 : 0);
 	T.inodes = (uint32_t) g->inodes;
 	T.kmin = T.top_lo = kmin;
 	T.kmax = T.top_hi = kmax;
@@ -829,6 +854,13 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	T.kmin = (K) img->kmin;
 	T.kmax = (K) img->kmax;
 	T.wide = gi_setting_gpu_wide(g_policy.wide == 0 ? -1 : g_policy.wide) > 0;
+	{
+		int			guess = gi_setting_gpu_leaf_guess(g_policy.leaf_guess);
+
+		/* 0: in trees many times L2, batches the sample finds scattered */
+		T.guess = guess > 0 || (guess == 0 && !dyn && guess_tree(g));
+		T.guess_sampled = guess == 0;
+	}
 	T.top = NULL;
 	T.top_n = 0;
 	T.top_shift = 0;

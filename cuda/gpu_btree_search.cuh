@@ -14,6 +14,12 @@
 #define IDX_BELOW		0x40000000u /* sorted probe was below INT32_MIN */
 #define IDX_ABOVE		0x80000000u /* sorted probe was above INT32_MAX */
 #define IDX_MASK		0x3fffffffu
+
+/* What the order sample of a batch decided (tile_sample_kernel). */
+#define GATE_PER_PROBE	0			/* the per-probe kernel */
+#define GATE_TILES		1			/* the tiled search */
+#define GATE_SCATTERED	2			/* the per-probe kernel; its probes are
+									 * scattered over the leaves */
 #define GATE_MIN_DEFAULT (1u << 22)	/* smaller batches take the per-probe
 										 * kernel without the sample
 										 * (GiGpuPolicy.gate_min).  H100,
@@ -78,6 +84,13 @@ template <class K> struct TreeDev
 								 * wide_rank (whole-line loads), else with
 								 * thread_leaf_rank (a binary search of
 								 * loads); internal nodes always the latter */
+	bool		guess;			/* unless wide: the thread search ranks in a
+								 * leaf with guess_leaf_rank (a guessed
+								 * sector first) where its parent's search
+								 * read both separators around it ... */
+	bool		guess_sampled;	/* ... and, if set, only in a batch whose
+								 * order sample found it scattered
+								 * (GATE_SCATTERED) */
 	/*
 	 * The top table (static trees; NULL: none, or not used): entry b is
 	 * the deepest node every descent for a key of bucket b passes, bucket
@@ -221,6 +234,39 @@ thread_rank(const K *p, K t)
 }
 
 /*
+ * thread_rank, also giving the node's keys on both sides of the answer
+ * when the search compared them: *lo the last key that qualified (key
+ * pos - 1), *hi the last one that did not (key pos, the chosen child's
+ * separator).  Both are register copies of keys the steps load anyway;
+ * *known is false when either side was never compared (pos 0, or the clamp
+ * at M - 1).
+ */
+template <class K, bool LE>
+__device__ __forceinline__ uint32_t
+thread_rank_bounds(const K *p, K t, K &lo, K &hi, bool &known)
+{
+	constexpr uint32_t M = NODE_BYTES / sizeof(K);
+	uint32_t	pos = 0;
+	bool		has_lo = false,
+				has_hi = false;
+
+#pragma unroll
+	for (uint32_t half = M / 2; half >= 1; half >>= 1)
+	{
+		K			k = ld_key<K>(p + pos + half - 1);
+		bool		q = LE ? k <= t : k < t;
+
+		pos += q ? half : 0;
+		lo = q ? k : lo;
+		hi = q ? hi : k;
+		has_lo |= q;
+		has_hi |= !q;
+	}
+	known = has_lo && has_hi;
+	return pos;
+}
+
+/*
  * Rank of t in a leaf of size entries at p (thread search), clamped to
  * size: as thread_rank, plus the last slot when the rank may be M (a full
  * leaf whose every key qualifies; below M slots the clamp to size already
@@ -268,6 +314,91 @@ wide_rank(const K *p, K t)
 	for (int j = 0; j < M; j++)
 		c += LE ? (v[j] <= t) : (v[j] < t);
 	return c;
+}
+
+#define SECTOR_BYTES	32			/* what one L2 / memory transaction brings */
+
+/*
+ * The first j in [a, b) whose key at p does not qualify (is >= t; > t when
+ * LE), or b: a binary search of loads, for a caller that knows every key
+ * before a qualifies and none from b on does.
+ */
+template <class K, bool LE>
+__device__ __forceinline__ uint32_t
+bound_rank(const K *p, K t, uint32_t a, uint32_t b)
+{
+	uint32_t	len = b - a;
+
+	while (len > 0)
+	{
+		uint32_t	half = len >> 1;
+		K			k = ld_key<K>(p + a + half);
+
+		if (LE ? k <= t : k < t)
+		{
+			a += half + 1;
+			len -= half + 1;
+		}
+		else
+			len = half;
+	}
+	return a;
+}
+
+/*
+ * The guessed-sector form of the thread search (GiGpuPolicy.leaf_guess):
+ * the rank of t (keys < t, <= t when LE) among the first size (> 0) keys of
+ * the leaf at p, whose keys lie between lo and hi (the separators its
+ * parent's search compared: lo < keys <= hi).  Keys a leaf spans are close
+ * to evenly spread even when the whole key set is not, so interpolating t
+ * between lo and hi names the sector (SECTOR_BYTES of keys) that holds the
+ * answer most of the time: one 32-byte load (two 16-byte ones issued
+ * together), counted in registers, where a binary search waits for two or
+ * three sectors one after the other.  When every key of the sector
+ * qualifies (none does) the answer lies after it (before it): the
+ * neighbouring sector is counted, and past that (a long run of one key, or
+ * keys far from evenly spread) a binary search takes the rest of that
+ * side.  Exact whatever lo and hi are:
+ * they only pick the first sector.  Padded slots hold the type's max; the
+ * clamp to size drops them when t is the max itself.
+ */
+template <class K, bool LE>
+__device__ __forceinline__ uint32_t
+guess_leaf_rank(const K *p, K t, uint32_t size, K lo, K hi)
+{
+	typedef typename KeyLimits<K>::SKey U;
+	constexpr uint32_t S = SECTOR_BYTES / sizeof(K);
+	float		f = (float) (U) ((U) t - (U) lo) / (float) (U) ((U) hi - (U) lo);
+	float		g = f * (float) size;	/* NaN or huge: the last sector */
+	uint32_t	j = g < (float) (size - 1) ? (uint32_t) g : size - 1;
+	uint32_t	s = j / S;
+	uint32_t	last = (size - 1) / S;
+	K			v[S];
+	uint32_t	c;
+
+	auto count = [&](uint32_t sec) {
+		uint32_t	n = 0;
+
+		load_slot<K, S>(p + sec * S, v);
+#pragma unroll
+		for (uint32_t i = 0; i < S; i++)
+			n += LE ? (v[i] <= t) : (v[i] < t);
+		return n;
+	};
+	c = count(s);
+	if (c == 0 && s > 0)
+	{							/* every key here is past t: look before */
+		c = count(--s);
+		if (c == 0 && s > 0)	/* and there too: a binary search before */
+			return bound_rank<K, LE>(p, t, 0, s * S);
+	}
+	else if (c == S && s < last)
+	{							/* every key here qualifies: look after */
+		c = count(++s);
+		if (c == S && s < last)	/* and there too: a binary search after */
+			return bound_rank<K, LE>(p, t, (s + 1) * S, size);
+	}
+	return umin32(s * S + c, size);
 }
 
 /*
@@ -430,6 +561,9 @@ template <class K, int KPT> struct LeafView<K, KPT, true>
 	uint32_t	li;
 	const K    *keys;			/* its M slots */
 	bool		wide;			/* rank them with wide_rank (TreeDev.wide) */
+	bool		guess;			/* rank them with guess_leaf_rank, between: */
+	K			lo;				/* the parent's key before it (< its keys) */
+	K			hi;				/* its separator (>= its keys) */
 };
 
 /* Where descents start: the root, or a node every probe of a tile passes. */
@@ -515,7 +649,7 @@ template <class K, int G, bool LE, bool DYN, bool TRACK = false>
 __device__ __forceinline__ void
 descend(const TreeDev<K> &T, K t, const Group &g,
 		LeafView<K, NODE_BYTES / sizeof(K) / G> &L, Start S = Start{0, 0},
-		Start *shared = nullptr)
+		Start *shared = nullptr, bool guess = false)
 {
 	constexpr int M = NODE_BYTES / sizeof(K);
 	constexpr int KPT = M / G;
@@ -523,6 +657,8 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 	uint32_t	node = S.node;
 
 	static_assert(G > 1 || !TRACK, "the thread search does not track");
+	if constexpr (G == 1)
+		L.guess = false;
 	for (int l = S.level; l < T.nint; l++)
 	{
 		if constexpr (TRACK)
@@ -531,7 +667,13 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 		if constexpr (G == 1)
 		{
 			uint32_t	c0 = first_child(T, node, l);
-			node = c0 + thread_rank<K, LE>(T.nodes + (size_t) node * M, t);
+			const K    *np = T.nodes + (size_t) node * M;
+
+			if (guess && l == T.nint - 1)	/* the leaves' parent: keep the
+											 * separators for the leaf */
+				node = c0 + thread_rank_bounds<K, LE>(np, t, L.lo, L.hi, L.guess);
+			else
+				node = c0 + thread_rank<K, LE>(np, t);
 		}
 		else
 		{
@@ -594,6 +736,7 @@ leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
 {
 	if constexpr (G == 1)
 		return L.wide ? umin32(wide_rank<K, LE>(L.keys, t), L.size) :
+			(L.guess && L.size > 0) ? guess_leaf_rank<K, LE>(L.keys, t, L.size, L.lo, L.hi) :
 			thread_leaf_rank<K, LE>(L.keys, t, L.size);
 	else
 		return umin32(group_rank<K, G, KPT, LE>(L.v, t, g), L.size);
@@ -605,12 +748,13 @@ leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
  * default); those for a neighbouring key (the run of a successor or
  * predecessor) start at the root.  G = 1: the thread search; with WALK, its
  * second rank in the leaf is walked from the first (walk_le, walk_lt)
- * rather than searched anew: the same answer, fewer loads.
+ * rather than searched anew: the same answer, fewer loads; with guess
+ * (and T.guess) its leaf ranks start from a guessed sector.
  */
 template <class K, int G, bool DYN, bool WALK = false>
 __device__ __forceinline__ void
 answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
-	   uint64_t &f, uint64_t &l, Start S = Start{0, 0})
+	   uint64_t &f, uint64_t &l, Start S = Start{0, 0}, bool guess = false)
 {
 	constexpr int KPT = NODE_BYTES / sizeof(K) / G;
 	const int64_t KMIN = KeyLimits<K>::lo,
@@ -630,7 +774,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 
 		if (t > kmax)			/* nothing >= p */
 			return;
-		descend<K, G, false, DYN>(T, t, g, L, S);
+		descend<K, G, false, DYN>(T, t, g, L, S, nullptr, guess);
 		uint32_t	clt = leaf_rank<K, G, KPT, false>(L, t, g);
 		K			k = t;
 
@@ -651,7 +795,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			l = T.n;
 		else
 		{						/* the run goes on past this leaf */
-			descend<K, G, true, DYN>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0});
+			descend<K, G, true, DYN>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0}, nullptr, guess);
 			l = L.s + leaf_rank<K, G, KPT, true>(L, k, g);
 		}
 	}
@@ -669,7 +813,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 		}
 		else
 		{
-			descend<K, G, true, DYN>(T, t, g, L, S);
+			descend<K, G, true, DYN>(T, t, g, L, S, nullptr, guess);
 			uint32_t	cle = leaf_rank<K, G, KPT, true>(L, t, g);
 
 			l = L.s + cle;
@@ -693,7 +837,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			}
 		}
 		/* the run starts before this leaf */
-		descend<K, G, false, DYN>(T, k, g, L);
+		descend<K, G, false, DYN>(T, k, g, L, Start{0, 0}, nullptr, guess);
 		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
 	}
 	else
@@ -709,7 +853,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			lb = T.n;
 		else
 		{
-			descend<K, G, false, DYN>(T, (K) p, g, L, S);
+			descend<K, G, false, DYN>(T, (K) p, g, L, S, nullptr, guess);
 			lb = L.s + leaf_rank<K, G, KPT, false>(L, (K) p, g);
 		}
 		if (ph < KMIN)
@@ -718,7 +862,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			ub = T.n;
 		else
 		{
-			descend<K, G, true, DYN>(T, (K) ph, g, L, S);
+			descend<K, G, true, DYN>(T, (K) ph, g, L, S, nullptr, guess);
 			ub = L.s + leaf_rank<K, G, KPT, true>(L, (K) ph, g);
 		}
 		f = lb;
@@ -788,9 +932,9 @@ decode_probe(uint64_t sk, uint32_t &idx)
  * descend, one a row does (GiGpuPolicy.dedup).  min_blocks: the tiled
  * kernel's launch bound (GiGpuPolicy.tile_min_blocks; 0 the default).
  * With gate (a device int) a sample
- * of the batch decides first: *gate = 1 when its tiles are narrow, and the
- * tiled kernel runs only then; the caller launches the per-probe kernel
- * gated on *gate == 0 after this call.
+ * of the batch decides first: *gate = GATE_TILES when its tiles are narrow,
+ * and the tiled kernel runs only then; the caller launches the per-probe
+ * kernel after this call, which runs unless *gate is GATE_TILES.
  */
 template <class K, bool DYN>
 GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,

@@ -658,7 +658,7 @@ run_tile(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *prob
  * tile stages (0: never, and no run search).  DEDUP: equal probes that
  * descend do so once a row (row_descend; an instantiation of its own, so
  * that the kernel without it keeps its registers).  gate: run only when
- * *gate is 1 (the sample chose tiles; NULL: always).  MIN_BLOCKS: the
+ * *gate is GATE_TILES (the sample chose tiles; NULL: always).  MIN_BLOCKS: the
  * blocks an SM must fit, the launch bound that caps the registers
  * (GiGpuPolicy.tile_min_blocks); the shared memory a block takes (the
  * staging windows) is the same for every value, and the launch sizes the
@@ -684,7 +684,7 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 	RowCarry   *carry = DEDUP ? &row_carries[threadIdx.x >> 5] : nullptr;
 	bool		have = false;	/* *W holds the run search's window */
 
-	if (gate && *gate != 1)
+	if (gate && *gate != GATE_TILES)
 		return;
 	for (uint64_t tile = warp * tiles / nwarps; tile < (warp + 1) * tiles / nwarps; tile++)
 	{
@@ -740,19 +740,25 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 	}
 }
 
+#define TILE_NARROW		0			/* sample_class: a tile for the tiled search */
+#define TILE_LOCAL		1			/* leaves shared with its neighbours */
+#define TILE_SCATTERED	2			/* a leaf a probe, like a random batch */
+#define SCATTER_LEAVES	4096		/* tiles over more leaves are scattered */
+
 /*
- * Whether the tile of cnt probes (and range ends) at base is narrow, for the
- * sample: its keys span at most half of the tree's key span (tile_narrow)
- * and, unless max_leaves is 0, lie in at most max_leaves leaves
- * (tile_bounds: by rank, so that a skewed key distribution, whose long tail
- * makes every tile look narrow by key span, is judged by where its keys
- * fall).  Every load of a lane is issued before the first is used (the
- * sample's time is a few memory latencies, not one a row: it sits in
- * front of every sampled batch).
+ * What the tile of cnt probes (and range ends) at base is, for the sample:
+ * narrow when its keys span at most half of the tree's key span
+ * (tile_narrow) and, unless max_leaves is 0, lie in less than max_leaves
+ * leaves (tile_bounds: by rank, so that a skewed key distribution, whose
+ * long tail makes every tile look narrow by key span, is judged by where
+ * its keys fall); else scattered when they span more than half of the key
+ * span or SCATTER_LEAVES leaves or more, else local.  Every load of a lane
+ * is issued before the first is used (the sample's time is a few memory
+ * latencies, not one a row: it sits in front of every sampled batch).
  */
 template <class K, bool DYN>
-__device__ __forceinline__ bool
-sample_narrow(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
+__device__ __forceinline__ int
+sample_class(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *probes_hi,
 			  uint64_t base, uint32_t cnt, uint32_t max_leaves)
 {
 	constexpr int ROWS = TILE_PROBES / 32;
@@ -786,22 +792,27 @@ sample_narrow(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t 
 	lo = clamp_to_tree<K>(T, lo);
 	hi = clamp_to_tree<K>(T, hi);
 	if (!tile_narrow<K>(T, lo, hi))
-		return false;
+		return TILE_SCATTERED;
 	if (max_leaves == 0)
-		return true;
+		return TILE_NARROW;
 
 	Start		S;
 	uint32_t	li0,
 				li1;
 
 	tile_bounds<K, DYN>(T, op, lo, hi, &S, &li0, &li1);
-	return li1 < li0 + max_leaves;
+	return li1 < li0 + max_leaves ? TILE_NARROW :
+		li1 < li0 + SCATTER_LEAVES ? TILE_LOCAL : TILE_SCATTERED;
 }
 
 /*
  * The sample that picks the kernel for a batch: one block of SAMPLE_WARPS
  * warps looks at up to SAMPLE_TILES tiles spread over it (two a warp) and
- * sets *gate to 1 (tiled search) or 0 (per-probe kernel).  sample_leaves
+ * sets *gate to GATE_TILES (tiled search), else to GATE_SCATTERED when at
+ * least half of the sampled tiles are scattered (the per-probe kernel,
+ * whose thread search may then guess leaf sectors: TreeDev.guess_sampled)
+ * or GATE_PER_PROBE (the per-probe kernel, without the guess: its leaves
+ * are often in cache already).  sample_leaves
  * (GiGpuPolicy.sample_leaves): >= 0, tiles when at least half of the
  * sampled tiles lie in at most that many leaves (0: TILE_MAX_LEAVES, the
  * staging window); -1, the rule measured until 2026-11-26: tiles when one
@@ -817,28 +828,30 @@ __global__ void __launch_bounds__(SAMPLE_WARPS * 32)
 tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
 				   uint64_t count, int sample_leaves, int *gate)
 {
-	__shared__ int narrow;
+	__shared__ int narrow,
+				scattered;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
 	uint64_t	sampled = std::min<uint64_t>(tiles, SAMPLE_TILES);
 	uint32_t	max_leaves = sample_leaves < 0 ? 0 : sample_leaves == 0 ? TILE_MAX_LEAVES :
 		(uint32_t) sample_leaves;
 
 	if (threadIdx.x == 0)
-		narrow = 0;
+		narrow = scattered = 0;
 	__syncthreads();
 	for (uint64_t k = threadIdx.x >> 5; k < sampled; k += SAMPLE_WARPS)
 	{
 		uint64_t	base = k * tiles / sampled * TILE_PROBES;
-		bool		nw = sample_narrow<K, DYN>(T, op, probes, probes_hi, base,
-											   (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES),
-											   max_leaves);
+		int			c = sample_class<K, DYN>(T, op, probes, probes_hi, base,
+											 (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES),
+											 max_leaves);
 
-		if ((threadIdx.x & 31) == 0 && nw)
-			atomicAdd(&narrow, 1);
+		if ((threadIdx.x & 31) == 0 && c != TILE_LOCAL)
+			atomicAdd(c == TILE_NARROW ? &narrow : &scattered, 1);
 	}
 	__syncthreads();
 	if (threadIdx.x == 0)
-		*gate = (sample_leaves < 0 ? narrow * 8 : narrow * 2) >= (int) sampled ? 1 : 0;
+		*gate = (sample_leaves < 0 ? narrow * 8 : narrow * 2) >= (int) sampled ? GATE_TILES :
+			scattered * 2 >= (int) sampled ? GATE_SCATTERED : GATE_PER_PROBE;
 }
 
 /* Blocks the grid of one instantiation holds at most: those that fit an

@@ -108,6 +108,20 @@ typedef struct GiGpuPolicy
 								 * 0.82x over the 216 rows of bench/kernel
 								 * --paths, no faster at 10^8 keys);
 								 * GI_GPU_WIDE overrides it */
+	int			leaf_guess;		/* how the thread search ranks a probe in a
+								 * leaf (when wide is off): 1 from a
+								 * guessed sector (interpolated between
+								 * the separators the parent's search read:
+								 * one 32-byte load, then the neighbouring
+								 * sector, then a binary search of the
+								 * rest), -1 a binary search of loads over
+								 * the whole line; 0 default: the guess in
+								 * static trees over 4x the L2 size, for
+								 * batches whose order sample finds them
+								 * scattered over the leaves (random
+								 * batches of 2^22 probes or more; as
+								 * measured, cuda/gpu_btree.cu guess_tree);
+								 * GI_GPU_LEAF_GUESS overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

@@ -82,6 +82,10 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *   GI_GPU_WIDE      whether the GPU B+ tree's thread search ranks a probe in
  *                    a node by loading the whole node ("on", 1) or by a
  *                    binary search of loads ("off", -1); dflt otherwise
+ *   GI_GPU_LEAF_GUESS  whether the GPU B+ tree's thread search ranks a probe
+ *                    in a leaf starting from the sector its parent's
+ *                    separators point to ("on", 1) or by a binary search
+ *                    of loads ("off", -1); dflt otherwise
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
@@ -94,6 +98,7 @@ int			gi_setting_gpu_tile_min_blocks(int dflt);
 int			gi_setting_gpu_leaf_walk(int dflt);
 int			gi_setting_gpu_top(int dflt);
 int			gi_setting_gpu_wide(int dflt);
+int			gi_setting_gpu_leaf_guess(int dflt);
 void		gi_settings_reload(void);
 
 #ifdef __cplusplus

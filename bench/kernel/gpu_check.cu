@@ -231,7 +231,10 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	 * reference and every other policy take the table); the thread search
 	 * with wide leaves (15th field 1), with the table, without it and with
 	 * children from the prefix sums, after the probe sort, without the
-	 * leaf walk */
+	 * leaf walk; the thread search without the guessed leaf sector (16th
+	 * field -1, per probe) and with it at every tree size (1: per probe,
+	 * after the probe sort, without the leaf walk, and behind the sample
+	 * with children from the prefix sums, from the root) */
 	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0}, {0, 0, 4, 1, 1, 0}, {0, 0, 8, 1, 3, 0},
 	{0, 0, 2, 1, 2, 0}, {0, 0, 2, 1, 0, 0}, {0, 0, 2, 1, 0, 1}, {0, 0, 4, 1, 2, 1},
 	{0, 0, 8, 1, 1, 1}, {0, 0, 2, 1, 0, -1}, {0, 0, 2, 0, 0, -1, 1},
@@ -247,7 +250,10 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1}, {0, 0, 2, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1},
 	{1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 	{0, 0, 1, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, -1, 1}, {1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
-	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1, 0, 1}};
+	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1, 0, 1},
+	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+	{1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1, 0, 0, 1},
+	{0, 0, 1, 0, 0, -1, 1, -1, 0, 0, 0, 0, 0, -1, 0, 1}};
 	const int	ntiles = (int) (sizeof(tiles) / sizeof(tiles[0]));
 	size_t		q = p.size();
 	std::vector<uint64_t> rf(q), rl(q), f(q), l(q);
@@ -296,11 +302,12 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				 * probe (thread search), behind the order sample (gate_min
 				 * 1), the tiled search, the engine's probe sort, the
 				 * default policy, per probe without the leaf walk, with wide leaves,
-				 * and without the top table */
-				GiGpuPolicy sp[8] = {{0, 0, 1, -1, 0, -1}, {0, 0, 1, 0, 0, -1, 1},
+				 * without the top table, and with the guessed leaf sector */
+				GiGpuPolicy sp[9] = {{0, 0, 1, -1, 0, -1}, {0, 0, 1, 0, 0, -1, 1},
 				{0, 0, 2, 1, 0, -1}, {1, 0, 1, -1, 0, -1}, {-1, 0, 1, 0, 0, -1},
 				{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1},
-				{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1}};
+				{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1},
+				{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}};
 
 				for (GiGpuPolicy &pol : sp)
 				{
@@ -316,11 +323,11 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				for (size_t i = 0; i < q && bad == q; i++)
 					if (f[i] != rf[i] || l[i] != rl[i])
 						bad = i;
-				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d sample_leaves=%d snapshot=%d tile_min_blocks=%d leaf_walk=%d top=%d wide=%d",
+				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d sample_leaves=%d snapshot=%d tile_min_blocks=%d leaf_walk=%d top=%d wide=%d leaf_guess=%d",
 						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
 						 pol.tile, pol.window, pol.run, pol.gate_min, pol.child_arith, pol.dedup,
 						 pol.sample_leaves, pol.snapshot, pol.tile_min_blocks, pol.leaf_walk,
-						 pol.top, pol.wide);
+						 pol.top, pol.wide, pol.leaf_guess);
 				if (bad < q)
 					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
 						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],

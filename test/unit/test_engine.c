@@ -707,7 +707,8 @@ run_error_cases(bool gpu)
 /*
  * The GPU query settings read from the environment (engine/engine_util.c)
  * that select a search policy field: GI_GPU_TILE_MIN_BLOCKS takes 2, 3 or 4
- * and nothing else, GI_GPU_LEAF_WALK off / auto / on (or -1 / 0 / 1); an
+ * and nothing else, GI_GPU_LEAF_WALK and GI_GPU_LEAF_GUESS off / auto / on
+ * (or -1 / 0 / 1); an
  * unset or unknown value gives the caller's default, and a value is read
  * once until gi_settings_reload().  Host only: runs with or without a GPU.
  */
@@ -718,7 +719,8 @@ run_settings_cases(void)
 	{
 		const char *value;		/* NULL: unset */
 		int			blocks;		/* gi_setting_gpu_tile_min_blocks(7) */
-		int			walk;		/* gi_setting_gpu_leaf_walk(7) */
+		int			walk;		/* gi_setting_gpu_leaf_walk(7), and the same
+								 * of gi_setting_gpu_leaf_guess(7) */
 	}			cases[] = {
 		{NULL, 7, 7}, {"", 7, 7}, {"2", 2, 7}, {"3", 3, 7}, {"4", 4, 7}, {"1", 7, 1},
 		{"5", 7, 7}, {"0", 7, 0}, {"-1", 7, -1}, {"off", 7, -1}, {"auto", 7, 0},
@@ -730,27 +732,32 @@ run_settings_cases(void)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 	{
 		int			blocks,
-					walk;
+					walk,
+					guess;
 
 		if (cases[i].value)
 		{
 			setenv("GI_GPU_TILE_MIN_BLOCKS", cases[i].value, 1);
 			setenv("GI_GPU_LEAF_WALK", cases[i].value, 1);
+			setenv("GI_GPU_LEAF_GUESS", cases[i].value, 1);
 		}
 		else
 		{
 			unsetenv("GI_GPU_TILE_MIN_BLOCKS");
 			unsetenv("GI_GPU_LEAF_WALK");
+			unsetenv("GI_GPU_LEAF_GUESS");
 		}
 		gi_settings_reload();
 		blocks = gi_setting_gpu_tile_min_blocks(7);
 		walk = gi_setting_gpu_leaf_walk(7);
-		snprintf(what, sizeof(what), "GI_GPU_TILE_MIN_BLOCKS / GI_GPU_LEAF_WALK = %s",
+		guess = gi_setting_gpu_leaf_guess(7);
+		snprintf(what, sizeof(what), "GI_GPU_TILE_MIN_BLOCKS / GI_GPU_LEAF_WALK / GI_GPU_LEAF_GUESS = %s",
 				 cases[i].value ? cases[i].value : "(unset)");
-		if (blocks != cases[i].blocks || walk != cases[i].walk)
-			printf("FAIL %s: min blocks %d (want %d), leaf walk %d (want %d)\n", what, blocks,
-				   cases[i].blocks, walk, cases[i].walk);
-		test_record(&tr, blocks == cases[i].blocks && walk == cases[i].walk, what);
+		if (blocks != cases[i].blocks || walk != cases[i].walk || guess != cases[i].walk)
+			printf("FAIL %s: min blocks %d (want %d), leaf walk %d, leaf guess %d (want %d)\n", what,
+				   blocks, cases[i].blocks, walk, guess, cases[i].walk);
+		test_record(&tr, blocks == cases[i].blocks && walk == cases[i].walk &&
+					guess == cases[i].walk, what);
 	}
 	/* read once: a change without gi_settings_reload() is not seen */
 	setenv("GI_GPU_TILE_MIN_BLOCKS", "2", 1);
@@ -767,6 +774,7 @@ run_settings_cases(void)
 	}
 	unsetenv("GI_GPU_TILE_MIN_BLOCKS");
 	unsetenv("GI_GPU_LEAF_WALK");
+	unsetenv("GI_GPU_LEAF_GUESS");
 	gi_settings_reload();
 }
 

@@ -53,6 +53,7 @@ typedef struct SortedMode
 	bool		every_shape;	/* past NRUN_MODES: run for every key shape */
 	const char *top;			/* GI_GPU_TOP (NULL: unset) */
 	const char *wide;			/* GI_GPU_WIDE (NULL: unset) */
+	const char *leaf_guess;		/* GI_GPU_LEAF_GUESS (NULL: unset) */
 } SortedMode;
 
 static const SortedMode modes[] = {
@@ -83,6 +84,14 @@ static const SortedMode modes[] = {
 	{"thread wide", "off", NULL, NULL, NULL, "1", NULL, NULL, true, NULL, "on"},	/* whole-leaf loads */
 	{"thread wide no walk", "off", NULL, NULL, NULL, "1", NULL, "off", false, NULL, "on"},
 	{"thread wide no top", "off", NULL, NULL, NULL, "1", NULL, NULL, false, "off", "on"},
+	{"thread guess", "off", NULL, NULL, NULL, "1", NULL, NULL, true, NULL, NULL, "on"},	/* leaf ranks
+																						 * from a
+																						 * guessed
+																						 * sector */
+	{"sampled thread guess", "off", "0", NULL, NULL, "1", NULL, NULL, false, NULL, NULL, "on"},
+	{"thread guess no walk", "off", NULL, NULL, NULL, "1", NULL, "off", false, NULL, NULL, "on"},
+	{"thread guess no top", "off", NULL, NULL, NULL, "1", NULL, NULL, false, "off", NULL, "on"},
+	{"thread guess prefix", "off", NULL, "off", NULL, "1", NULL, NULL, false, NULL, NULL, "on"},
 };
 #define NMODES ((int) (sizeof(modes) / sizeof(modes[0])))
 #define NRUN_MODES 3			/* the run search's; the rest run for shapes
@@ -247,6 +256,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 			set_or_unset("GI_GPU_LEAF_WALK", modes[mode].leaf_walk);
 			set_or_unset("GI_GPU_TOP", modes[mode].top);
 			set_or_unset("GI_GPU_WIDE", modes[mode].wide);
+			set_or_unset("GI_GPU_LEAF_GUESS", modes[mode].leaf_guess);
 			memset(rf, 0xAB, np * sizeof(uint64_t));
 			memset(rl, 0xCD, np * sizeof(uint64_t));
 			st = gi_image_query(img, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL, np, rf, rl, &err);
@@ -287,6 +297,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 	unsetenv("GI_GPU_LEAF_WALK");
 	unsetenv("GI_GPU_TOP");
 	unsetenv("GI_GPU_WIDE");
+	unsetenv("GI_GPU_LEAF_GUESS");
 	gi_settings_reload();
 }
 
