@@ -51,6 +51,8 @@
 #define TOP_MAX_BITS	21			/* the top table: at most 2^21 buckets
 									 * (8 MB, in L2 beside the upper levels) */
 #define LEAF_WALK_DEFAULT(K) (sizeof(K) == 4)	/* GiGpuPolicy.leaf_walk 0 */
+#define TOP_PER_PARENT	4			/* top table buckets a parent of leaves,
+									 * where entries stop there (top_bits) */
 #define GUESS_TREE_L2X	4			/* GiGpuPolicy.leaf_guess 0: on for trees
 									 * over 4x the L2 size (guess_tree) */
 #define SNAPSHOT_MIN_PROBES (1u << 16)	/* smaller batches on an insertable
@@ -316,14 +318,26 @@ guess_tree(const Geo *g)
 	return (g->leaf.nodes + g->inodes) * (uint64_t) NODE_BYTES > GUESS_TREE_L2X * gi_gpu_l2_bytes();
 }
 
-/* Buckets (as bits) of the top table of a tree of nleaves leaves: about two
- * a leaf, at most 2^TOP_MAX_BITS. */
+/*
+ * Buckets (as bits) of the top table of a tree of shape g: about two a
+ * leaf, at most 2^TOP_MAX_BITS; where its entries stop at the leaves'
+ * parent (guess_tree), about TOP_PER_PARENT a parent, since finer buckets
+ * would name the same nodes.  That also keeps the table's share of L2
+ * small beside the parents.  H100, 2026-11-26, 10^8 int32 uniform keys
+ * (bench/kernel at 10^8 keys, four runs in one call): random point probes
+ * 13.77 (4 a parent), 13.89 (2), 12.49 / 12.63 (2 a leaf: 8 MB); clustered
+ * ones 33.27, 32.78 and 34.03 / 34.29; 2 a parent made the clustered int64
+ * batch slower than binary search.
+ */
 static int
-top_bits(uint64_t nleaves)
+top_bits(const Geo *g)
 {
 	int			b = 4;
+	uint64_t	units = 2 * g->leaf.nodes;
 
-	while (b < TOP_MAX_BITS && (1ull << b) < 2 * nleaves)
+	if (guess_tree(g) && g->nint > 1)
+		units = TOP_PER_PARENT * g->lev[g->nint - 1].nodes;
+	while (b < TOP_MAX_BITS && (1ull << b) < units)
 		b++;
 	return b;
 }
@@ -335,7 +349,7 @@ top_bytes(const Geo *g)
 {
 	if (g->n == 0 || g->nint == 0 || g->inodes + g->leaf.nodes > TOP_NODE_MASK)
 		return 0;
-	return sizeof(uint32_t) << top_bits(g->leaf.nodes);
+	return sizeof(uint32_t) << top_bits(g);
 }
 
 /*
@@ -353,7 +367,7 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
 {
 	typedef typename KeyLimits<K>::SKey U;
 	const U		range = (U) kmax - (U) kmin;
-	const int	B = top_bits(g->leaf.nodes);
+	const int	B = top_bits(g);
 	int			bits = 0,
 				shift;
 	uint64_t	nb;
