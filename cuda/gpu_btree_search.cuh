@@ -90,7 +90,7 @@ template <class K> struct TreeDev
 								 * read both separators around it ... */
 	bool		guess_sampled;	/* ... and, if set, only in a batch whose
 								 * order sample found it scattered
-								 * (GATE_SCATTERED) */
+								 * (GATE_SCATTERED; btree_search_kernel) */
 	/*
 	 * The top table (static trees; NULL: none, or not used): entry b is
 	 * the deepest node every descent for a key of bucket b passes, bucket
@@ -936,6 +936,13 @@ decode_probe(uint64_t sk, uint32_t &idx)
  * and the tiled kernel runs only then; the caller launches the per-probe
  * kernel after this call, which runs unless *gate is GATE_TILES.
  */
+/* The order sample alone (tile_sample_kernel): *gate on stream st, for
+ * the caller to read. */
+template <class K, bool DYN>
+GiStatus	gi_gpu_btree_order_sample(const TreeDev<K> &T, cudaStream_t st, int op,
+									  const int64_t *probes, const int64_t *hi, uint64_t count,
+									  int sample_leaves, int *gate, GiError *err);
+
 template <class K, bool DYN>
 GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									 const int64_t *probes, const int64_t *hi, uint64_t count,

@@ -958,6 +958,18 @@ launch_tile(const TreeDev<K> &T, cudaStream_t st, int op, const int64_t *probes,
 /* The tiled search of a batch (gpu_btree_search.cuh). */
 template <class K, bool DYN>
 GiStatus
+gi_gpu_btree_order_sample(const TreeDev<K> &T, cudaStream_t st, int op,
+						  const int64_t *probes, const int64_t *hi, uint64_t count,
+						  int sample_leaves, int *gate, GiError *err)
+{
+	tile_sample_kernel<K, DYN><<<1, SAMPLE_WARPS * 32, 0, st>>>(T, op, probes, hi, count,
+																sample_leaves, gate);
+	CKL("tile_sample_kernel");
+	return GI_OK;
+}
+
+template <class K, bool DYN>
+GiStatus
 gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 						 const int64_t *probes, const int64_t *hi, uint64_t count,
 						 uint64_t *first, uint64_t *last, int group, int window,

@@ -15,3 +15,6 @@ template GiStatus gi_gpu_btree_tile_search<int32_t, true>(const TreeDev<int32_t>
 														  const int64_t *, const int64_t *, uint64_t,
 														  uint64_t *, uint64_t *, int, int, int, bool, int, int, int *,
 														  GiError *);
+template GiStatus gi_gpu_btree_order_sample<int32_t, false>(const TreeDev<int32_t> &, cudaStream_t, int,
+															const int64_t *, const int64_t *, uint64_t, int,
+															int *, GiError *);
