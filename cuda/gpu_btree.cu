@@ -313,9 +313,11 @@ top_table_kernel(TreeDev<K> T, uint32_t *top)
  * (GiGpuPolicy.leaf_guess 0) in a tree of shape g: when its nodes are many
  * times the L2 size, so that a leaf comes from memory, where one sector
  * instead of two or three dependent ones pays.  H100, 2026-11-26 (bench/
- * kernel --paths, column "no leaf guess"): random 10^8 point probes over
- * 10^8 int32 keys 12.71 with it against 10.91 without; over 10^6-10^7 keys
- * (the leaves in L2) 0.81-1.19x, mostly slower.
+ * kernel --paths, column "no leaf guess", results-h100-2026-11-26m.txt):
+ * random 10^8 point probes over 10^8 int32 keys 13.95 with it against
+ * 12.27 without; over 10^6-10^7 keys (the leaves in L2) 0.81-1.30x in the
+ * first run (-26k), mostly slower; sorted and clustered batches slower
+ * everywhere (0.81x), hence only behind the sample's GATE_SCATTERED.
  */
 static bool
 guess_tree(const Geo *g)
