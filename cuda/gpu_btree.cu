@@ -778,25 +778,13 @@ launch_search(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probe
 	return GI_OK;
 }
 
-/* Launch the thread search (group 1) with the leaf walk or without. */
-template <class K, bool SORTED, bool DYN, bool GUESS>
-static GiStatus
-launch_thread(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
-			  const int64_t *hi, const void *skeys, const uint32_t *sidx,
-			  uint64_t count, uint64_t *first, uint64_t *last, bool walk,
-			  const int *gate, GiError *err)
-{
-	if (walk)
-		return launch_search<K, 1, SORTED, DYN, true, GUESS>(st, T, op, probes, hi, skeys, sidx, count,
-															 first, last, gate, err);
-	return launch_search<K, 1, SORTED, DYN, false, GUESS>(st, T, op, probes, hi, skeys, sidx, count,
-														  first, last, gate, err);
-}
-
 /* Dispatch on the group size (int32: 1..32 lanes, int64: 1..16) and, for
  * the thread search, the leaf walk and the guessed leaf sector: always
  * (T.guess), never, or (T.guess_sampled, behind a sample) the pair of
- * launches btree_search_kernel describes. */
+ * launches btree_search_kernel describes.  The guessing kernels exist for
+ * static trees only, each walking as its key width's default
+ * (LEAF_WALK_DEFAULT): every combination would cost the build a minute
+ * of compiling for kernels no default takes. */
 template <class K, bool SORTED, bool DYN>
 static GiStatus
 launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
@@ -809,14 +797,21 @@ launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *pro
 	switch (group)
 	{
 		case 1:
-			if (T.guess && T.guess_sampled && gate)
-				CKS((launch_thread<K, SORTED, DYN, true>(st, T, op, probes, hi, skeys, sidx, count,
-														 first, last, walk, gate, err)));
-			else if (T.guess && !T.guess_sampled)
-				return launch_thread<K, SORTED, DYN, true>(st, T, op, probes, hi, skeys, sidx, count,
-														   first, last, walk, gate, err);
-			return launch_thread<K, SORTED, DYN, false>(st, T, op, probes, hi, skeys, sidx, count,
-														first, last, walk, gate, err);
+			if constexpr (!DYN)
+			{
+				constexpr bool W = LEAF_WALK_DEFAULT(K);
+
+				if (T.guess && T.guess_sampled && gate)
+					CKS((launch_search<K, 1, SORTED, false, W, true>(st, T, op, probes, hi, skeys, sidx,
+																	 count, first, last, gate, err)));
+				else if (T.guess && !T.guess_sampled)
+					return launch_search<K, 1, SORTED, false, W, true>(st, T, op, probes, hi, skeys, sidx,
+																	   count, first, last, gate, err);
+			}
+			if (walk)
+				return launch_search<K, 1, SORTED, DYN, true>(st, T, op, probes, hi, skeys, sidx, count,
+															  first, last, gate, err);
+			LAUNCH_G(1);
 		case 8:
 			LAUNCH_G(8);
 		case 16:
@@ -900,8 +895,9 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	{
 		int			guess = gi_setting_gpu_leaf_guess(g_policy.leaf_guess);
 
-		/* 0: in trees many times L2, batches the sample finds scattered */
-		T.guess = guess > 0 || (guess == 0 && !dyn && guess_tree(g));
+		/* 0: in trees many times L2, batches the sample finds scattered;
+		 * never on the directory (launch_search_g) */
+		T.guess = !dyn && (guess > 0 || (guess == 0 && guess_tree(g)));
 		T.guess_sampled = guess == 0 && T.guess;	/* a pair of launches where sampled */
 	}
 	T.top = NULL;

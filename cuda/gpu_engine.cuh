@@ -121,6 +121,10 @@ typedef struct GiGpuPolicy
 								 * scattered over the leaves (random
 								 * batches of 2^22 probes or more; as
 								 * measured, cuda/gpu_btree.cu guess_tree);
+								 * static trees and static copies only (not
+								 * an insertable image's directory), and
+								 * with the guess the leaf walk is the key
+								 * width's default (leaf_walk ignored);
 								 * GI_GPU_LEAF_GUESS overrides it */
 } GiGpuPolicy;
 

@@ -233,8 +233,10 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	 * children from the prefix sums, after the probe sort, without the
 	 * leaf walk; the thread search without the guessed leaf sector (16th
 	 * field -1, per probe) and with it at every tree size (1: per probe,
-	 * after the probe sort, without the leaf walk, and behind the sample
-	 * with children from the prefix sums, from the root) */
+	 * after the probe sort, with leaf_walk -1 (ignored: the guessing
+	 * kernels walk as the width's default), and behind the sample with
+	 * children from the prefix sums, from the root; an insertable image's
+	 * directory does not guess) */
 	static const GiGpuPolicy tiles[] = {{0, 0, 2, 1, -1, 0}, {0, 0, 4, 1, 1, 0}, {0, 0, 8, 1, 3, 0},
 	{0, 0, 2, 1, 2, 0}, {0, 0, 2, 1, 0, 0}, {0, 0, 2, 1, 0, 1}, {0, 0, 4, 1, 2, 1},
 	{0, 0, 8, 1, 1, 1}, {0, 0, 2, 1, 0, -1}, {0, 0, 2, 0, 0, -1, 1},

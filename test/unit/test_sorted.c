@@ -89,7 +89,10 @@ static const SortedMode modes[] = {
 																						 * guessed
 																						 * sector */
 	{"sampled thread guess", "off", "0", NULL, NULL, "1", NULL, NULL, false, NULL, NULL, "on"},
-	{"thread guess no walk", "off", NULL, NULL, NULL, "1", NULL, "off", false, NULL, NULL, "on"},
+	{"thread guess walk off", "off", NULL, NULL, NULL, "1", NULL, "off", false, NULL, NULL, "on"},	/* the
+																									 * walk
+																									 * setting
+																									 * ignored */
 	{"thread guess no top", "off", NULL, NULL, NULL, "1", NULL, NULL, false, "off", NULL, "on"},
 	{"thread guess prefix", "off", NULL, "off", NULL, "1", NULL, NULL, false, NULL, NULL, "on"},
 };
