@@ -358,9 +358,9 @@ bound_rank(const K *p, K t, uint32_t a, uint32_t b)
  * qualifies (none does) the answer lies after it (before it): the
  * neighbouring sector is counted, and past that (a long run of one key, or
  * keys far from evenly spread) a binary search takes the rest of that
- * side.  Exact whatever lo and hi are:
- * they only pick the first sector.  Padded slots hold the type's max; the
- * clamp to size drops them when t is the max itself.
+ * side.  Exact whatever lo and hi are: they only pick the first sector.
+ * Padded slots hold the type's max; the clamp to size drops them when t
+ * is the max itself.
  */
 template <class K, bool LE>
 __device__ __forceinline__ uint32_t
