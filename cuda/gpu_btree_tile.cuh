@@ -955,7 +955,7 @@ launch_tile(const TreeDev<K> &T, cudaStream_t st, int op, const int64_t *probes,
 												max_leaves, run, min_blocks, gate, err);
 }
 
-/* The tiled search of a batch (gpu_btree_search.cuh). */
+/* The order sample of a batch alone (gpu_btree_search.cuh). */
 template <class K, bool DYN>
 GiStatus
 gi_gpu_btree_order_sample(const TreeDev<K> &T, cudaStream_t st, int op,
@@ -968,6 +968,7 @@ gi_gpu_btree_order_sample(const TreeDev<K> &T, cudaStream_t st, int op,
 	return GI_OK;
 }
 
+/* The tiled search of a batch (gpu_btree_search.cuh). */
 template <class K, bool DYN>
 GiStatus
 gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
@@ -980,11 +981,7 @@ gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 		(uint32_t) std::min(window, TILE_MAX_LEAVES);
 
 	if (gate)
-	{
-		tile_sample_kernel<K, DYN><<<1, SAMPLE_WARPS * 32, 0, st>>>(T, op, probes, hi, count,
-																	sample_leaves, gate);
-		CKL("tile_sample_kernel");
-	}
+		CKS((gi_gpu_btree_order_sample<K, DYN>(T, st, op, probes, hi, count, sample_leaves, gate, err)));
 	switch (group)
 	{
 		case 4:
