@@ -50,7 +50,6 @@
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
 #define TOP_MAX_BITS	21			/* the top table: at most 2^21 buckets
 									 * (8 MB, in L2 beside the upper levels) */
-#define LEAF_WALK_DEFAULT(K) (sizeof(K) == 4)	/* GiGpuPolicy.leaf_walk 0 */
 #define TOP_PER_PARENT	4			/* top table buckets a parent of leaves,
 									 * where entries stop there (top_bits) */
 #define GUESS_TREE_L2X	4			/* GiGpuPolicy.leaf_guess 0: on for trees
@@ -81,7 +80,7 @@
  * without it on 60 of 192 rows (dense and lognormal batches) and faster on
  * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).
  */
-static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0};
+static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */
@@ -1009,21 +1008,30 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		int			run = gi_setting_gpu_run_search(g_policy.run);
 		bool		dedup = gi_setting_gpu_dedup(g_policy.dedup == 0 ? 1 : g_policy.dedup) > 0;
 		int			min_blocks = gi_setting_gpu_tile_min_blocks(g_policy.tile_min_blocks);
+		bool		stream = group == 1 && run < 0 && gi_setting_gpu_stream(g_policy.stream) >= 0;
 
 		if (dyn)
 		{
-			CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
-												   group, g_policy.window, run, dedup, g_policy.sample_leaves,
-												   min_blocks, gate, err)));
+			if (stream)
+				CKS((gi_gpu_btree_stream_search<K, true>(T, st, op, probes, hi, count, first, last,
+														 g_policy.window, g_policy.sample_leaves, gate, err)));
+			else
+				CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
+													   group, g_policy.window, run, dedup,
+													   g_policy.sample_leaves, min_blocks, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
 													 first, last, group, walk, gate, err)));
 		}
 		else
 		{
-			CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
-													group, g_policy.window, run, dedup, g_policy.sample_leaves,
-												   min_blocks, gate, err)));
+			if (stream)
+				CKS((gi_gpu_btree_stream_search<K, false>(T, st, op, probes, hi, count, first, last,
+														  g_policy.window, g_policy.sample_leaves, gate, err)));
+			else
+				CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
+														group, g_policy.window, run, dedup,
+														g_policy.sample_leaves, min_blocks, gate, err)));
 			if (gate)
 				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
 													  first, last, group, walk, gate, err)));

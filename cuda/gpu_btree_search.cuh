@@ -20,6 +20,8 @@
 #define GATE_TILES		1			/* the tiled search */
 #define GATE_SCATTERED	2			/* the per-probe kernel; its probes are
 									 * scattered over the leaves */
+#define LEAF_WALK_DEFAULT(K) (sizeof(K) == 4)	/* GiGpuPolicy.leaf_walk 0; the
+												 * stream and guessing kernels' */
 #define GATE_MIN_DEFAULT (1u << 22)	/* smaller batches take the per-probe
 										 * kernel without the sample
 										 * (GiGpuPolicy.gate_min).  H100,
@@ -949,5 +951,18 @@ GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									 uint64_t *first, uint64_t *last, int group, int window,
 									 int run, bool dedup, int sample_leaves, int min_blocks,
 									 int *gate, GiError *err);
+
+/*
+ * The stream search (cuda/gpu_btree_stream.cuh): the tiled search's narrow
+ * tiles in a kernel whose other probes take the thread search (the
+ * default where the per-probe kernel's group is 1 and the run search
+ * off; GiGpuPolicy.stream).  window, sample_leaves and gate as for
+ * gi_gpu_btree_tile_search.
+ */
+template <class K, bool DYN>
+GiStatus	gi_gpu_btree_stream_search(const TreeDev<K> &T, cudaStream_t st, int op,
+									   const int64_t *probes, const int64_t *hi, uint64_t count,
+									   uint64_t *first, uint64_t *last, int window,
+									   int sample_leaves, int *gate, GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */

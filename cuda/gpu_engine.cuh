@@ -126,6 +126,14 @@ typedef struct GiGpuPolicy
 								 * with the guess the leaf walk is the key
 								 * width's default (leaf_walk ignored);
 								 * GI_GPU_LEAF_GUESS overrides it */
+	int			stream;			/* where the tiled search runs and the
+								 * per-probe kernel's group is 1 (the
+								 * default) with the run search off: 0
+								 * default or 1, the stream kernel
+								 * (cuda/gpu_btree_stream.cuh: narrow tiles
+								 * from staged leaves, everything else the
+								 * thread search), -1 the tiled kernel
+								 * (groups of 2); GI_GPU_STREAM overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

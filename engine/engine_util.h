@@ -86,6 +86,11 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *                    in a leaf starting from the sector its parent's
  *                    separators point to ("on", 1) or by a binary search
  *                    of loads ("off", -1); dflt otherwise
+ *   GI_GPU_STREAM    which kernel answers a GPU B+ tree batch the order
+ *                    sample finds in order or clustered, where the
+ *                    per-probe kernel's group is 1: the stream kernel
+ *                    ("on", 1, or "auto", 0) or the tiled kernel ("off",
+ *                    -1); dflt otherwise
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
@@ -99,6 +104,7 @@ int			gi_setting_gpu_leaf_walk(int dflt);
 int			gi_setting_gpu_top(int dflt);
 int			gi_setting_gpu_wide(int dflt);
 int			gi_setting_gpu_leaf_guess(int dflt);
+int			gi_setting_gpu_stream(int dflt);
 void		gi_settings_reload(void);
 
 #ifdef __cplusplus

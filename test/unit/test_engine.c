@@ -707,8 +707,8 @@ run_error_cases(bool gpu)
 /*
  * The GPU query settings read from the environment (engine/engine_util.c)
  * that select a search policy field: GI_GPU_TILE_MIN_BLOCKS takes 2, 3 or 4
- * and nothing else, GI_GPU_LEAF_WALK and GI_GPU_LEAF_GUESS off / auto / on
- * (or -1 / 0 / 1); an
+ * and nothing else, GI_GPU_LEAF_WALK, GI_GPU_LEAF_GUESS and GI_GPU_STREAM
+ * off / auto / on (or -1 / 0 / 1); an
  * unset or unknown value gives the caller's default, and a value is read
  * once until gi_settings_reload().  Host only: runs with or without a GPU.
  */
@@ -720,7 +720,8 @@ run_settings_cases(void)
 		const char *value;		/* NULL: unset */
 		int			blocks;		/* gi_setting_gpu_tile_min_blocks(7) */
 		int			walk;		/* gi_setting_gpu_leaf_walk(7), and the same
-								 * of gi_setting_gpu_leaf_guess(7) */
+								 * of gi_setting_gpu_leaf_guess(7) and
+								 * gi_setting_gpu_stream(7) */
 	}			cases[] = {
 		{NULL, 7, 7}, {"", 7, 7}, {"2", 2, 7}, {"3", 3, 7}, {"4", 4, 7}, {"1", 7, 1},
 		{"5", 7, 7}, {"0", 7, 0}, {"-1", 7, -1}, {"off", 7, -1}, {"auto", 7, 0},
@@ -733,31 +734,36 @@ run_settings_cases(void)
 	{
 		int			blocks,
 					walk,
-					guess;
+					guess,
+					stream;
 
 		if (cases[i].value)
 		{
 			setenv("GI_GPU_TILE_MIN_BLOCKS", cases[i].value, 1);
 			setenv("GI_GPU_LEAF_WALK", cases[i].value, 1);
 			setenv("GI_GPU_LEAF_GUESS", cases[i].value, 1);
+			setenv("GI_GPU_STREAM", cases[i].value, 1);
 		}
 		else
 		{
 			unsetenv("GI_GPU_TILE_MIN_BLOCKS");
 			unsetenv("GI_GPU_LEAF_WALK");
 			unsetenv("GI_GPU_LEAF_GUESS");
+			unsetenv("GI_GPU_STREAM");
 		}
 		gi_settings_reload();
 		blocks = gi_setting_gpu_tile_min_blocks(7);
 		walk = gi_setting_gpu_leaf_walk(7);
 		guess = gi_setting_gpu_leaf_guess(7);
-		snprintf(what, sizeof(what), "GI_GPU_TILE_MIN_BLOCKS / GI_GPU_LEAF_WALK / GI_GPU_LEAF_GUESS = %s",
+		stream = gi_setting_gpu_stream(7);
+		snprintf(what, sizeof(what), "GI_GPU_TILE_MIN_BLOCKS / LEAF_WALK / LEAF_GUESS / STREAM = %s",
 				 cases[i].value ? cases[i].value : "(unset)");
-		if (blocks != cases[i].blocks || walk != cases[i].walk || guess != cases[i].walk)
-			printf("FAIL %s: min blocks %d (want %d), leaf walk %d, leaf guess %d (want %d)\n", what,
-				   blocks, cases[i].blocks, walk, guess, cases[i].walk);
+		if (blocks != cases[i].blocks || walk != cases[i].walk || guess != cases[i].walk ||
+			stream != cases[i].walk)
+			printf("FAIL %s: min blocks %d (want %d), leaf walk %d, leaf guess %d, stream %d (want %d)\n",
+				   what, blocks, cases[i].blocks, walk, guess, stream, cases[i].walk);
 		test_record(&tr, blocks == cases[i].blocks && walk == cases[i].walk &&
-					guess == cases[i].walk, what);
+					guess == cases[i].walk && stream == cases[i].walk, what);
 	}
 	/* read once: a change without gi_settings_reload() is not seen */
 	setenv("GI_GPU_TILE_MIN_BLOCKS", "2", 1);
@@ -775,6 +781,7 @@ run_settings_cases(void)
 	unsetenv("GI_GPU_TILE_MIN_BLOCKS");
 	unsetenv("GI_GPU_LEAF_WALK");
 	unsetenv("GI_GPU_LEAF_GUESS");
+	unsetenv("GI_GPU_STREAM");
 	gi_settings_reload();
 }
 

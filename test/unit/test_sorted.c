@@ -13,7 +13,9 @@
  * computed from the level cut, equal probes descending each rather than
  * once a row, the thread search (GI_GPU_GROUP 1: a lane a probe), the
  * tiled kernel built for 2 and 3 blocks an SM (GI_GPU_TILE_MIN_BLOCKS),
- * the thread search without its leaf walk (GI_GPU_LEAF_WALK off)): each
+ * the thread search without its leaf walk (GI_GPU_LEAF_WALK off), the
+ * tiled kernel instead of the stream kernel where the sample tiles
+ * (GI_GPU_STREAM off)): each
  * answer must match brute force (an empty
  * answer: only empty, as test_engine.c checks) and every mode must agree
  * with mode off to the letter.  GPU only: without a device nothing runs.
@@ -54,14 +56,18 @@ typedef struct SortedMode
 	const char *top;			/* GI_GPU_TOP (NULL: unset) */
 	const char *wide;			/* GI_GPU_WIDE (NULL: unset) */
 	const char *leaf_guess;		/* GI_GPU_LEAF_GUESS (NULL: unset) */
+	const char *stream;			/* GI_GPU_STREAM (NULL: unset) */
 } SortedMode;
 
 static const SortedMode modes[] = {
 	{"off", "off", NULL, NULL, NULL, NULL, NULL, NULL, false},
 	{"auto", "auto", "0", NULL, NULL, NULL, NULL, NULL, false},
 	{"on", "on", "0", NULL, NULL, NULL, NULL, NULL, false},
-	{"sampled", "off", "0", NULL, NULL, NULL, NULL, NULL, false},	/* the order sample at every
-																	 * batch size */
+	{"sampled", "off", "0", NULL, NULL, NULL, NULL, NULL, true},	/* the order sample at every
+																	 * batch size: the stream
+																	 * kernel where it tiles */
+	{"sampled tiled kernel", "off", "0", NULL, NULL, NULL, NULL, NULL, true, NULL, NULL, NULL, "off"},
+	{"sampled stream on", "off", "0", NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, "on"},
 	{"prefix", "off", NULL, "off", NULL, NULL, NULL, NULL, false},	/* children from the prefix
 																	 * sums */
 	{"sampled prefix", "off", "0", "off", NULL, NULL, NULL, NULL, false},
@@ -71,8 +77,11 @@ static const SortedMode modes[] = {
 																	 * probe */
 	{"thread prefix", "off", NULL, "off", NULL, "1", NULL, NULL, false},
 	{"sampled thread", "off", "0", NULL, NULL, "1", NULL, NULL, false},
-	{"sampled 2 blocks", "off", "0", NULL, NULL, NULL, "2", NULL, false},	/* the tiled kernel's
-																			 * register cap */
+	{"sampled 2 blocks", "off", "0", NULL, NULL, NULL, "2", NULL, false, NULL, NULL, NULL, "off"},	/* the
+																									 * tiled
+																									 * kernel's
+																									 * register
+																									 * cap */
 	{"on 3 blocks", "on", "0", NULL, NULL, NULL, "3", NULL, false},
 	{"auto no dedup 2 blocks", "auto", "0", NULL, "off", NULL, "2", NULL, false},
 	{"thread no walk", "off", NULL, NULL, NULL, "1", NULL, "off", true},	/* second ranks by
@@ -260,6 +269,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 			set_or_unset("GI_GPU_TOP", modes[mode].top);
 			set_or_unset("GI_GPU_WIDE", modes[mode].wide);
 			set_or_unset("GI_GPU_LEAF_GUESS", modes[mode].leaf_guess);
+			set_or_unset("GI_GPU_STREAM", modes[mode].stream);
 			memset(rf, 0xAB, np * sizeof(uint64_t));
 			memset(rl, 0xCD, np * sizeof(uint64_t));
 			st = gi_image_query(img, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL, np, rf, rl, &err);
@@ -301,6 +311,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 	unsetenv("GI_GPU_TOP");
 	unsetenv("GI_GPU_WIDE");
 	unsetenv("GI_GPU_LEAF_GUESS");
+	unsetenv("GI_GPU_STREAM");
 	gi_settings_reload();
 }
 
