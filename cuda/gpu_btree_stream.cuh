@@ -24,7 +24,25 @@
 #include "gpu_btree_tile.cuh"
 
 #define STREAM_WARPS		8		/* warps a block */
-#define STREAM_MIN_BLOCKS	4		/* blocks an SM: 32 warps, 64 registers */
+#define STREAM_MAX_LEAVES	48		/* leaves a warp stages: 48 KB a block */
+#ifndef STREAM_MIN_BLOCKS_32
+#define STREAM_MIN_BLOCKS_32	4	/* blocks an SM, int32 keys: 32 warps, 64
+									 * registers */
+#endif
+#ifndef STREAM_MIN_BLOCKS_64
+#define STREAM_MIN_BLOCKS_64	4	/* int64 keys */
+#endif
+#define STREAM_MIN_BLOCKS(K) (sizeof(K) == 8 ? STREAM_MIN_BLOCKS_64 : STREAM_MIN_BLOCKS_32)
+#ifndef STREAM_AHEAD_32
+#define STREAM_AHEAD_32		2		/* a tile in order stages its leaves times
+									 * this (int32 keys) */
+#endif
+#ifndef STREAM_AHEAD_64
+#define STREAM_AHEAD_64		2		/* int64 keys */
+#endif
+#ifndef STREAM_PREFETCH_64
+#define STREAM_PREFETCH_64	1		/* the next tile's probes to L2 (int64) */
+#endif
 
 /*
  * The probes of a row that its window did not answer (need: a bit a lane;
@@ -89,20 +107,26 @@ stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need
  * thread search's leaf walk (the key width's default, LEAF_WALK_DEFAULT).
  */
 template <class K, bool DYN, bool WALK>
-__global__ void __launch_bounds__(STREAM_WARPS * 32, STREAM_MIN_BLOCKS)
+__global__ void __launch_bounds__(STREAM_WARPS * 32, STREAM_MIN_BLOCKS(K))
 btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
 					uint64_t count, uint64_t *first, uint64_t *last, uint32_t max_leaves,
 					const int *gate)
 {
 	extern __shared__ uint4 stream_smem[];
+	typedef typename KeyLimits<K>::SKey U;
 	constexpr int M = NODE_BYTES / sizeof(K);
 	const uint32_t lane = threadIdx.x & 31;
-	K		   *w = reinterpret_cast<K *>(stream_smem) + (threadIdx.x >> 5) * (TILE_MAX_LEAVES * M);
+	K		   *w = reinterpret_cast<K *>(stream_smem) + (threadIdx.x >> 5) * (STREAM_MAX_LEAVES * M);
 	uint64_t	warp = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	uint64_t	nwarps = ((uint64_t) gridDim.x * blockDim.x) >> 5;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
-	uint32_t	slide_from = UINT32_MAX;	/* the last leaf staged, and */
-	K			slide_key = 0;	/* its first key (tile_slide) */
+	uint64_t	tile_end = (warp + 1) * tiles / nwarps;
+	Window<K>	W;				/* the staged window, when have */
+	bool		have = false;
+	uint32_t	slide_from = UINT32_MAX;	/* the last leaf staged, */
+	K			slide_key = 0;	/* its first key, and */
+	float		slide_reach = 0;	/* how far past it in keys 24 leaves
+									 * reach, by the window's density */
 	int64_t		cp = 0,
 				cph = 0;		/* the carried probe (stream_descend) */
 	uint64_t	cf = 0,
@@ -111,46 +135,92 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 
 	if (gate && *gate != GATE_TILES)
 		return;
-	for (uint64_t tile = warp * tiles / nwarps; tile < (warp + 1) * tiles / nwarps; tile++)
+	for (uint64_t tile = warp * tiles / nwarps; tile < tile_end; tile++)
 	{
 		uint64_t	base = tile * TILE_PROBES;
 		uint32_t	cnt = (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES);
 		K			lo,
 					hi;
-		uint32_t	li0 = 1,
-					li1 = 0;
-		Window<K>	W;
 		bool		staged = false;
 
 		tile_span<K>(T, op, probes, probes_hi, base, cnt, &lo, &hi);
+		if ((sizeof(K) == 4 || STREAM_PREFETCH_64) && tile + 1 < tile_end)
+		{						/* the next tile's probes on their way to L2
+								 * (16 lines of 128 bytes; range ends too) */
+			const int64_t *next = (lane < 16 ? probes : probes_hi) + base + TILE_PROBES + (lane & 15) * 16;
+
+			if ((lane < 16 || op == GI_OP_RANGE) && base + TILE_PROBES + (lane & 15) * 16 < count)
+				asm volatile("prefetch.global.L2 [%0];"::"l"(next));
+		}
 		if (max_leaves > 0 && tile_narrow<K>(T, lo, hi))
 		{
-			Start		S;
+			if (have && lo >= W.w[0] && hi <= W.w[W.n - 1])
+				staged = true;	/* the window holds the tile's keys already
+								 * (the next tile of a run in order, or of
+								 * a cluster) */
+			else
+			{
+				uint32_t	li0 = 1,
+							li1 = 0,
+							start,
+							end;
+				bool		slid = slide_from < T.nleaves && lo > slide_key &&
+					(float) (U) ((U) hi - (U) slide_key) <= slide_reach &&
+					tile_slide<K, DYN>(T, op, slide_from, lo, hi, &li0, &li1);
 
-			if (!(slide_from < T.nleaves && lo > slide_key &&
-				  tile_slide<K, DYN>(T, op, slide_from, lo, hi, &li0, &li1)))
-				tile_bounds<K, DYN>(T, op, lo, hi, &S, &li0, &li1);
-			if (li1 - li0 < 4 * max_leaves)
-			{					/* the first max_leaves of the tile's leaves
-								 * (none when they would answer few probes) */
-				uint32_t	end = std::min(li1, li0 + max_leaves - 1);
+				if (!slid)
+				{
+					Start		S;
 
-				__syncwarp();	/* every lane is done with the last window */
-				W = stage_leaves<K, DYN>(T, w, li0, end);
-				staged = true;
+					tile_bounds<K, DYN, true>(T, op, lo, hi, &S, &li0, &li1);
+				}
+				/*
+				 * In order (slid): the tile's leaves and as many again
+				 * after them, so that the next tile mostly finds its keys
+				 * here.  Else a window from the leaf before the tile's on,
+				 * as far as it goes: a cluster's next tiles come back to
+				 * these leaves.  Leaves past the window descend.
+				 */
+				start = slid || li0 == 0 || max_leaves < 4 ? li0 : li0 - 1;
+				end = slid ? li0 + (sizeof(K) == 8 ? STREAM_AHEAD_64 : STREAM_AHEAD_32) * (li1 - li0 + 1) - 1 :
+					start + max_leaves - 1;
+				end = std::min(std::min(end, start + max_leaves - 1), T.nleaves - 1);
+				end = std::max(end, std::min(li1, start + max_leaves - 1));
+				if (li1 - li0 < 4 * max_leaves)
+				{
+					__syncwarp();	/* every lane is done with the last window */
+					W = stage_leaves<K, DYN>(T, w, start, end);
+					have = staged = W.n > 0;
 
-				uint64_t	at = leaf_start<K, DYN>(T, end) - W.base;
+					uint64_t	at = leaf_start<K, DYN>(T, end) - W.base;
 
-				slide_from = at < W.n ? end : UINT32_MAX;	/* (an empty leaf: none) */
-				slide_key = at < W.n ? w[at] : 0;
+					slide_from = at < W.n ? end : UINT32_MAX;	/* (an empty leaf: none) */
+					slide_key = at < W.n ? w[at] : 0;
+					slide_reach = W.n > 0 ? 24.0f * (float) (U) ((U) W.w[W.n - 1] - (U) W.w[0]) /
+						(float) (end - start + 1) : 0;
+				}
 			}
 		}
+		/* each row's probe is loaded a row ahead: the loads tile_span made
+		 * are mostly out of L1 by now, and L2's latency would otherwise
+		 * stand between rows */
+		int64_t		p_next = lane < cnt ? probes[base + lane] : 0;
+		int64_t		ph_next = lane < cnt && op == GI_OP_RANGE ? probes_hi[base + lane] : 0;
+
 		for (uint32_t r = 0; r < cnt; r += 32)
 		{						/* uniform trip count: stream_descend's shuffles */
 			uint64_t	i = base + r + lane;
 			bool		valid = r + lane < cnt;
-			int64_t		p = valid ? probes[i] : 0;
-			int64_t		ph = valid && op == GI_OP_RANGE ? probes_hi[i] : 0;
+			int64_t		p = p_next,
+						ph = ph_next;
+
+			if (r + 32 + lane < cnt)
+			{
+				p_next = probes[i + 32];
+				if (op == GI_OP_RANGE)
+					ph_next = probes_hi[i + 32];
+			}
+
 			uint64_t	f = 0,
 						l = 0;
 			bool		done = !valid || (staged && window_answer<K>(T, W, op, p, ph, f, l));
@@ -181,6 +251,10 @@ stream_grid(size_t smem)
 	{
 		int			per_sm = 0;
 
+		/* the window (48 KB) and the states: over the 48 KB a launch may
+		 * take unasked */
+		(void) cudaFuncSetAttribute(btree_stream_kernel<K, DYN, WALK>,
+									cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem);
 		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, btree_stream_kernel<K, DYN, WALK>,
 														  STREAM_WARPS * 32, smem) != cudaSuccess ||
 			per_sm < 1)
@@ -203,9 +277,9 @@ gi_gpu_btree_stream_search(const TreeDev<K> &T, cudaStream_t st, int op,
 						   int *gate, GiError *err)
 {
 	constexpr bool WALK = LEAF_WALK_DEFAULT(K);
-	uint32_t	max_leaves = window < 0 ? 0 : window == 0 ? TILE_MAX_LEAVES :
-		(uint32_t) std::min(window, TILE_MAX_LEAVES);
-	size_t		smem = (size_t) STREAM_WARPS * TILE_MAX_LEAVES * NODE_BYTES;
+	uint32_t	max_leaves = window < 0 ? 0 : window == 0 ? STREAM_MAX_LEAVES :
+		(uint32_t) std::min(window, STREAM_MAX_LEAVES);
+	size_t		smem = (size_t) STREAM_WARPS * STREAM_MAX_LEAVES * NODE_BYTES;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
 	uint64_t	want = (tiles + STREAM_WARPS - 1) / STREAM_WARPS;
 	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1),

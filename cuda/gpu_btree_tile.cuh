@@ -137,9 +137,14 @@ window_bound(const Window<K> &W, K t, bool *exact, uint32_t from = 0)
 				len = W.n - from;
 
 	if constexpr (GALLOP)
-	{
-		for (uint32_t step = 1; step < len; step <<= 1)
-		{						/* gallop: the answer is often close to from */
+	{							/* on unique keys the answer is from or from + 1 */
+		for (int k = 0; k < 2 && len > 0 && (LE ? W.w[lo] <= t : W.w[lo] < t); k++)
+		{
+			lo++;
+			len--;
+		}
+		for (uint32_t step = 1; lo > from + 1 && step < len; step <<= 1)
+		{						/* gallop: the answer is often close */
 			K			k = W.w[lo + step - 1];
 
 			if (!(LE ? k <= t : k < t))
@@ -150,6 +155,8 @@ window_bound(const Window<K> &W, K t, bool *exact, uint32_t from = 0)
 			lo += step;
 			len -= step;
 		}
+		if (lo <= from + 1)
+			len = 0;			/* it stopped short: the answer is lo */
 		while (len > 0)
 		{
 			uint32_t	half = len >> 1;
@@ -164,21 +171,29 @@ window_bound(const Window<K> &W, K t, bool *exact, uint32_t from = 0)
 				len = half;
 		}
 	}
-	else
-	{							/* the answer lies in [lo, lo + len] */
-		while (len > 1)
-		{
-			uint32_t	half = len >> 1;
-			K			k = W.w[lo + half - 1];
+	else if (len > 0)
+	{							/* the answer lies in [lo, lo + len]: first a
+								 * power of two of it, then halves */
+		const K    *w = W.w + from;
+		uint32_t	step = 1u << (31 - __clz(len)),
+					at = 0;
 
-			lo = (LE ? k <= t : k < t) ? lo + half : lo;
-			len -= half;
+		if (step < len)
+		{
+			K			k = w[len - step - 1];
+
+			at = (LE ? k <= t : k < t) ? len - step : 0;
 		}
-		if (len == 1)
+		for (step >>= 1; step > 0; step >>= 1)
 		{
-			K			k = W.w[lo];
+			K			k = w[at + step - 1];
 
-			lo += (LE ? k <= t : k < t) ? 1 : 0;
+			at = (LE ? k <= t : k < t) ? at + step : at;
+		}
+		{
+			K			k = w[at];
+
+			lo = from + at + ((LE ? k <= t : k < t) ? 1 : 0);
 		}
 	}
 	if (lo == 0 && !W.open_lo && (LE ? W.before > t : W.before >= t))
@@ -274,9 +289,12 @@ window_answer(const TreeDev<K> &T, const Window<K> &W, int op, int64_t p, int64_
  * leaves li0 .. li1 that hold every position an answer of the tile reads:
  * a predecessor's run may start before lower_bound(lo) (back to the first
  * entry of the largest key below lo), a successor's run may end after
- * upper_bound(hi) (at the end of the smallest key above hi's run).
+ * upper_bound(hi) (at the end of the smallest key above hi's run).  TOP
+ * (for callers that need no *S: it stays the root): every descent starts
+ * at the node its key's top table bucket names (top_start), which skips
+ * the levels above it.
  */
-template <class K, bool DYN>
+template <class K, bool DYN, bool TOP = false>
 __device__ __forceinline__ void
 tile_bounds(const TreeDev<K> &T, int op, K lo, K hi, Start *S, uint32_t *li0, uint32_t *li1)
 {
@@ -291,7 +309,10 @@ tile_bounds(const TreeDev<K> &T, int op, K lo, K hi, Start *S, uint32_t *li0, ui
 	uint32_t	li;
 
 	*S = Start{0, 0};
-	descend<K, GB, false, DYN, true>(T, t, g, L, Start{0, 0}, S);
+	if constexpr (TOP)
+		descend<K, GB, false, DYN>(T, t, g, L, top_start<K>(T, GI_OP_POINT, (int64_t) t));
+	else
+		descend<K, GB, false, DYN, true>(T, t, g, L, Start{0, 0}, S);
 	li = L.li;
 	if (!high && op == GI_OP_PRED)
 	{							/* back to the run of the largest key < lo */
@@ -304,7 +325,8 @@ tile_bounds(const TreeDev<K> &T, int op, K lo, K hi, Start *S, uint32_t *li0, ui
 
 			if (c == 0 || leaf_rank<K, GB, KPT, false>(L, below, g) == 0)
 			{
-				descend<K, GB, false, DYN>(T, below, g, L);
+				descend<K, GB, false, DYN>(T, below, g, L,
+										   TOP ? top_start<K>(T, GI_OP_POINT, (int64_t) below) : Start{0, 0});
 				li = L.li;
 			}
 		}
@@ -320,7 +342,8 @@ tile_bounds(const TreeDev<K> &T, int op, K lo, K hi, Start *S, uint32_t *li0, ui
 			li = T.nleaves - 1;
 		else if (leaf_rank<K, GB, KPT, true>(L, above, g) >= L.size)
 		{
-			descend<K, GB, false, DYN>(T, (K) (above + 1), g, L);
+			descend<K, GB, false, DYN>(T, (K) (above + 1), g, L,
+									   TOP ? top_start<K>(T, GI_OP_POINT, (int64_t) above + 1) : Start{0, 0});
 			li = L.li;
 		}
 	}
@@ -799,9 +822,6 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 	__shared__ RowCarry row_carries[TILE_WARPS];
 	RowCarry   *carry = DEDUP ? &row_carries[threadIdx.x >> 5] : nullptr;
 	bool		have = false;	/* *W holds the run search's window */
-	uint32_t	slide_from = UINT32_MAX;	/* the last leaf the previous
-											 * tile staged (tile_slide) */
-	K			slide_key = 0;	/* its first key */
 
 	if (gate && *gate != GATE_TILES)
 		return;
@@ -828,20 +848,13 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 			continue;
 		}
 		have = false;			/* the paths below stage over the window */
-		if (narrow && !(slide_from < T.nleaves && lo > slide_key &&
-						tile_slide<K, DYN>(T, op, slide_from, lo, hi, &li0, &li1)))
+		if (narrow)
 			tile_bounds<K, DYN>(T, op, lo, hi, &S, &li0, &li1);
 		if (li1 >= li0 && max_leaves > 0 && li1 - li0 < 4 * max_leaves)
 		{						/* the first max_leaves of the tile's leaves
 								 * (none when they would answer few probes) */
-			uint32_t	staged = std::min(li1, li0 + max_leaves - 1);
-			Window<K>	TW = stage_leaves<K, DYN>(T, w, li0, staged);
+			Window<K>	TW = stage_leaves<K, DYN>(T, w, li0, std::min(li1, li0 + max_leaves - 1));
 			uint32_t	j = 0;
-
-			uint64_t	at = leaf_start<K, DYN>(T, staged) - TW.base;
-
-			slide_from = at < TW.n ? staged : UINT32_MAX;	/* (an empty leaf: none) */
-			slide_key = at < TW.n ? w[at] : 0;
 
 			for (uint32_t i = lane; i < cnt; i += 32, j++)
 			{
