@@ -74,6 +74,11 @@
  * blocks" / "tile 3 blocks" (no register spills, 16 / 24 warps an SM) were
  * slower where the sample tiles: sorted 10^8 int32 probes over 10^8 keys
  * 32.02 / 41.10 against 44.58 x 10^9 q/s.
+ * stream 0 = on: where the sample tiles, the stream kernel
+ * (cuda/gpu_btree_stream.cuh) rather than the tiled kernel; H100,
+ * 2026-11-26 (bench/kernel/results-h100-2026-11-26p-*): sorted 10^8 int32
+ * point probes over 10^8 keys 62.68 against 44.89, int64 40.27 against
+ * 38.51; int64 trees of 10^6 keys 0.81-0.96x on 10^8-probe batches.
  * run -1: the run search stays opt-in
  * (GI_GPU_RUN_SEARCH=auto|on): on the H100 (2026-11-25, bench/kernel
  * --paths) taking it for every sorted tile was slower than the tiled search

@@ -16,7 +16,10 @@
  * 431 instructions a row of 32 sorted probes, 5.0 million local-memory
  * requests a chunk).  This one keeps only what a sorted or clustered
  * batch needs.  GiGpuPolicy.stream picks it (the default) or the tiled
- * kernel.
+ * kernel.  The macros below are the knobs measured on the H100 on
+ * 2026-11-26 (bench/kernel/results-h100-2026-11-26p-steps.md: 3 blocks an
+ * SM, staging only a tile's leaves and no prefetch were tried for int64
+ * keys and not kept); a build may override them with -D.
  */
 #ifndef GPUIDX_GPU_BTREE_STREAM_CUH
 #define GPUIDX_GPU_BTREE_STREAM_CUH
@@ -98,10 +101,13 @@ stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need
 
 /*
  * The stream kernel: warp w takes the w-th of nwarps equal stretches of
- * consecutive tiles.  A narrow tile finds its leaves from the last leaf
- * the warp staged (tile_slide: the next tile of a sorted batch) or by a
- * descent (tile_bounds), stages up to max_leaves of them when they number
- * under 4 windows, and answers its probes row by row from that window
+ * consecutive tiles.  A narrow tile whose keys lie inside the warp's
+ * window (kept from tile to tile) stages nothing; another finds its
+ * leaves from the last leaf the warp staged (tile_slide: the next tile of
+ * a sorted batch) or by descents from the top table's nodes (tile_bounds
+ * TOP), stages up to max_leaves of them when they number under 4 windows
+ * (in order: as many again ahead; else from the leaf before its own to the
+ * window's end), and answers its probes row by row from that window
  * (window_answer: exact or declined); the rest take stream_descend.
  * gate: run only when *gate is GATE_TILES (NULL: always).  WALK: the
  * thread search's leaf walk (the key width's default, LEAF_WALK_DEFAULT).
