@@ -832,6 +832,33 @@ launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *pro
 #undef LAUNCH_G
 }
 
+/*
+ * A batch the engine does not sort, in tiles (cuda/gpu_btree_tile.cuh,
+ * gpu_btree_stream.cuh): the stream kernel (stream) or the tiled kernel,
+ * and behind the order sample (gate) the per-probe kernel for the batches
+ * the sample does not tile.  The other arguments as query_chunk passes
+ * them: the policy's window and sample rule, and for the tiled kernel its
+ * group, run search, dedup and register cap.
+ */
+template <class K, bool DYN>
+static GiStatus
+launch_tiles(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *hi,
+			 uint64_t count, uint64_t *first, uint64_t *last, bool stream, int group, bool walk,
+			 int run, bool dedup, int min_blocks, int *gate, GiError *err)
+{
+	if (stream)
+		CKS((gi_gpu_btree_stream_search<K, DYN>(T, st, op, probes, hi, count, first, last,
+												g_policy.window, g_policy.sample_leaves, gate, err)));
+	else
+		CKS((gi_gpu_btree_tile_search<K, DYN>(T, st, op, probes, hi, count, first, last, group,
+											  g_policy.window, run, dedup, g_policy.sample_leaves,
+											  min_blocks, gate, err)));
+	if (gate)
+		CKS((launch_search_g<K, false, DYN>(st, T, op, probes, hi, NULL, NULL, count, first, last,
+											group, walk, gate, err)));
+	return GI_OK;
+}
+
 /* The bits a probe batch is sorted on: top N bits below the keys' common prefix. */
 template <class K>
 static void
@@ -1016,31 +1043,11 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		bool		stream = group == 1 && run < 0 && gi_setting_gpu_stream(g_policy.stream) >= 0;
 
 		if (dyn)
-		{
-			if (stream)
-				CKS((gi_gpu_btree_stream_search<K, true>(T, st, op, probes, hi, count, first, last,
-														 g_policy.window, g_policy.sample_leaves, gate, err)));
-			else
-				CKS((gi_gpu_btree_tile_search<K, true>(T, st, op, probes, hi, count, first, last,
-													   group, g_policy.window, run, dedup,
-													   g_policy.sample_leaves, min_blocks, gate, err)));
-			if (gate)
-				CKS((launch_search_g<K, false, true>(st, T, op, probes, hi, NULL, NULL, count,
-													 first, last, group, walk, gate, err)));
-		}
+			CKS((launch_tiles<K, true>(st, T, op, probes, hi, count, first, last, stream, group, walk,
+									   run, dedup, min_blocks, gate, err)));
 		else
-		{
-			if (stream)
-				CKS((gi_gpu_btree_stream_search<K, false>(T, st, op, probes, hi, count, first, last,
-														  g_policy.window, g_policy.sample_leaves, gate, err)));
-			else
-				CKS((gi_gpu_btree_tile_search<K, false>(T, st, op, probes, hi, count, first, last,
-														group, g_policy.window, run, dedup,
-														g_policy.sample_leaves, min_blocks, gate, err)));
-			if (gate)
-				CKS((launch_search_g<K, false, false>(st, T, op, probes, hi, NULL, NULL, count,
-													  first, last, group, walk, gate, err)));
-		}
+			CKS((launch_tiles<K, false>(st, T, op, probes, hi, count, first, last, stream, group, walk,
+										run, dedup, min_blocks, gate, err)));
 		CK(cudaStreamSynchronize(st));
 		*search_ms += gi_now_ms() - t0;
 		return GI_OK;

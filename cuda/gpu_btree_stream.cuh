@@ -244,34 +244,18 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 	}
 }
 
-/* Blocks the stream kernel's grid holds at most: those that fit an SM at
- * once, times the SMs (cached). */
+/* Blocks the stream kernel's grid holds at most (resident_grid). */
 template <class K, bool DYN, bool WALK>
 int
 stream_grid(size_t smem)
 {
-	static std::atomic<int> cached(0);	/* threads querying at once share it */
-	int			blocks = cached.load(std::memory_order_relaxed);
+	static std::atomic<int> cached(0);
 
-	if (!blocks)
-	{
-		int			per_sm = 0;
-
-		/* the window (48 KB) and the states: over the 48 KB a launch may
-		 * take unasked */
+	if (!cached.load(std::memory_order_relaxed))	/* (48 KB: the most a
+													 * launch takes unasked) */
 		(void) cudaFuncSetAttribute(btree_stream_kernel<K, DYN, WALK>,
 									cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem);
-		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, btree_stream_kernel<K, DYN, WALK>,
-														  STREAM_WARPS * 32, smem) != cudaSuccess ||
-			per_sm < 1)
-		{
-			(void) cudaGetLastError();
-			per_sm = 2;
-		}
-		blocks = per_sm * gi_gpu_sm_count();
-		cached.store(blocks, std::memory_order_relaxed);
-	}
-	return blocks;
+	return resident_grid(btree_stream_kernel<K, DYN, WALK>, STREAM_WARPS * 32, smem, &cached);
 }
 
 /* The stream search of a batch (gpu_btree_search.cuh). */

@@ -993,30 +993,39 @@ tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *p
 			scattered * 2 >= (int) sampled ? GATE_SCATTERED : GATE_PER_PROBE;
 }
 
-/* Blocks the grid of one instantiation holds at most: those that fit an
- * SM at once (registers, shared memory), times the SMs (cached). */
-template <class K, int G, bool DYN, bool DEDUP, int MIN_BLOCKS>
+/* Blocks a grid of kernel holds at most: those that fit an SM at once
+ * (registers, shared memory), times the SMs; *cached keeps the count (one
+ * a kernel instantiation: threads querying at once share it). */
+template <class Kernel>
 int
-tile_grid(size_t smem)
+resident_grid(Kernel kernel, int threads, size_t smem, std::atomic<int> *cached)
 {
-	static std::atomic<int> cached(0);	/* threads querying at once share it */
-	int			blocks = cached.load(std::memory_order_relaxed);
+	int			blocks = cached->load(std::memory_order_relaxed);
 
 	if (!blocks)
 	{
 		int			per_sm = 0;
 
-		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, btree_tile_kernel<K, G, DYN, DEDUP, MIN_BLOCKS>,
-														  TILE_WARPS * 32, smem) != cudaSuccess ||
+		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess ||
 			per_sm < 1)
 		{
 			(void) cudaGetLastError();
 			per_sm = 2;
 		}
 		blocks = per_sm * gi_gpu_sm_count();
-		cached.store(blocks, std::memory_order_relaxed);
+		cached->store(blocks, std::memory_order_relaxed);
 	}
 	return blocks;
+}
+
+/* Blocks the grid of one instantiation of the tiled kernel holds at most. */
+template <class K, int G, bool DYN, bool DEDUP, int MIN_BLOCKS>
+int
+tile_grid(size_t smem)
+{
+	static std::atomic<int> cached(0);
+
+	return resident_grid(btree_tile_kernel<K, G, DYN, DEDUP, MIN_BLOCKS>, TILE_WARPS * 32, smem, &cached);
 }
 
 /* Launch one instance of the tiled kernel, its grid no larger than what
