@@ -85,7 +85,7 @@
  * without it on 60 of 192 rows (dense and lognormal batches) and faster on
  * 26 (sparse uniform ones: 1.5x at 10^8 probes over 10^9 keys).
  */
-static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static GiGpuPolicy g_policy = {-1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0};
 
 /* ------------------------------------------------------------------------ */
 /* Tree geometry                                                             */

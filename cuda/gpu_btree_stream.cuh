@@ -16,10 +16,9 @@
  * 431 instructions a row of 32 sorted probes, 5.0 million local-memory
  * requests a chunk).  This one keeps only what a sorted or clustered
  * batch needs.  GiGpuPolicy.stream picks it (the default) or the tiled
- * kernel.  The macros below are the knobs measured on the H100 on
- * 2026-11-26 (bench/kernel/results-h100-2026-11-26p-steps.md: 3 blocks an
- * SM, staging only a tile's leaves and no prefetch were tried for int64
- * keys and not kept); a build may override them with -D.
+ * kernel.  3 blocks an SM, staging only a tile's leaves and no L2
+ * prefetch were tried for int64 keys on the H100 and not kept
+ * (bench/kernel/results-h100-2026-11-26p-steps.md).
  */
 #ifndef GPUIDX_GPU_BTREE_STREAM_CUH
 #define GPUIDX_GPU_BTREE_STREAM_CUH
@@ -28,24 +27,9 @@
 
 #define STREAM_WARPS		8		/* warps a block */
 #define STREAM_MAX_LEAVES	48		/* leaves a warp stages: 48 KB a block */
-#ifndef STREAM_MIN_BLOCKS_32
-#define STREAM_MIN_BLOCKS_32	4	/* blocks an SM, int32 keys: 32 warps, 64
-									 * registers */
-#endif
-#ifndef STREAM_MIN_BLOCKS_64
-#define STREAM_MIN_BLOCKS_64	4	/* int64 keys */
-#endif
-#define STREAM_MIN_BLOCKS(K) (sizeof(K) == 8 ? STREAM_MIN_BLOCKS_64 : STREAM_MIN_BLOCKS_32)
-#ifndef STREAM_AHEAD_32
-#define STREAM_AHEAD_32		2		/* a tile in order stages its leaves times
-									 * this (int32 keys) */
-#endif
-#ifndef STREAM_AHEAD_64
-#define STREAM_AHEAD_64		2		/* int64 keys */
-#endif
-#ifndef STREAM_PREFETCH_64
-#define STREAM_PREFETCH_64	1		/* the next tile's probes to L2 (int64) */
-#endif
+#define STREAM_MIN_BLOCKS	4		/* blocks an SM: 32 warps, 64 registers */
+#define STREAM_AHEAD		2		/* a tile in order stages its leaves
+									 * times this */
 
 /*
  * The probes of a row that its window did not answer (need: a bit a lane;
@@ -113,7 +97,7 @@ stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need
  * thread search's leaf walk (the key width's default, LEAF_WALK_DEFAULT).
  */
 template <class K, bool DYN, bool WALK>
-__global__ void __launch_bounds__(STREAM_WARPS * 32, STREAM_MIN_BLOCKS(K))
+__global__ void __launch_bounds__(STREAM_WARPS * 32, STREAM_MIN_BLOCKS)
 btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
 					uint64_t count, uint64_t *first, uint64_t *last, uint32_t max_leaves,
 					const int *gate)
@@ -150,7 +134,7 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 		bool		staged = false;
 
 		tile_span<K>(T, op, probes, probes_hi, base, cnt, &lo, &hi);
-		if ((sizeof(K) == 4 || STREAM_PREFETCH_64) && tile + 1 < tile_end)
+		if (tile + 1 < tile_end)
 		{						/* the next tile's probes on their way to L2
 								 * (16 lines of 128 bytes; range ends too) */
 			const int64_t *next = (lane < 16 ? probes : probes_hi) + base + TILE_PROBES + (lane & 15) * 16;
@@ -188,8 +172,7 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 				 * these leaves.  Leaves past the window descend.
 				 */
 				start = slid || li0 == 0 || max_leaves < 4 ? li0 : li0 - 1;
-				end = slid ? li0 + (sizeof(K) == 8 ? STREAM_AHEAD_64 : STREAM_AHEAD_32) * (li1 - li0 + 1) - 1 :
-					start + max_leaves - 1;
+				end = slid ? li0 + STREAM_AHEAD * (li1 - li0 + 1) - 1 : start + max_leaves - 1;
 				end = std::min(std::min(end, start + max_leaves - 1), T.nleaves - 1);
 				end = std::max(end, std::min(li1, start + max_leaves - 1));
 				if (li1 - li0 < 4 * max_leaves)
