@@ -848,7 +848,8 @@ launch_tiles(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes
 {
 	if (stream)
 		CKS((gi_gpu_btree_stream_search<K, DYN>(T, st, op, probes, hi, count, first, last,
-												g_policy.window, g_policy.sample_leaves, gate, err)));
+												g_policy.window, g_policy.sample_leaves,
+												gi_setting_gpu_row_hint(g_policy.row_hint), gate, err)));
 	else
 		CKS((gi_gpu_btree_tile_search<K, DYN>(T, st, op, probes, hi, count, first, last, group,
 											  g_policy.window, run, dedup, g_policy.sample_leaves,

@@ -837,8 +837,27 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 				f = L.s + clt;
 				return;
 			}
+
+			/*
+			 * k's run starts at this leaf's first entry (cle > 0) or ends
+			 * at the previous leaf's last (cle 0): where the key before
+			 * that is smaller (unique keys), its start is known without a
+			 * second descent (2 probes in M took one from the root).
+			 */
+			uint32_t	ps = leaf_size<K, DYN>(T, L.li - 1);
+
+			if (cle > 0 && ps > 0 && leaf_key<K, DYN>(T, L.li - 1, ps - 1) < k)
+			{
+				f = L.s;
+				return;
+			}
+			if (cle == 0 && ps > 1 && leaf_key<K, DYN>(T, L.li - 1, ps - 2) < k)
+			{
+				f = L.s - 1;
+				return;
+			}
 		}
-		/* the run starts before this leaf */
+		/* the run starts before this leaf (or leaves before) */
 		descend<K, G, false, DYN>(T, k, g, L, Start{0, 0}, nullptr, guess);
 		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
 	}
@@ -957,12 +976,14 @@ GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
  * tiles in a kernel whose other probes take the thread search (the
  * default where the per-probe kernel's group is 1 and the run search
  * off; GiGpuPolicy.stream).  window, sample_leaves and gate as for
- * gi_gpu_btree_tile_search.
+ * gi_gpu_btree_tile_search (window 0: the key width's stream_leaves);
+ * row_hints >= 0: each row's bounds narrow the next row's search
+ * (GiGpuPolicy.row_hint).
  */
 template <class K, bool DYN>
 GiStatus	gi_gpu_btree_stream_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									   const int64_t *probes, const int64_t *hi, uint64_t count,
 									   uint64_t *first, uint64_t *last, int window,
-									   int sample_leaves, int *gate, GiError *err);
+									   int sample_leaves, int row_hints, int *gate, GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */

@@ -26,41 +26,103 @@
 #include "gpu_btree_tile.cuh"
 
 #define STREAM_WARPS		8		/* warps a block */
-#define STREAM_MAX_LEAVES	48		/* leaves a warp stages: 48 KB a block */
+#define STREAM_MAX_LEAVES	48		/* leaves a warp stages at most: 48 KB a
+									 * block */
 #define STREAM_MIN_BLOCKS	4		/* blocks an SM: 32 warps, 64 registers */
 #define STREAM_AHEAD		2		/* a tile in order stages its leaves
 									 * times this */
+
+/* A row hint in one register: from (< 2^16: a window holds at most
+ * STREAM_MAX_LEAVES * 32 keys) and the length (0: none). */
+__device__ __forceinline__ uint32_t
+hint_pack(uint32_t from, uint32_t len)
+{
+	return from | len << 16;
+}
+
+/*
+ * The next row's hint (window_answer) from this row's first bounds (at,
+ * where the window answered: answered): from the smallest, three times
+ * their spread and 8 more, rounded up to a power of two, so that a sorted
+ * batch's next row, whose bounds start where this row's end, mostly falls
+ * inside it; none (len 0) when the window answered no lane.
+ */
+__device__ __forceinline__ uint32_t
+row_hint(uint32_t at, bool answered)
+{
+	uint32_t	mn = __reduce_min_sync(0xffffffffu, answered ? at : UINT32_MAX),
+				mx = __reduce_max_sync(0xffffffffu, answered ? at : 0);
+	uint32_t	want = 3 * (mx - mn) + 8;
+
+	return mn <= mx ? hint_pack(mn, 1u << (32 - __clz(want - 1))) : 0;
+}
+
+/*
+ * What a warp carries from row to row for stream_descend: the last probe
+ * (and range end) a row sent to the thread search, and its answer.  Only
+ * rows the window does not answer read it, so with int64 keys it lives in
+ * shared memory, leaving the registers to the window (ptxas, sm_90: 84
+ * bytes of spill stores a thread in registers, 32 in shared memory); with
+ * int32 keys it fits in registers (12 bytes of spills against 16), and
+ * the block's shared memory stays at the 4 x 48 KB that 4 blocks an SM
+ * fit in the 196 KB carveout with.
+ */
+struct StreamCarry
+{
+	int64_t		p,
+				ph;
+	uint64_t	f,
+				l;
+	bool		valid;
+};
+
+/* Where the carry of key type K lives (StreamCarry). */
+template <class K>
+__host__ __device__ constexpr bool
+carry_in_shared(void)
+{
+	return sizeof(K) == 8;
+}
+
+/* The stream kernel's dynamic shared memory: the warps' windows of
+ * max_leaves leaves, then (carry_in_shared) their carries. */
+template <class K>
+__host__ __device__ constexpr size_t
+stream_smem_bytes(uint32_t max_leaves)
+{
+	return (size_t) STREAM_WARPS * max_leaves * NODE_BYTES +
+		(carry_in_shared<K>() ? STREAM_WARPS * sizeof(StreamCarry) : 0);
+}
 
 /*
  * The probes of a row that its window did not answer (need: a bit a lane;
  * mine: this lane's) take the thread search, equal probes once: the lowest
  * pending lane of each set of equal probes (and range ends) descends, and
  * the others read its answer by a shuffle; one equal to the warp's carried
- * probe (*cp, *cph: an earlier row's, answered already) takes the carried
- * answer.  The carry then moves to the row's last pending probe.  A sorted
- * batch inside one key's run of duplicates longer than a window (int32
- * lognormal keys: runs of thousands) thus costs one descent, not one a probe.
+ * probe (c: an earlier row's, answered already) takes the carried answer.
+ * The carry then moves to the row's last pending probe.  A sorted batch
+ * inside one key's run of duplicates longer than a window (int32 lognormal
+ * keys: runs of thousands) thus costs one descent, not one a probe.
  */
-template <class K, bool DYN, bool WALK>
+template <class K, bool DYN, bool WALK, bool RANGE, class C>
 __device__ __forceinline__ void
 stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need, bool mine,
-			   uint64_t &f, uint64_t &l, int64_t *cp, int64_t *cph, uint64_t *cf, uint64_t *cl,
-			   bool *cvalid)
+			   uint64_t &f, uint64_t &l, C *c)
 {
 	const uint32_t lane = threadIdx.x & 31;
 	uint32_t	same = __match_any_sync(0xffffffffu, (unsigned long long) p);
 
-	if (op == GI_OP_RANGE)
+	if (RANGE)
 		same &= __match_any_sync(0xffffffffu, (unsigned long long) ph);
 	same &= need;
 
 	uint32_t	leader = mine ? (uint32_t) __ffs(same) - 1 : lane;
-	bool		carried = mine && *cvalid && p == *cp && ph == *cph;
+	bool		carried = mine && c->valid && p == c->p && (!RANGE || ph == c->ph);
 
 	if (carried)
 	{
-		f = *cf;
-		l = *cl;
+		f = c->f;
+		l = c->l;
 	}
 	else if (mine && leader == lane)
 		answer<K, 1, DYN, WALK>(T, op, p, ph, make_group<1>((int) lane), f, l, top_start<K>(T, op, p));
@@ -76,11 +138,28 @@ stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need
 
 	int			tail = 31 - __clz(need);
 
-	*cp = __shfl_sync(0xffffffffu, p, tail);
-	*cph = __shfl_sync(0xffffffffu, ph, tail);
-	*cf = __shfl_sync(0xffffffffu, f, tail);
-	*cl = __shfl_sync(0xffffffffu, l, tail);
-	*cvalid = true;
+	if constexpr (carry_in_shared<K>())
+	{
+		__syncwarp();			/* every lane has read the carry */
+		if (lane == (uint32_t) tail)
+		{
+			c->p = p;
+			c->ph = ph;
+			c->f = f;
+			c->l = l;
+			c->valid = true;
+		}
+		__syncwarp();
+	}
+	else
+	{							/* each lane's registers */
+		c->p = __shfl_sync(0xffffffffu, p, tail);
+		if (RANGE)
+			c->ph = __shfl_sync(0xffffffffu, ph, tail);
+		c->f = __shfl_sync(0xffffffffu, f, tail);
+		c->l = __shfl_sync(0xffffffffu, l, tail);
+		c->valid = true;
+	}
 }
 
 /*
@@ -93,20 +172,25 @@ stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need
  * (in order: as many again ahead; else from the leaf before its own to the
  * window's end), and answers its probes row by row from that window
  * (window_answer: exact or declined); the rest take stream_descend.
- * gate: run only when *gate is GATE_TILES (NULL: always).  WALK: the
- * thread search's leaf walk (the key width's default, LEAF_WALK_DEFAULT).
+ * Each row's first bounds hint where the next row's lie (row_hint: four
+ * of the search's 10-11 steps where a row spans 32 positions), while the
+ * window stays and until a hint misses a lane.  max_leaves: the leaves a warp stages (its share of the
+ * block's shared memory); hint: use row hints.  gate: run only when *gate
+ * is GATE_TILES (NULL: always).  WALK: the thread search's leaf walk (the
+ * key width's default, LEAF_WALK_DEFAULT).  RANGE: op is GI_OP_RANGE (the
+ * other operations hold no range ends in registers).
  */
-template <class K, bool DYN, bool WALK>
+template <class K, bool DYN, bool WALK, bool RANGE>
 __global__ void __launch_bounds__(STREAM_WARPS * 32, STREAM_MIN_BLOCKS)
 btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
 					uint64_t count, uint64_t *first, uint64_t *last, uint32_t max_leaves,
-					const int *gate)
+					bool hint, const int *gate)
 {
 	extern __shared__ uint4 stream_smem[];
 	typedef typename KeyLimits<K>::SKey U;
 	constexpr int M = NODE_BYTES / sizeof(K);
 	const uint32_t lane = threadIdx.x & 31;
-	K		   *w = reinterpret_cast<K *>(stream_smem) + (threadIdx.x >> 5) * (STREAM_MAX_LEAVES * M);
+	K		   *w = reinterpret_cast<K *>(stream_smem) + (threadIdx.x >> 5) * (max_leaves * M);
 	uint64_t	warp = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	uint64_t	nwarps = ((uint64_t) gridDim.x * blockDim.x) >> 5;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
@@ -117,14 +201,24 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 	K			slide_key = 0;	/* its first key, and */
 	float		slide_reach = 0;	/* how far past it in keys 24 leaves
 									 * reach, by the window's density */
-	int64_t		cp = 0,
-				cph = 0;		/* the carried probe (stream_descend) */
-	uint64_t	cf = 0,
-				cl = 0;
-	bool		cvalid = false;
+	StreamCarry carry_r = {0, 0, 0, 0, false};	/* (int32 keys) */
+	typedef typename std::conditional<carry_in_shared<K>(), volatile StreamCarry, StreamCarry>::type C;
+	C		   *carry = &carry_r;
+
+	if constexpr (carry_in_shared<K>())	/* after the windows (stream_smem_bytes) */
+		carry = reinterpret_cast<StreamCarry *>(reinterpret_cast<char *>(stream_smem) +
+												(size_t) STREAM_WARPS * max_leaves * NODE_BYTES) +
+			(threadIdx.x >> 5);
+	uint32_t	hint_at = 0;	/* the row hint in the window (hint_pack; 0:
+								 * none) */
+	bool		hinting = false;	/* row hints for this window: until one
+									 * misses a lane */
 
 	if (gate && *gate != GATE_TILES)
 		return;
+	if (lane == 0 || !carry_in_shared<K>())
+		carry->valid = false;
+	__syncwarp();
 	for (uint64_t tile = warp * tiles / nwarps; tile < tile_end; tile++)
 	{
 		uint64_t	base = tile * TILE_PROBES;
@@ -139,7 +233,7 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 								 * (16 lines of 128 bytes; range ends too) */
 			const int64_t *next = (lane < 16 ? probes : probes_hi) + base + TILE_PROBES + (lane & 15) * 16;
 
-			if ((lane < 16 || op == GI_OP_RANGE) && base + TILE_PROBES + (lane & 15) * 16 < count)
+			if ((lane < 16 || RANGE) && base + TILE_PROBES + (lane & 15) * 16 < count)
 				asm volatile("prefetch.global.L2 [%0];"::"l"(next));
 		}
 		if (max_leaves > 0 && tile_narrow<K>(T, lo, hi))
@@ -180,6 +274,8 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 					__syncwarp();	/* every lane is done with the last window */
 					W = stage_leaves<K, DYN>(T, w, start, end);
 					have = staged = W.n > 0;
+					hint_at = 0;
+					hinting = hint;
 
 					uint64_t	at = leaf_start<K, DYN>(T, end) - W.base;
 
@@ -194,7 +290,7 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 		 * are mostly out of L1 by now, and L2's latency would otherwise
 		 * stand between rows */
 		int64_t		p_next = lane < cnt ? probes[base + lane] : 0;
-		int64_t		ph_next = lane < cnt && op == GI_OP_RANGE ? probes_hi[base + lane] : 0;
+		int64_t		ph_next = RANGE && lane < cnt ? probes_hi[base + lane] : 0;
 
 		for (uint32_t r = 0; r < cnt; r += 32)
 		{						/* uniform trip count: stream_descend's shuffles */
@@ -206,18 +302,28 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 			if (r + 32 + lane < cnt)
 			{
 				p_next = probes[i + 32];
-				if (op == GI_OP_RANGE)
+				if (RANGE)
 					ph_next = probes_hi[i + 32];
 			}
 
 			uint64_t	f = 0,
 						l = 0;
-			bool		done = !valid || (staged && window_answer<K>(T, W, op, p, ph, f, l));
+			uint32_t	at = 0;
+			bool		held = true;
+			bool		answered = valid && staged && window_answer<K>(T, W, op, p, ph, f, l, hint_at & 0xffffu,
+																			hint_at >> 16, &at, &held);
+			bool		done = !valid || answered;
 			uint32_t	need = __ballot_sync(0xffffffffu, !done);
 
+			if (hinting && staged)
+			{					/* (a clustered batch's rows hint nothing:
+								 * one miss ends the window's hints) */
+				hinting = __all_sync(0xffffffffu, held);
+				hint_at = hinting ? row_hint(at, answered) : 0;
+			}
+
 			if (need)
-				stream_descend<K, DYN, WALK>(T, op, p, ph, need, !done, f, l, &cp, &cph, &cf, &cl,
-											 &cvalid);
+				stream_descend<K, DYN, WALK, RANGE>(T, op, p, ph, need, !done, f, l, carry);
 			if (valid)
 			{
 				first[i] = f;
@@ -227,18 +333,20 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 	}
 }
 
-/* Blocks the stream kernel's grid holds at most (resident_grid). */
-template <class K, bool DYN, bool WALK>
+/* Blocks the stream kernel's grid holds at most (resident_grid), sized for
+ * the most shared memory a launch may take, which the kernel is allowed
+ * (over the 48 KB a launch takes unasked) on first use. */
+template <class K, bool DYN, bool WALK, bool RANGE>
 int
-stream_grid(size_t smem)
+stream_grid(void)
 {
 	static std::atomic<int> cached(0);
+	const size_t most = stream_smem_bytes<K>(STREAM_MAX_LEAVES);
 
-	if (!cached.load(std::memory_order_relaxed))	/* (48 KB: the most a
-													 * launch takes unasked) */
-		(void) cudaFuncSetAttribute(btree_stream_kernel<K, DYN, WALK>,
-									cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem);
-	return resident_grid(btree_stream_kernel<K, DYN, WALK>, STREAM_WARPS * 32, smem, &cached);
+	if (!cached.load(std::memory_order_relaxed))
+		(void) cudaFuncSetAttribute(btree_stream_kernel<K, DYN, WALK, RANGE>,
+									cudaFuncAttributeMaxDynamicSharedMemorySize, (int) most);
+	return resident_grid(btree_stream_kernel<K, DYN, WALK, RANGE>, STREAM_WARPS * 32, most, &cached);
 }
 
 /* The stream search of a batch (gpu_btree_search.cuh). */
@@ -247,21 +355,33 @@ GiStatus
 gi_gpu_btree_stream_search(const TreeDev<K> &T, cudaStream_t st, int op,
 						   const int64_t *probes, const int64_t *hi, uint64_t count,
 						   uint64_t *first, uint64_t *last, int window, int sample_leaves,
-						   int *gate, GiError *err)
+						   int row_hints, int *gate, GiError *err)
 {
 	constexpr bool WALK = LEAF_WALK_DEFAULT(K);
 	uint32_t	max_leaves = window < 0 ? 0 : window == 0 ? STREAM_MAX_LEAVES :
 		(uint32_t) std::min(window, STREAM_MAX_LEAVES);
-	size_t		smem = (size_t) STREAM_WARPS * STREAM_MAX_LEAVES * NODE_BYTES;
+	size_t		smem = stream_smem_bytes<K>(max_leaves);
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
 	uint64_t	want = (tiles + STREAM_WARPS - 1) / STREAM_WARPS;
+	bool		range = op == GI_OP_RANGE;
 	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1),
-													 stream_grid<K, DYN, WALK>(smem));
+													 range ? stream_grid<K, DYN, WALK, true>() :
+													 stream_grid<K, DYN, WALK, false>());
 
+	/* the sample's narrow rule at this kernel's window (0: 48 leaves, where
+	 * the tiled kernel's is 32): H100, 2026-11-26, clustered 10^8-probe
+	 * batches over 10^8 int32 keys (a cluster spans 33 leaves) ran at 52.06
+	 * against 34.19 x 10^9 q/s in the per-probe kernel */
 	if (gate)
-		CKS((gi_gpu_btree_order_sample<K, DYN>(T, st, op, probes, hi, count, sample_leaves, gate, err)));
-	btree_stream_kernel<K, DYN, WALK><<<grid, STREAM_WARPS * 32, smem, st>>>(
-		T, op, probes, hi, count, first, last, max_leaves, gate);
+		CKS((gi_gpu_btree_order_sample<K, DYN>(T, st, op, probes, hi, count,
+												 sample_leaves == 0 ? (int) STREAM_MAX_LEAVES : sample_leaves,
+												 gate, err)));
+	if (range)
+		btree_stream_kernel<K, DYN, WALK, true><<<grid, STREAM_WARPS * 32, smem, st>>>(
+			T, op, probes, hi, count, first, last, max_leaves, row_hints >= 0, gate);
+	else
+		btree_stream_kernel<K, DYN, WALK, false><<<grid, STREAM_WARPS * 32, smem, st>>>(
+			T, op, probes, hi, count, first, last, max_leaves, row_hints >= 0, gate);
 	CKL("btree_stream_kernel");
 	return GI_OK;
 }

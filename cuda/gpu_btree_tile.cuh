@@ -123,18 +123,19 @@ template <class K> struct Window
  * lower_bound (LE = false) / upper_bound (LE = true) of t as a position, by
  * binary search over the window from index `from` on (a bound known to be
  * no smaller, galloping first).  *exact turns false when the bound may lie
- * outside the window.  Without GALLOP (from is then 0) the search halves
- * a length that depends on W.n alone, so every lane of the warp takes the
- * same trip count and no branch diverges: on sorted 10^8-probe batches the
- * search with a data-dependent length was 47 % of the tiled kernel's
- * instructions (H100, ncu, 2026-11-26).
+ * outside the window.  Without GALLOP the search halves a length that
+ * depends on W.n, from and span alone (the answer known to lie in [from,
+ * from + span]), so lanes that share them take the same trip count and no
+ * branch diverges: on sorted 10^8-probe batches the search with a
+ * data-dependent length was 47 % of the tiled kernel's instructions (H100,
+ * ncu, 2026-11-26).
  */
 template <class K, bool LE, bool GALLOP = false>
 __device__ __forceinline__ uint64_t
-window_bound(const Window<K> &W, K t, bool *exact, uint32_t from = 0)
+window_bound(const Window<K> &W, K t, bool *exact, uint32_t from = 0, uint32_t span = UINT32_MAX)
 {
 	uint32_t	lo = from,
-				len = W.n - from;
+				len = umin32(W.n - from, span);
 
 	if constexpr (GALLOP)
 	{							/* on unique keys the answer is from or from + 1 */
@@ -217,15 +218,49 @@ window_key(const Window<K> &W, uint64_t pos, bool *exact)
 }
 
 /*
+ * Whether the first bound of window_answer (lower_bound of t, or
+ * upper_bound with LE) lies in [from, from + len] (a row hint, len > 0):
+ * the key before `from` is below t (at most t) and the key at from + len
+ * is not, where they are in the window.
+ */
+template <class K, bool LE>
+__device__ __forceinline__ bool
+hint_holds(const Window<K> &W, K t, uint32_t from, uint32_t len)
+{
+	bool		in = len > 0;
+
+	if (in && from > 0)
+	{
+		K			k = W.w[from - 1];
+
+		in = LE ? k <= t : k < t;
+	}
+	if (in && from + len < W.n)
+	{
+		K			k = W.w[from + len];
+
+		in = !(LE ? k <= t : k < t);
+	}
+	return in;
+}
+
+/*
  * Answer one probe from the window: the cases of answer() (gpu_btree_search.cuh)
  * with lower_bound / upper_bound read off the window.  False when an answer
  * may lie outside it (then the probe descends instead); a window holding all
- * of tile_bounds()'s leaves answers every probe of its tile.
+ * of tile_bounds()'s leaves answers every probe of its tile.  A row hint
+ * (hfrom, hlen; hlen 0: none) narrows the first bound's search to [hfrom,
+ * hfrom + hlen] where hint_holds (else *held turns false); *at (when not
+ * NULL) gets that bound's place in the window (point and successor: of the
+ * first entry, predecessor: after the last), for the next row's hint.  A predecessor's first entry is
+ * the one its last entry's key starts at: found by one load where the key
+ * before differs (unique keys), else by a search bounded by it.
  */
 template <class K>
 __device__ __forceinline__ bool
 window_answer(const TreeDev<K> &T, const Window<K> &W, int op, int64_t p, int64_t ph,
-			  uint64_t &f, uint64_t &l)
+			  uint64_t &f, uint64_t &l, uint32_t hfrom = 0, uint32_t hlen = 0, uint32_t *at = NULL,
+			  bool *held = NULL)
 {
 	const int64_t KMIN = KeyLimits<K>::lo,
 				KMAX = KeyLimits<K>::hi;
@@ -240,7 +275,16 @@ window_answer(const TreeDev<K> &T, const Window<K> &W, int op, int64_t p, int64_
 
 		if (t > T.kmax)
 			return true;
-		f = window_bound<K, false>(W, t, &ok);
+		if (hint_holds<K, false>(W, t, hfrom, hlen))
+			f = window_bound<K, false>(W, t, &ok, hfrom, hlen);
+		else
+		{
+			if (held && hlen > 0)
+				*held = false;
+			f = window_bound<K, false>(W, t, &ok);
+		}
+		if (at)
+			*at = (uint32_t) (f - W.base);
 		if (op == GI_OP_SUCC)
 			t = window_key(W, f, &ok);
 		l = ok ? window_bound<K, true, true>(W, t, &ok, (uint32_t) (f - W.base)) : 0;
@@ -249,12 +293,33 @@ window_answer(const TreeDev<K> &T, const Window<K> &W, int op, int64_t p, int64_
 	{
 		if (p < KMIN)
 			return true;
-		l = window_bound<K, true>(W, clamp_to_key<K>(p), &ok);
+		K			t = clamp_to_key<K>(p);
+
+		if (hint_holds<K, true>(W, t, hfrom, hlen))
+			l = window_bound<K, true>(W, t, &ok, hfrom, hlen);
+		else
+		{
+			if (held && hlen > 0)
+				*held = false;
+			l = window_bound<K, true>(W, t, &ok);
+		}
+		if (at)
+			*at = (uint32_t) (l - W.base);
 		if (l == 0)
 			return ok;
 		K			k = window_key(W, l - 1, &ok);
 
-		f = ok ? window_bound<K, false>(W, k, &ok) : 0;
+		if (ok)
+		{
+			uint32_t	r = (uint32_t) (l - 1 - W.base);	/* k's last entry */
+
+			if (r > 0 && W.w[r - 1] < k)
+				f = l - 1;		/* k once (the key before differs) */
+			else if (r > 0)
+				f = window_bound<K, false>(W, k, &ok, 0, r - 1);	/* k's run ends at r */
+			else
+				f = window_bound<K, false>(W, k, &ok, 0, 0);	/* may start before the window */
+		}
 	}
 	else
 	{

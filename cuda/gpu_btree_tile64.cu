@@ -20,7 +20,7 @@ template GiStatus gi_gpu_btree_order_sample<int64_t, false>(const TreeDev<int64_
 															int *, GiError *);
 template GiStatus gi_gpu_btree_stream_search<int64_t, false>(const TreeDev<int64_t> &, cudaStream_t, int,
 															 const int64_t *, const int64_t *, uint64_t,
-															 uint64_t *, uint64_t *, int, int, int *, GiError *);
+															 uint64_t *, uint64_t *, int, int, int, int *, GiError *);
 template GiStatus gi_gpu_btree_stream_search<int64_t, true>(const TreeDev<int64_t> &, cudaStream_t, int,
 															 const int64_t *, const int64_t *, uint64_t,
-															 uint64_t *, uint64_t *, int, int, int *, GiError *);
+															 uint64_t *, uint64_t *, int, int, int, int *, GiError *);

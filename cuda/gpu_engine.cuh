@@ -37,7 +37,10 @@ typedef struct GiGpuPolicy
 								 * the per-probe kernel, 1 always tiles, -1
 								 * always per probe */
 	int			window;			/* leaves a tile stages in shared memory: 0
-								 * default (32), -1 never, else the cap */
+								 * default (the tiled kernel 32; the stream
+								 * kernel 48 for int32 keys, 32 for int64),
+								 * -1 never, else the cap (the stream
+								 * kernel: at most 48) */
 	int			run;			/* the run search of the tiled kernel
 								 * (cuda/gpu_btree_tile.cuh): 0 for tiles whose
 								 * probes are in order, 1 for every narrow
@@ -64,7 +67,8 @@ typedef struct GiGpuPolicy
 	int			sample_leaves;	/* tile 0: what the order sample calls a
 								 * narrow tile: 0 default, one whose keys lie
 								 * in at most the staging window's leaves
-								 * (32), the tiled search taken when at least
+								 * (the tiled kernel's 32, the stream
+								 * kernel's 48), the tiled search taken when at least
 								 * half of the sampled tiles are; > 0 that
 								 * many leaves; -1 the rule until 2026-11-26:
 								 * keys spanning at most half of the tree's
@@ -134,6 +138,13 @@ typedef struct GiGpuPolicy
 								 * from staged leaves, everything else the
 								 * thread search), -1 the tiled kernel
 								 * (groups of 2); GI_GPU_STREAM overrides it */
+	int			row_hint;		/* the stream kernel: each row's window
+								 * bounds narrow the next row's binary
+								 * search to where they hint (checked by
+								 * each lane; a lane the hint misses
+								 * searches the whole window): 0 default
+								 * or 1 on, -1 off; GI_GPU_ROW_HINT
+								 * overrides it */
 } GiGpuPolicy;
 
 /* Read / replace the B+ tree query policy (cuda/gpu_btree.cu). */

@@ -132,11 +132,11 @@ env_mode(const char *name, int dflt)
 enum
 {
 	GS_RUN_SEARCH, GS_CHILD_ARITH, GS_DEDUP, GS_GROUP, GS_GATE_MIN, GS_TILE_MIN_BLOCKS,
-	GS_LEAF_WALK, GS_TOP, GS_WIDE, GS_LEAF_GUESS, GS_STREAM, GS_COUNT
+	GS_LEAF_WALK, GS_TOP, GS_WIDE, GS_LEAF_GUESS, GS_STREAM, GS_ROW_HINT, GS_COUNT
 };
 static _Atomic long long gpu_settings[GS_COUNT] = {
 	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD,
-	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD
+	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD
 };
 
 /* A mode setting (env_mode) as a slot value. */
@@ -169,6 +169,8 @@ gpu_setting_parse(int slot)
 			return mode_slot("GI_GPU_LEAF_GUESS");
 		case GS_STREAM:
 			return mode_slot("GI_GPU_STREAM");
+		case GS_ROW_HINT:
+			return mode_slot("GI_GPU_ROW_HINT");
 		case GS_GROUP:
 			{
 				long long	g = env_count("GI_GPU_GROUP", 0);
@@ -259,6 +261,13 @@ int
 gi_setting_gpu_stream(int dflt)
 {
 	return (int) gpu_setting(GS_STREAM, dflt);
+}
+
+/* GI_GPU_ROW_HINT as -1 / 0 / 1, or dflt (engine_util.h). */
+int
+gi_setting_gpu_row_hint(int dflt)
+{
+	return (int) gpu_setting(GS_ROW_HINT, dflt);
 }
 
 /* GI_GPU_GROUP when it is a group size the per-probe kernel has (1, 2, 4,

@@ -91,6 +91,10 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *                    per-probe kernel's group is 1: the stream kernel
  *                    ("on", 1, or "auto", 0) or the tiled kernel ("off",
  *                    -1); dflt otherwise
+ *   GI_GPU_ROW_HINT  whether the GPU B+ tree's stream kernel narrows each
+ *                    row's search of its window to where the row before
+ *                    hints ("on", 1, or "auto", 0) or searches the whole
+ *                    window ("off", -1); dflt otherwise
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
@@ -105,6 +109,7 @@ int			gi_setting_gpu_top(int dflt);
 int			gi_setting_gpu_wide(int dflt);
 int			gi_setting_gpu_leaf_guess(int dflt);
 int			gi_setting_gpu_stream(int dflt);
+int			gi_setting_gpu_row_hint(int dflt);
 void		gi_settings_reload(void);
 
 #ifdef __cplusplus

@@ -220,8 +220,9 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	 * the thread search (group 1) per probe, with children from the prefix
 	 * sums, and behind the order sample (which then takes the stream
 	 * kernel; with the 17th field -1 the tiled kernel, groups of 2); the
-	 * stream kernel for every batch (group 1, tile 1) with windows of 32,
-	 * 2 and no leaves;
+	 * stream kernel for every batch (group 1, tile 1) with windows of 48
+	 * (the default), 32, 2 and no leaves, and without its row hints (18th
+	 * field -1);
 	 * the per-probe kernel with groups of 16 and 32 (int64: 16), the 8-
 	 * and 4-byte node loads; the order sample's key-span rule (10th field
 	 * -1) and a leaf rule of 3 leaves; the tiled kernel built for 2 and 3
@@ -259,7 +260,8 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	{0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 	{1, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 1, -1, 0, -1, 0, 0, 0, 0, 0, 0, -1, 0, 0, 1},
 	{0, 0, 1, 0, 0, -1, 1, -1, 0, 0, 0, 0, 0, -1, 0, 1},
-	{0, 0, 1, 1, 0, -1}, {0, 0, 1, 1, 2, -1}, {0, 0, 1, 1, -1, -1},
+	{0, 0, 1, 1, 0, -1}, {0, 0, 1, 1, 2, -1}, {0, 0, 1, 1, -1, -1}, {0, 0, 1, 1, 32, -1},
+	{0, 0, 1, 1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
 	{0, 0, 1, 0, 0, -1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1}};
 	const int	ntiles = (int) (sizeof(tiles) / sizeof(tiles[0]));
 	size_t		q = p.size();
@@ -331,11 +333,11 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				for (size_t i = 0; i < q && bad == q; i++)
 					if (f[i] != rf[i] || l[i] != rl[i])
 						bad = i;
-				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d sample_leaves=%d snapshot=%d tile_min_blocks=%d leaf_walk=%d top=%d wide=%d leaf_guess=%d stream=%d",
+				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d sample_leaves=%d snapshot=%d tile_min_blocks=%d leaf_walk=%d top=%d wide=%d leaf_guess=%d stream=%d row_hint=%d",
 						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
 						 pol.tile, pol.window, pol.run, pol.gate_min, pol.child_arith, pol.dedup,
 						 pol.sample_leaves, pol.snapshot, pol.tile_min_blocks, pol.leaf_walk,
-						 pol.top, pol.wide, pol.leaf_guess, pol.stream);
+						 pol.top, pol.wide, pol.leaf_guess, pol.stream, pol.row_hint);
 				if (bad < q)
 					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
 						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],

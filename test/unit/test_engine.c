@@ -707,8 +707,8 @@ run_error_cases(bool gpu)
 /*
  * The GPU query settings read from the environment (engine/engine_util.c)
  * that select a search policy field: GI_GPU_TILE_MIN_BLOCKS takes 2, 3 or 4
- * and nothing else, GI_GPU_LEAF_WALK, GI_GPU_LEAF_GUESS and GI_GPU_STREAM
- * off / auto / on (or -1 / 0 / 1); an
+ * and nothing else, GI_GPU_LEAF_WALK, GI_GPU_LEAF_GUESS, GI_GPU_STREAM and
+ * GI_GPU_ROW_HINT off / auto / on (or -1 / 0 / 1); an
  * unset or unknown value gives the caller's default, and a value is read
  * once until gi_settings_reload().  Host only: runs with or without a GPU.
  */
@@ -720,8 +720,9 @@ run_settings_cases(void)
 		const char *value;		/* NULL: unset */
 		int			blocks;		/* gi_setting_gpu_tile_min_blocks(7) */
 		int			walk;		/* gi_setting_gpu_leaf_walk(7), and the same
-								 * of gi_setting_gpu_leaf_guess(7) and
-								 * gi_setting_gpu_stream(7) */
+								 * of gi_setting_gpu_leaf_guess(7),
+								 * gi_setting_gpu_stream(7) and
+								 * gi_setting_gpu_row_hint(7) */
 	}			cases[] = {
 		{NULL, 7, 7}, {"", 7, 7}, {"2", 2, 7}, {"3", 3, 7}, {"4", 4, 7}, {"1", 7, 1},
 		{"5", 7, 7}, {"0", 7, 0}, {"-1", 7, -1}, {"off", 7, -1}, {"auto", 7, 0},
@@ -735,7 +736,8 @@ run_settings_cases(void)
 		int			blocks,
 					walk,
 					guess,
-					stream;
+					stream,
+					hint;
 
 		if (cases[i].value)
 		{
@@ -743,6 +745,7 @@ run_settings_cases(void)
 			setenv("GI_GPU_LEAF_WALK", cases[i].value, 1);
 			setenv("GI_GPU_LEAF_GUESS", cases[i].value, 1);
 			setenv("GI_GPU_STREAM", cases[i].value, 1);
+			setenv("GI_GPU_ROW_HINT", cases[i].value, 1);
 		}
 		else
 		{
@@ -750,20 +753,22 @@ run_settings_cases(void)
 			unsetenv("GI_GPU_LEAF_WALK");
 			unsetenv("GI_GPU_LEAF_GUESS");
 			unsetenv("GI_GPU_STREAM");
+			unsetenv("GI_GPU_ROW_HINT");
 		}
 		gi_settings_reload();
 		blocks = gi_setting_gpu_tile_min_blocks(7);
 		walk = gi_setting_gpu_leaf_walk(7);
 		guess = gi_setting_gpu_leaf_guess(7);
 		stream = gi_setting_gpu_stream(7);
-		snprintf(what, sizeof(what), "GI_GPU_TILE_MIN_BLOCKS / LEAF_WALK / LEAF_GUESS / STREAM = %s",
+		hint = gi_setting_gpu_row_hint(7);
+		snprintf(what, sizeof(what), "GI_GPU_TILE_MIN_BLOCKS / LEAF_WALK / LEAF_GUESS / STREAM / ROW_HINT = %s",
 				 cases[i].value ? cases[i].value : "(unset)");
 		if (blocks != cases[i].blocks || walk != cases[i].walk || guess != cases[i].walk ||
-			stream != cases[i].walk)
-			printf("FAIL %s: min blocks %d (want %d), leaf walk %d, leaf guess %d, stream %d (want %d)\n",
-				   what, blocks, cases[i].blocks, walk, guess, stream, cases[i].walk);
+			stream != cases[i].walk || hint != cases[i].walk)
+			printf("FAIL %s: min blocks %d (want %d), leaf walk %d, leaf guess %d, stream %d, row hint %d (want %d)\n",
+				   what, blocks, cases[i].blocks, walk, guess, stream, hint, cases[i].walk);
 		test_record(&tr, blocks == cases[i].blocks && walk == cases[i].walk &&
-					guess == cases[i].walk && stream == cases[i].walk, what);
+					guess == cases[i].walk && stream == cases[i].walk && hint == cases[i].walk, what);
 	}
 	/* read once: a change without gi_settings_reload() is not seen */
 	setenv("GI_GPU_TILE_MIN_BLOCKS", "2", 1);
@@ -782,6 +787,7 @@ run_settings_cases(void)
 	unsetenv("GI_GPU_LEAF_WALK");
 	unsetenv("GI_GPU_LEAF_GUESS");
 	unsetenv("GI_GPU_STREAM");
+	unsetenv("GI_GPU_ROW_HINT");
 	gi_settings_reload();
 }
 

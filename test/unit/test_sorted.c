@@ -15,7 +15,8 @@
  * tiled kernel built for 2 and 3 blocks an SM (GI_GPU_TILE_MIN_BLOCKS),
  * the thread search without its leaf walk (GI_GPU_LEAF_WALK off), the
  * tiled kernel instead of the stream kernel where the sample tiles
- * (GI_GPU_STREAM off)): each
+ * (GI_GPU_STREAM off), the stream kernel without its row hints
+ * (GI_GPU_ROW_HINT off)): each
  * answer must match brute force (an empty
  * answer: only empty, as test_engine.c checks) and every mode must agree
  * with mode off to the letter.  GPU only: without a device nothing runs.
@@ -57,6 +58,7 @@ typedef struct SortedMode
 	const char *wide;			/* GI_GPU_WIDE (NULL: unset) */
 	const char *leaf_guess;		/* GI_GPU_LEAF_GUESS (NULL: unset) */
 	const char *stream;			/* GI_GPU_STREAM (NULL: unset) */
+	const char *row_hint;		/* GI_GPU_ROW_HINT (NULL: unset) */
 } SortedMode;
 
 static const SortedMode modes[] = {
@@ -68,6 +70,7 @@ static const SortedMode modes[] = {
 																	 * kernel where it tiles */
 	{"sampled tiled kernel", "off", "0", NULL, NULL, NULL, NULL, NULL, true, NULL, NULL, NULL, "off"},
 	{"sampled stream on", "off", "0", NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, "on"},
+	{"sampled no row hint", "off", "0", NULL, NULL, NULL, NULL, NULL, true, NULL, NULL, NULL, NULL, "off"},
 	{"prefix", "off", NULL, "off", NULL, NULL, NULL, NULL, false},	/* children from the prefix
 																	 * sums */
 	{"sampled prefix", "off", "0", "off", NULL, NULL, NULL, NULL, false},
@@ -270,6 +273,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 			set_or_unset("GI_GPU_WIDE", modes[mode].wide);
 			set_or_unset("GI_GPU_LEAF_GUESS", modes[mode].leaf_guess);
 			set_or_unset("GI_GPU_STREAM", modes[mode].stream);
+			set_or_unset("GI_GPU_ROW_HINT", modes[mode].row_hint);
 			memset(rf, 0xAB, np * sizeof(uint64_t));
 			memset(rl, 0xCD, np * sizeof(uint64_t));
 			st = gi_image_query(img, (GiOp) op, lo, op == GI_OP_RANGE ? hi : NULL, np, rf, rl, &err);
@@ -312,6 +316,7 @@ check_batch(GiImage *img, const int64_t *k, size_t n, int w, int shape, int kind
 	unsetenv("GI_GPU_WIDE");
 	unsetenv("GI_GPU_LEAF_GUESS");
 	unsetenv("GI_GPU_STREAM");
+	unsetenv("GI_GPU_ROW_HINT");
 	gi_settings_reload();
 }
 
