@@ -245,6 +245,29 @@ hint_holds(const Window<K> &W, K t, uint32_t from, uint32_t len)
 }
 
 /*
+ * window_bound over [hfrom, hfrom + hlen] where that hint holds (hlen > 0),
+ * else over the whole window (and *held turns false when there was a hint):
+ * one search either way.  *at (when not NULL) gets the bound's place in
+ * the window.
+ */
+template <class K, bool LE>
+__device__ __forceinline__ uint64_t
+hinted_bound(const Window<K> &W, K t, bool *exact, uint32_t hfrom, uint32_t hlen, uint32_t *at,
+			 bool *held)
+{
+	bool		in = hint_holds<K, LE>(W, t, hfrom, hlen);
+
+	if (!in && hlen > 0 && held)
+		*held = false;
+
+	uint64_t	b = window_bound<K, LE>(W, t, exact, in ? hfrom : 0, in ? hlen : UINT32_MAX);
+
+	if (at)
+		*at = (uint32_t) (b - W.base);
+	return b;
+}
+
+/*
  * Answer one probe from the window: the cases of answer() (gpu_btree_search.cuh)
  * with lower_bound / upper_bound read off the window.  False when an answer
  * may lie outside it (then the probe descends instead); a window holding all
@@ -275,16 +298,7 @@ window_answer(const TreeDev<K> &T, const Window<K> &W, int op, int64_t p, int64_
 
 		if (t > T.kmax)
 			return true;
-		if (hint_holds<K, false>(W, t, hfrom, hlen))
-			f = window_bound<K, false>(W, t, &ok, hfrom, hlen);
-		else
-		{
-			if (held && hlen > 0)
-				*held = false;
-			f = window_bound<K, false>(W, t, &ok);
-		}
-		if (at)
-			*at = (uint32_t) (f - W.base);
+		f = hinted_bound<K, false>(W, t, &ok, hfrom, hlen, at, held);
 		if (op == GI_OP_SUCC)
 			t = window_key(W, f, &ok);
 		l = ok ? window_bound<K, true, true>(W, t, &ok, (uint32_t) (f - W.base)) : 0;
@@ -295,16 +309,7 @@ window_answer(const TreeDev<K> &T, const Window<K> &W, int op, int64_t p, int64_
 			return true;
 		K			t = clamp_to_key<K>(p);
 
-		if (hint_holds<K, true>(W, t, hfrom, hlen))
-			l = window_bound<K, true>(W, t, &ok, hfrom, hlen);
-		else
-		{
-			if (held && hlen > 0)
-				*held = false;
-			l = window_bound<K, true>(W, t, &ok);
-		}
-		if (at)
-			*at = (uint32_t) (l - W.base);
+		l = hinted_bound<K, true>(W, t, &ok, hfrom, hlen, at, held);
 		if (l == 0)
 			return ok;
 		K			k = window_key(W, l - 1, &ok);
