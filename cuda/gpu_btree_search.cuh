@@ -976,7 +976,7 @@ GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
  * tiles in a kernel whose other probes take the thread search (the
  * default where the per-probe kernel's group is 1 and the run search
  * off; GiGpuPolicy.stream).  window, sample_leaves and gate as for
- * gi_gpu_btree_tile_search (window 0: the key width's stream_leaves);
+ * gi_gpu_btree_tile_search (window and sample_leaves 0: 48 leaves);
  * row_hints >= 0: each row's bounds narrow the next row's search
  * (GiGpuPolicy.row_hint).
  */

@@ -61,9 +61,9 @@ row_hint(uint32_t at, bool answered)
  * What a warp carries from row to row for stream_descend: the last probe
  * (and range end) a row sent to the thread search, and its answer.  Only
  * rows the window does not answer read it, so with int64 keys it lives in
- * shared memory, leaving the registers to the window (ptxas, sm_90: 84
- * bytes of spill stores a thread in registers, 32 in shared memory); with
- * int32 keys it fits in registers (12 bytes of spills against 16), and
+ * shared memory, leaving the registers to the window (ptxas, sm_90, when
+ * it moved: 84 bytes of spill stores a thread in registers, 32 in shared
+ * memory); with int32 keys it fits in registers (12 bytes against 16), and
  * the block's shared memory stays at the 4 x 48 KB that 4 blocks an SM
  * fit in the 196 KB carveout with.
  */
@@ -172,10 +172,11 @@ stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need
  * (in order: as many again ahead; else from the leaf before its own to the
  * window's end), and answers its probes row by row from that window
  * (window_answer: exact or declined); the rest take stream_descend.
- * Each row's first bounds hint where the next row's lie (row_hint: four
- * of the search's 10-11 steps where a row spans 32 positions), while the
- * window stays and until a hint misses a lane.  max_leaves: the leaves a warp stages (its share of the
- * block's shared memory); hint: use row hints.  gate: run only when *gate
+ * Each row's first bounds hint where the next row's lie (row_hint: three
+ * or four of the search's 10-11 steps where a row spans 32 positions),
+ * while the window stays and until a hint misses a lane.  max_leaves: the
+ * leaves a warp stages (its share of the block's shared memory); hint:
+ * use row hints.  gate: run only when *gate
  * is GATE_TILES (NULL: always).  WALK: the thread search's leaf walk (the
  * key width's default, LEAF_WALK_DEFAULT).  RANGE: op is GI_OP_RANGE (the
  * other operations hold no range ends in registers).

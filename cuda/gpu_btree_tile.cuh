@@ -275,9 +275,10 @@ hinted_bound(const Window<K> &W, K t, bool *exact, uint32_t hfrom, uint32_t hlen
  * (hfrom, hlen; hlen 0: none) narrows the first bound's search to [hfrom,
  * hfrom + hlen] where hint_holds (else *held turns false); *at (when not
  * NULL) gets that bound's place in the window (point and successor: of the
- * first entry, predecessor: after the last), for the next row's hint.  A predecessor's first entry is
- * the one its last entry's key starts at: found by one load where the key
- * before differs (unique keys), else by a search bounded by it.
+ * first entry, predecessor: after the last), for the next row's hint.  A
+ * predecessor's first entry is the one its last entry's key starts at:
+ * found by one load where the key before differs (unique keys), else by a
+ * search bounded by it.
  */
 template <class K>
 __device__ __forceinline__ bool

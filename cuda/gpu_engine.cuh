@@ -37,10 +37,9 @@ typedef struct GiGpuPolicy
 								 * the per-probe kernel, 1 always tiles, -1
 								 * always per probe */
 	int			window;			/* leaves a tile stages in shared memory: 0
-								 * default (the tiled kernel 32; the stream
-								 * kernel 48 for int32 keys, 32 for int64),
-								 * -1 never, else the cap (the stream
-								 * kernel: at most 48) */
+								 * default (the tiled kernel 32, the stream
+								 * kernel 48), -1 never, else the cap (the
+								 * stream kernel: at most 48) */
 	int			run;			/* the run search of the tiled kernel
 								 * (cuda/gpu_btree_tile.cuh): 0 for tiles whose
 								 * probes are in order, 1 for every narrow
