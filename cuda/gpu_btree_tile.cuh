@@ -120,6 +120,22 @@ template <class K> struct Window
 };
 
 /*
+ * The position of window index lo, a bound of t found in the window;
+ * *exact turns false when the bound may lie outside it (lo at an end the
+ * window does not close, and the key beyond that end qualifies).
+ */
+template <class K, bool LE>
+__device__ __forceinline__ uint64_t
+window_place(const Window<K> &W, K t, bool *exact, uint32_t lo)
+{
+	if (lo == 0 && !W.open_lo && (LE ? W.before > t : W.before >= t))
+		*exact = false;			/* may lie before the window */
+	if (lo == W.n && !W.open_hi && (LE ? W.after <= t : W.after < t))
+		*exact = false;			/* may lie after it */
+	return W.base + lo;
+}
+
+/*
  * lower_bound (LE = false) / upper_bound (LE = true) of t as a position, by
  * binary search over the window from index `from` on (a bound known to be
  * no smaller, galloping first).  *exact turns false when the bound may lie
@@ -138,38 +154,42 @@ window_bound(const Window<K> &W, K t, bool *exact, uint32_t from = 0, uint32_t s
 				len = umin32(W.n - from, span);
 
 	if constexpr (GALLOP)
-	{							/* on unique keys the answer is from or from + 1 */
-		for (int k = 0; k < 2 && len > 0 && (LE ? W.w[lo] <= t : W.w[lo] < t); k++)
+	{							/* on unique keys the answer is from or from +
+								 * 1: one or two loads, no loop */
+		if (len > 0 && (LE ? W.w[lo] <= t : W.w[lo] < t))
 		{
 			lo++;
 			len--;
-		}
-		for (uint32_t step = 1; lo > from + 1 && step < len; step <<= 1)
-		{						/* gallop: the answer is often close */
-			K			k = W.w[lo + step - 1];
-
-			if (!(LE ? k <= t : k < t))
+			if (len > 0 && (LE ? W.w[lo] <= t : W.w[lo] < t))
 			{
-				len = step - 1;
-				break;
-			}
-			lo += step;
-			len -= step;
-		}
-		if (lo <= from + 1)
-			len = 0;			/* it stopped short: the answer is lo */
-		while (len > 0)
-		{
-			uint32_t	half = len >> 1;
-			K			k = W.w[lo + half];
+				lo++;
+				len--;
+				for (uint32_t step = 1; step < len; step <<= 1)
+				{				/* gallop: the answer is often close */
+					K			k = W.w[lo + step - 1];
 
-			if (LE ? k <= t : k < t)
-			{
-				lo += half + 1;
-				len -= half + 1;
+					if (!(LE ? k <= t : k < t))
+					{
+						len = step - 1;
+						break;
+					}
+					lo += step;
+					len -= step;
+				}
+				while (len > 0)
+				{
+					uint32_t	half = len >> 1;
+					K			k = W.w[lo + half];
+
+					if (LE ? k <= t : k < t)
+					{
+						lo += half + 1;
+						len -= half + 1;
+					}
+					else
+						len = half;
+				}
 			}
-			else
-				len = half;
 		}
 	}
 	else if (len > 0)
@@ -197,11 +217,37 @@ window_bound(const Window<K> &W, K t, bool *exact, uint32_t from = 0, uint32_t s
 			lo = from + at + ((LE ? k <= t : k < t) ? 1 : 0);
 		}
 	}
-	if (lo == 0 && !W.open_lo && (LE ? W.before > t : W.before >= t))
-		*exact = false;			/* may lie before the window */
-	if (lo == W.n && !W.open_hi && (LE ? W.after <= t : W.after < t))
-		*exact = false;			/* may lie after it */
-	return W.base + lo;
+	return window_place<K, LE>(W, t, exact, lo);
+}
+
+/*
+ * window_bound over exactly [from, from + 2^J] (from + 2^J <= W.n), the
+ * answer known to lie there: J steps unrolled (an address, a load, a
+ * compare and a select each) and a last compare, where the loop of
+ * window_bound takes twice the instructions (ncu, H100, 2026-11-27: the
+ * stream kernel's row search was 67 of 342 instructions a row of sorted
+ * int32 probes, 7 steps of 9).
+ */
+template <class K, bool LE, int J>
+__device__ __forceinline__ uint64_t
+window_bound_fixed(const Window<K> &W, K t, bool *exact, uint32_t from)
+{
+	const K    *w = W.w + from;
+	uint32_t	at = 0;
+
+#pragma unroll
+	for (uint32_t step = 1u << (J - 1); step > 0; step >>= 1)
+	{
+		K			k = w[at + step - 1];
+
+		at = (LE ? k <= t : k < t) ? at + step : at;
+	}
+	{
+		K			k = w[at];
+
+		at += (LE ? k <= t : k < t) ? 1 : 0;
+	}
+	return window_place<K, LE>(W, t, exact, from + at);
 }
 
 /* The key at position pos (*exact turns false when it is not in the window). */
@@ -244,6 +290,10 @@ hint_holds(const Window<K> &W, K t, uint32_t from, uint32_t len)
 	return in;
 }
 
+#define HINT_FIXED_BITS	7			/* a row hint's search unrolled: 128
+									 * places (a sorted row of 32 probes over
+									 * as many keys hints 104) */
+
 /*
  * window_bound over [hfrom, hfrom + hlen] where that hint holds (hlen > 0),
  * else over the whole window (and *held turns false when there was a hint):
@@ -260,7 +310,11 @@ hinted_bound(const Window<K> &W, K t, bool *exact, uint32_t hfrom, uint32_t hlen
 	if (!in && hlen > 0 && held)
 		*held = false;
 
-	uint64_t	b = window_bound<K, LE>(W, t, exact, in ? hfrom : 0, in ? hlen : UINT32_MAX);
+	/* a hint of up to 2^HINT_FIXED_BITS places: that many, unrolled (the
+	 * answer lies in the hint's part of them) */
+	uint64_t	b = in && hlen <= (1u << HINT_FIXED_BITS) && hfrom + (1u << HINT_FIXED_BITS) <= W.n ?
+		window_bound_fixed<K, LE, HINT_FIXED_BITS>(W, t, exact, hfrom) :
+		window_bound<K, LE>(W, t, exact, in ? hfrom : 0, in ? hlen : UINT32_MAX);
 
 	if (at)
 		*at = (uint32_t) (b - W.base);
