@@ -4,8 +4,8 @@
  * clustered (GATE_TILES).  A warp takes a stretch of consecutive tiles of
  * TILE_PROBES probes, as the tiled search does, and answers a narrow tile
  * from its leaves staged in shared memory (the helpers of
- * gpu_btree_tile.cuh: tile_span, tile_slide / tile_bounds, stage_leaves,
- * window_answer).  Everything else (a wide tile, a probe whose answer
+ * gpu_btree_tile.cuh: tile_slide / tile_bounds, stage_leaves,
+ * window_answer; its span from the first row, stream_span).  Everything else (a wide tile, a probe whose answer
  * lies beyond the window) takes the thread search, one lane a probe from
  * the top table's node, as the per-probe kernel does; equal probes among
  * those descend once.
@@ -16,9 +16,15 @@
  * 431 instructions a row of 32 sorted probes, 5.0 million local-memory
  * requests a chunk).  This one keeps only what a sorted or clustered
  * batch needs.  GiGpuPolicy.stream picks it (the default) or the tiled
- * kernel.  3 blocks an SM, staging only a tile's leaves and no L2
- * prefetch were tried for int64 keys on the H100 and not kept
- * (bench/kernel/results-h100-2026-11-26p-steps.md).
+ * kernel.  3 blocks an SM and staging only a tile's leaves were tried
+ * for int64 keys on the H100 and not kept
+ * (bench/kernel/results-h100-2026-11-26p-steps.md).  The L2 prefetch of
+ * the next tile's probes was dropped on 2026-11-27 with stream_span: the
+ * lines were mostly gone from L2 by the time the rows read them (the
+ * stream moves ~40 MB through L2 while a warp answers a tile), so they
+ * were read twice (ncu, H100, sorted int32 probes: 631 MB against 453 MB
+ * from memory a chunk of 2^25 probes; 3.10x against 2.89x the binary
+ * search in the same call).
  */
 #ifndef GPUIDX_GPU_BTREE_STREAM_CUH
 #define GPUIDX_GPU_BTREE_STREAM_CUH
@@ -55,6 +61,32 @@ row_hint(uint32_t at, bool answered)
 	uint32_t	want = 3 * (mx - mn) + 8;
 
 	return mn <= mx ? hint_pack(mn, 1u << (32 - __clz(want - 1))) : 0;
+}
+
+/*
+ * The span the stream kernel stages a tile's leaves for (not ranges): the
+ * smallest and largest of the first row's probes (p: this lane's) and the
+ * tile's last probe, clamped as tile_span clamps.  Exact for a tile in
+ * order; in a cluster a probe outside it only costs a descent (the window
+ * declines what it cannot answer exactly).  tile_span loads all of the
+ * tile's probes, which the rows then load again: on sorted 10^8-probe
+ * batches most of those second loads missed L2 (ncu, H100, 2026-11-27:
+ * 654 MB read from memory a chunk of 2^25 probes, of 436 MB of probes and
+ * leaves).
+ */
+template <class K>
+__device__ __forceinline__ void
+stream_span(const TreeDev<K> &T, const int64_t *probes, uint64_t base, uint32_t cnt, int64_t p,
+			K *lo_out, K *hi_out)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	K			last = clamp_to_key<K>(probes[base + cnt - 1]),
+				t = lane < cnt ? clamp_to_key<K>(p) : last;
+	K			lo = warp_extreme<K, false>(t < last ? t : last),
+				hi = warp_extreme<K, true>(t > last ? t : last);
+
+	*lo_out = clamp_to_tree<K>(T, lo);
+	*hi_out = clamp_to_tree<K>(T, hi);
 }
 
 /*
@@ -228,14 +260,17 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 					hi;
 		bool		staged = false;
 
-		tile_span<K>(T, op, probes, probes_hi, base, cnt, &lo, &hi);
-		if (tile + 1 < tile_end)
-		{						/* the next tile's probes on their way to L2
-								 * (16 lines of 128 bytes; range ends too) */
-			const int64_t *next = (lane < 16 ? probes : probes_hi) + base + TILE_PROBES + (lane & 15) * 16;
+		/* the first row's probes (each row loads the next one's a row
+		 * ahead): without ranges loaded here, for the span too */
+		int64_t		p_next = 0,
+					ph_next = 0;
 
-			if ((lane < 16 || RANGE) && base + TILE_PROBES + (lane & 15) * 16 < count)
-				asm volatile("prefetch.global.L2 [%0];"::"l"(next));
+		if constexpr (RANGE)
+			tile_span<K>(T, op, probes, probes_hi, base, cnt, &lo, &hi);
+		else
+		{
+			p_next = lane < cnt ? probes[base + lane] : 0;
+			stream_span<K>(T, probes, base, cnt, p_next, &lo, &hi);
 		}
 		if (max_leaves > 0 && tile_narrow<K>(T, lo, hi))
 		{
@@ -287,12 +322,11 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 				}
 			}
 		}
-		/* each row's probe is loaded a row ahead: the loads tile_span made
-		 * are mostly out of L1 by now, and L2's latency would otherwise
-		 * stand between rows */
-		int64_t		p_next = lane < cnt ? probes[base + lane] : 0;
-		int64_t		ph_next = RANGE && lane < cnt ? probes_hi[base + lane] : 0;
-
+		if constexpr (RANGE)
+		{
+			p_next = lane < cnt ? probes[base + lane] : 0;
+			ph_next = lane < cnt ? probes_hi[base + lane] : 0;
+		}
 		for (uint32_t r = 0; r < cnt; r += 32)
 		{						/* uniform trip count: stream_descend's shuffles */
 			uint64_t	i = base + r + lane;
