@@ -19,7 +19,7 @@
  * kernel.  3 blocks an SM and staging only a tile's leaves were tried
  * for int64 keys on the H100 and not kept
  * (bench/kernel/results-h100-2026-11-26p-steps.md).  The L2 prefetch of
- * the next tile's probes was dropped on 2026-11-27 with stream_span: the
+ * the next tile's probes was dropped on 2026-11-26 with stream_span: the
  * lines were mostly gone from L2 by the time the rows read them (the
  * stream moves ~40 MB through L2 while a warp answers a tile), so they
  * were read twice (ncu, H100, sorted int32 probes: 631 MB against 453 MB
@@ -70,9 +70,9 @@ row_hint(uint32_t at, bool answered)
  * order; in a cluster a probe outside it only costs a descent (the window
  * declines what it cannot answer exactly).  tile_span loads all of the
  * tile's probes, which the rows then load again: on sorted 10^8-probe
- * batches most of those second loads missed L2 (ncu, H100, 2026-11-27:
- * 654 MB read from memory a chunk of 2^25 probes, of 436 MB of probes and
- * leaves).
+ * batches most of those second loads missed L2 (ncu, H100, 2026-11-26: a
+ * chunk of 2^25 probes read 654 MB from memory where its probes and
+ * leaves are 436 MB).
  */
 template <class K>
 __device__ __forceinline__ void

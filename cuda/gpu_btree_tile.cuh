@@ -224,7 +224,7 @@ window_bound(const Window<K> &W, K t, bool *exact, uint32_t from = 0, uint32_t s
  * window_bound over exactly [from, from + 2^J] (from + 2^J <= W.n), the
  * answer known to lie there: J steps unrolled (an address, a load, a
  * compare and a select each) and a last compare, where the loop of
- * window_bound takes twice the instructions (ncu, H100, 2026-11-27: the
+ * window_bound takes twice the instructions (ncu, H100, 2026-11-26: the
  * stream kernel's row search was 67 of 342 instructions a row of sorted
  * int32 probes, 7 steps of 9).
  */
