@@ -5,10 +5,11 @@
  * TILE_PROBES probes, as the tiled search does, and answers a narrow tile
  * from its leaves staged in shared memory (the helpers of
  * gpu_btree_tile.cuh: tile_slide / tile_bounds, stage_leaves,
- * window_answer; its span from the first row, stream_span).  Everything else (a wide tile, a probe whose answer
- * lies beyond the window) takes the thread search, one lane a probe from
- * the top table's node, as the per-probe kernel does; equal probes among
- * those descend once.
+ * window_answer; the tile's span from its first row, stream_span).
+ * Everything else (a wide tile, a probe whose answer lies beyond the
+ * window) takes the thread search, one lane a probe from the top table's
+ * node, as the per-probe kernel does; equal probes among those descend
+ * once.
  *
  * Why a kernel of its own: the tiled kernel holds the run search, the
  * group descents and the row carry in shared memory besides, and at its
