@@ -6,7 +6,8 @@
 -- a join of joins, as-of shapes taken and left alone, outer sides that are
 -- functions, parallel plans, UPDATE ... FROM, DELETE ... USING and a
 -- data-modifying CTE, an error raised by the probe expression, row-level
--- security and gpuidx.enable_customjoin = off.
+-- security, gpuidx.enable_customjoin = off, and outer rows read in place
+-- from their heap pages (gpuidx.outer_in_place on and off).
 --
 \set schema gi_join_edge
 \i sql/include/setup.sql
@@ -349,6 +350,78 @@ RESET gpuidx.enable_customjoin;
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_nestloop;
+
+-- 12. outer rows read in place (src/outerpage.c): a plain SeqScan outer
+-- side's rows are read from its pages, the rest of each page at once; each
+-- answer against the twin with it on and off, in chunks of 1024 rows that
+-- end inside pages, over an outer table with deleted, updated and aborted
+-- rows, and with rows this transaction wrote; the outer scan's EXPLAIN
+-- ANALYZE rows still count every row; a filtered outer scan is left alone
+CREATE TABLE op (id int, x int8, pad text) WITH (autovacuum_enabled = off);
+INSERT INTO op SELECT g, CASE WHEN g % 89 = 0 THEN NULL ELSE (g * 7919) % 6000 - 3000 END,
+  repeat('o', g % 40) FROM generate_series(1, 6000) g;
+DELETE FROM op WHERE id % 7 = 0;
+UPDATE op SET x = x + 1 WHERE id % 11 = 0;
+BEGIN;
+INSERT INTO op SELECT g, g % 500, 'aborted' FROM generate_series(7000, 7500) g;
+ROLLBACK;
+ANALYZE op;
+-- in_place(q): the GpuIndexJoin node's Outer Rows In Place (NULL: not read
+-- in place) and its outer scan's actual rows, GpuIndexJoin forced
+CREATE FUNCTION in_place(q text, OUT in_place bigint, OUT outer_rows bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  plan jsonb;
+BEGIN
+  PERFORM set_config('enable_hashjoin', 'off', true);
+  PERFORM set_config('enable_mergejoin', 'off', true);
+  PERFORM set_config('enable_nestloop', 'off', true);
+  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, TIMING OFF, SUMMARY OFF) ' || q INTO plan;
+  SELECT (n->>'Outer Rows In Place')::bigint, (n->'Plans'->0->>'Actual Rows')::bigint
+    INTO in_place, outer_rows
+    FROM jsonb_path_query(plan, 'strict $.** ? (@."Custom Plan Provider" == "GpuIndexJoin")') n;
+  PERFORM set_config('enable_hashjoin', 'on', true);
+  PERFORM set_config('enable_mergejoin', 'on', true);
+  PERFORM set_config('enable_nestloop', 'on', true);
+END $f$;
+SET gpuidx.batch_chunk = 1024;
+SELECT (SELECT count(*) FROM op) AS op_rows,
+       i.in_place > 0 AS read_in_place, i.outer_rows
+  FROM in_place($$SELECT op.id, t.id FROM op JOIN t ON t.k = op.x$$) i;
+SELECT i.in_place > 0 AS read_in_place, i.outer_rows
+  FROM in_place($$SELECT op.id, s.k FROM op JOIN LATERAL (SELECT k FROM t WHERE t.k <= op.x ORDER BY k DESC LIMIT 1) s ON true$$) i;
+SELECT i.in_place AS filtered_in_place, i.outer_rows
+  FROM in_place($$SELECT op.id, t.id FROM op JOIN t ON t.k = op.x WHERE op.id % 3 = 0$$) i;
+SET gpuidx.outer_in_place = off;
+SELECT i.in_place AS off_in_place, i.outer_rows
+  FROM in_place($$SELECT op.id, t.id FROM op JOIN t ON t.k = op.x$$) i;
+RESET gpuidx.outer_in_place;
+CREATE FUNCTION op_checks() RETURNS SETOF record LANGUAGE plpgsql AS $f$
+BEGIN
+  RETURN QUERY SELECT * FROM jcheck('in place inner', $$SELECT op.id, op.pad, t.id AS tid FROM op JOIN @T@ t ON t.k = op.x$$);
+  RETURN QUERY SELECT * FROM jcheck('in place left', $$SELECT op.id, t.id AS tid FROM op LEFT JOIN @T@ t ON t.k = op.x$$);
+  RETURN QUERY SELECT * FROM jcheck('in place anti', $$SELECT op.id FROM op WHERE NOT EXISTS (SELECT FROM @T@ t WHERE t.k = op.x)$$);
+  RETURN QUERY SELECT * FROM jcheck('in place probe expression', $$SELECT op.id, t.id AS tid FROM op JOIN @T@ t ON t.k = op.x + length(op.pad)$$);
+  RETURN QUERY SELECT * FROM jcheck('in place pred LIMIT 1', $$SELECT op.id, s.k FROM op JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= op.x ORDER BY t.k DESC LIMIT 1) s ON true$$);
+  RETURN QUERY SELECT * FROM jcheck('in place filtered', $$SELECT op.id, t.id AS tid FROM op JOIN @T@ t ON t.k = op.x WHERE op.id % 3 = 0$$);
+END $f$;
+SELECT 'on' AS in_place, c.* FROM op_checks() AS c(what text, node boolean, rows bigint, missing bigint, extra bigint,
+  nl_missing bigint, nl_extra bigint, pl_missing bigint, pl_extra bigint);
+SET gpuidx.outer_in_place = off;
+SELECT 'off' AS in_place, c.* FROM op_checks() AS c(what text, node boolean, rows bigint, missing bigint, extra bigint,
+  nl_missing bigint, nl_extra bigint, pl_missing bigint, pl_extra bigint);
+RESET gpuidx.outer_in_place;
+-- rows this transaction inserted and deleted, seen (or not) in place
+BEGIN;
+INSERT INTO op SELECT g, g % 3000 - 1500, 'new' FROM generate_series(8000, 9000) g;
+DELETE FROM op WHERE id % 5 = 0;
+SELECT (SELECT count(*) FROM op) AS op_rows, i.in_place > 0 AS read_in_place, i.outer_rows
+  FROM in_place($$SELECT op.id, t.id FROM op JOIN t ON t.k = op.x$$) i;
+SELECT 'in transaction' AS in_place, c.* FROM op_checks() AS c(what text, node boolean, rows bigint, missing bigint, extra bigint,
+  nl_missing bigint, nl_extra bigint, pl_missing bigint, pl_extra bigint);
+ROLLBACK;
+RESET gpuidx.batch_chunk;
 
 SET client_min_messages = warning;
 DROP SCHEMA gi_join_edge CASCADE;

@@ -24,6 +24,7 @@
 #include "customjoin.h"
 #include "heapvisit.h"
 #include "keyinterval.h"
+#include "outerpage.h"
 
 #include "access/heapam.h"
 #include "access/sysattr.h"
@@ -122,6 +123,7 @@ typedef struct GpuidxJoinState
 
 	PlanState  *outer;
 	TupleDesc	outer_desc;		/* the outer plan's output */
+	GpuidxOuterPage outer_page; /* its heap pages' rows read in place */
 	IndexFetchTableData *fetch;
 	TupleTableSlot *table_slot;
 	GpuidxVisMap vismap;		/* the table's visibility map pages, pinned */
@@ -139,6 +141,8 @@ typedef struct GpuidxJoinState
 								 * in row order, no sort by TID */
 	int64		nrows;
 	int64		rows_cap;
+	int64		gather_valid;	/* the chunk's rows with a probe so far ... */
+	bool		gather_points;	/* ... and whether each is one key */
 	bool	   *matched;		/* per row */
 	int64	   *row_lo,			/* per row: its interval or bound ... */
 			   *row_hi;
@@ -473,6 +477,8 @@ begin_join(CustomScanState *node, EState *estate, int eflags)
 	state->outer = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
 	node->custom_ps = list_make1(state->outer);
 	state->outer_desc = ExecGetResultType(state->outer);
+	if (gpuidx_outer_in_place)
+		gpuidx_outer_page_init(&state->outer_page, state->outer, estate);
 	state->table_slot = table_slot_create(state->table, &estate->es_tupleTable);
 	state->key_slot = ExecAllocTableSlot(&estate->es_tupleTable,
 										 RelationGetDescr(state->table), &TTSOpsVirtual);
@@ -751,6 +757,108 @@ outer_column(TupleTableSlot *slot, int c, bool *isnull)
 }
 
 /*
+ * Outer row n's bound or interval when its one probe is an outer column
+ * (say an as-of join's): eval_probes inline.
+ */
+static inline void
+take_column_probe(GpuidxJoinState *state, int64 n, Datum d, bool isnull)
+{
+	state->row_lo[n] = PG_INT64_MIN;
+	state->row_hi[n] = PG_INT64_MAX;
+	state->row_valid[n] = !isnull &&
+		gpuidx_strategy_interval(state->strategies[0],
+								 gpuidx_datum_to_key(d, state->probe_types[0]),
+								 &state->row_lo[n], &state->row_hi[n]);
+}
+
+/* Count the chunk's row n, whose probe was just taken. */
+static inline void
+count_row(GpuidxJoinState *state, int64 n)
+{
+	state->matched[n] = false;
+	state->first[n] = state->last[n] = 0;
+	if (state->row_valid[n])
+	{
+		state->gather_valid++;
+		state->gather_points = state->gather_points && state->row_lo[n] == state->row_hi[n];
+	}
+	state->nrows = n + 1;
+}
+
+/* Add an outer row to the chunk: keep its kept columns, take its probes. */
+static void
+gather_row(GpuidxJoinState *state, TupleTableSlot *slot)
+{
+	int64		n = state->nrows;
+
+	reserve_rows(state, n + 1);
+	if (state->row_values)
+	{
+		MemoryContext old = MemoryContextSwitchTo(state->chunk_cxt);
+
+		keep_row(state, n, slot);
+		MemoryContextSwitchTo(old);
+	}
+	if (state->probes_are_columns && state->nprobes == 1)
+	{
+		bool		isnull;
+		Datum		d = outer_column(slot, state->probe_cols[0], &isnull);
+
+		take_column_probe(state, n, d, isnull);
+	}
+	else if (state->probes_are_columns)
+	{
+		/* the probes read straight from the outer row */
+		slot_getsomeattrs(slot, state->probe_natts);
+		state->row_valid[n] = eval_probes(state, slot->tts_values, slot->tts_isnull,
+										  &state->row_lo[n], &state->row_hi[n]);
+	}
+	else
+	{
+		/* probe expressions read the row as the scan tuple */
+		TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
+
+		store_outer(state, slot);
+		state->row_valid[n] = eval_probes(state, scan->tts_values, scan->tts_isnull,
+										  &state->row_lo[n], &state->row_hi[n]);
+		ResetExprContext(state->css.ss.ps.ps_ExprContext);
+	}
+	count_row(state, n);
+}
+
+/*
+ * After gather_row took a row of the outer SeqScan: the rest of its heap
+ * page, read in place, up to the chunk's end.  One probe that is an outer
+ * column and nothing else kept (an as-of join's outer side) is read for
+ * the whole page at once; any other row goes through gather_row in a slot.
+ */
+static void
+gather_page_rest(GpuidxJoinState *state)
+{
+	GpuidxOuterPage *op = &state->outer_page;
+
+	if (state->probes_are_columns && state->nprobes == 1 && !state->row_values)
+	{
+		Datum		values[MaxHeapTuplesPerPage];
+		bool		nulls[MaxHeapTuplesPerPage];
+		int			k = gpuidx_outer_page_column(op, state->probe_cols[0] + 1, values, nulls,
+												 (int) Min(gpuidx_batch_chunk - state->nrows,
+														   MaxHeapTuplesPerPage));
+		int			i;
+
+		reserve_rows(state, state->nrows + k);
+		for (i = 0; i < k; i++)
+		{
+			take_column_probe(state, state->nrows, values[i], nulls[i]);
+			count_row(state, state->nrows);
+		}
+		return;
+	}
+	while (state->nrows < gpuidx_batch_chunk && gpuidx_outer_page_next(op) != NULL)
+		gather_row(state, gpuidx_outer_page_slot(op));
+}
+
+/*
  * Read the next chunk of outer rows, evaluate their probes and ask the
  * engine; false when the outer side is exhausted and nothing was read.
  */
@@ -758,9 +866,9 @@ static bool
 gather_chunk(GpuidxJoinState *state)
 {
 	MemoryContext old;
-	int64		nvalid = 0;
+	int64		nvalid;
 	int64		r;
-	bool		points = true;
+	bool		points;
 	instr_time	t;
 	GiOp		op;
 
@@ -770,71 +878,31 @@ gather_chunk(GpuidxJoinState *state)
 	state->nrows = 0;
 	state->nhits = 0;
 	state->hit_next = 0;
+	state->gather_valid = 0;
+	state->gather_points = true;
 	if (state->outer_done)
 		return false;
 	while (state->nrows < gpuidx_batch_chunk)
 	{
 		TupleTableSlot *slot = ExecProcNode(state->outer);
-		int64		n = state->nrows;
 
 		if (TupIsNull(slot))
 		{
 			state->outer_done = true;
 			break;
 		}
-		reserve_rows(state, n + 1);
-		if (state->row_values)
-		{
-			old = MemoryContextSwitchTo(state->chunk_cxt);
-			keep_row(state, n, slot);
-			MemoryContextSwitchTo(old);
-		}
-		if (state->probes_are_columns && state->nprobes == 1)
-		{
-			/* one probe, an outer column (say an as-of join's): eval_probes inline */
-			int			c = state->probe_cols[0];
-			bool		isnull;
-			Datum		d = outer_column(slot, c, &isnull);
-
-			state->row_lo[n] = PG_INT64_MIN;
-			state->row_hi[n] = PG_INT64_MAX;
-			state->row_valid[n] = !isnull &&
-				gpuidx_strategy_interval(state->strategies[0],
-										 gpuidx_datum_to_key(d, state->probe_types[0]),
-										 &state->row_lo[n], &state->row_hi[n]);
-		}
-		else if (state->probes_are_columns)
-		{
-			/* the probes read straight from the outer row */
-			slot_getsomeattrs(slot, state->probe_natts);
-			state->row_valid[n] = eval_probes(state, slot->tts_values, slot->tts_isnull,
-											  &state->row_lo[n], &state->row_hi[n]);
-		}
-		else
-		{
-			/* probe expressions read the row as the scan tuple */
-			TupleTableSlot *scan = state->css.ss.ss_ScanTupleSlot;
-
-			store_outer(state, slot);
-			state->row_valid[n] = eval_probes(state, scan->tts_values, scan->tts_isnull,
-											  &state->row_lo[n], &state->row_hi[n]);
-		}
-		state->matched[n] = false;
-		state->first[n] = state->last[n] = 0;
-		if (state->row_valid[n])
-		{
-			nvalid++;
-			points = points && state->row_lo[n] == state->row_hi[n];
-		}
-		state->nrows++;
-		if (!state->probes_are_columns)
-			ResetExprContext(state->css.ss.ps.ps_ExprContext);
+		gather_row(state, slot);
+		/* the rest of its heap page, read in place (outerpage.c) */
+		if (state->outer_page.scan)
+			gather_page_rest(state);
 	}
 	/* the scan tuple held outer rows for the probes: empty, restored per row */
 	if (!state->probes_are_columns)
 		ExecClearTuple(state->css.ss.ss_ScanTupleSlot);
 	if (state->nrows == 0)
 		return false;
+	nvalid = state->gather_valid;
+	points = state->gather_points;
 	if (nvalid == 0)
 		return true;
 
@@ -1908,6 +1976,8 @@ explain_join(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyInteger("Direct Rows", NULL, state->stat_direct, es);
 		if (state->sink)
 			ExplainPropertyInteger("Rows Added Up From The Image", NULL, state->stat_sunk, es);
+		if (state->outer_page.scan)
+			ExplainPropertyInteger("Outer Rows In Place", NULL, state->outer_page.rows_in_place, es);
 		if (es->timing)
 		{
 			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);

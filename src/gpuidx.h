@@ -218,6 +218,7 @@ extern int	gpuidx_default_structure;
 extern bool gpuidx_enable_customscan;
 extern bool gpuidx_enable_customjoin;
 extern bool gpuidx_enable_customagg;
+extern bool gpuidx_outer_in_place;
 extern int	gpuidx_gpu_min_batch;
 extern int	gpuidx_gpu_min_agg_entries;
 extern bool gpuidx_enable_batch_insert;

@@ -19,6 +19,7 @@ bool		gpuidx_enable_batch_insert = true;
 bool		gpuidx_enable_customscan = true;
 bool		gpuidx_enable_customjoin = true;
 bool		gpuidx_enable_customagg = true;
+bool		gpuidx_outer_in_place = true;
 int			gpuidx_gpu_min_batch = 256;
 int			gpuidx_gpu_min_agg_entries = 50000;
 bool		gpuidx_service_setting = true;
@@ -102,6 +103,12 @@ gpuidx_define_gucs(void)
 							 "Lets the planner use GpuIndexAgg, which answers count, sum, min, max and avg over a batch of key intervals from the index image.",
 							 NULL,
 							 &gpuidx_enable_customagg, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuidx.outer_in_place",
+							 "Lets GpuIndexJoin read its outer side's rows in place from the heap pages of a plain sequential scan.",
+							 "The rows a page-at-a-time scan already found visible are read from the pinned "
+							 "page instead of one executor call each (for comparison; the answers are the same).",
+							 &gpuidx_outer_in_place, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuidx.gpu_min_batch",
 							"Fewest probes sent to the GPU in one call.",

@@ -1,0 +1,156 @@
+/*
+ * outerpage.c - the rest of an outer SeqScan's current heap page, read in
+ * place.
+ *
+ * A join that gathers its outer side in chunks (GpuIndexJoin) asks for
+ * millions of rows.  Through ExecProcNode each row goes down the SeqScan
+ * node, the table AM and the heap's page-mode scan and is stored into the
+ * scan's slot: a hundred-odd instructions a row, as much as the GPU's
+ * search of it many times over.  In page mode the heap has already decided
+ * which rows of the current page the snapshot sees (rs_vistuples, under the
+ * page's share lock, with the scan's serializable checks and pruning) and
+ * holds the page pinned until it moves on; it returns them one at a time
+ * from rs_cindex.  So once ExecProcNode has returned a row, the page's
+ * further visible rows are read here, straight from the page, and
+ * rs_cindex is advanced past them: the scan's next row is the first one
+ * after them, on this page or the next, exactly as if each had been
+ * returned by the node (heapgettup_pagemode continues at rs_cindex + 1).
+ * The statistics the node would have kept (its EXPLAIN ANALYZE rows, the
+ * table's tuples returned) are counted here for those rows.
+ *
+ * This reads PostgreSQL 15's HeapScanDescData.  It applies only to a plain
+ * heap SeqScan that returns its rows as stored: no qual (so no row-level
+ * security or WHERE filter to evaluate), no projection, no EvalPlanQual
+ * recheck, a page-mode (MVCC) scan without scan keys.  Anything else goes
+ * through ExecProcNode as before.
+ */
+#include "gpuidx.h"
+#include "outerpage.h"
+
+#include "access/heapam.h"
+#include "access/tableam.h"
+#include "executor/executor.h"
+#include "executor/instrument.h"
+#include "pgstat.h"
+#include "utils/rel.h"
+
+/*
+ * Decide whether the outer plan's rows can be read in place and prepare
+ * the slot that shows them; op->scan stays NULL when they cannot.
+ */
+void
+gpuidx_outer_page_init(GpuidxOuterPage *op, PlanState *outer, EState *estate)
+{
+	SeqScanState *ss;
+	Relation	rel;
+
+	memset(op, 0, sizeof(*op));
+	if (!IsA(outer, SeqScanState) || estate->es_epq_active != NULL)
+		return;
+	ss = (SeqScanState *) outer;
+	rel = ss->ss.ss_currentRelation;
+	if (ss->ss.ps.qual != NULL || ss->ss.ps.ps_ProjInfo != NULL ||
+		rel == NULL || rel->rd_tableam != GetHeapamTableAmRoutine())
+		return;
+	op->scan = ss;
+	op->slot = ExecAllocTableSlot(&estate->es_tupleTable, RelationGetDescr(rel),
+								  &TTSOpsHeapTuple);
+	op->tuple.t_tableOid = RelationGetRelid(rel);
+}
+
+/*
+ * After the outer plan (or this function) returned a row: the next visible
+ * row of the same heap page (in the page, valid until the next call;
+ * gpuidx_outer_page_slot shows it in a slot), or NULL when the page has no
+ * more (then ExecProcNode takes the scan on).
+ */
+HeapTuple
+gpuidx_outer_page_next(GpuidxOuterPage *op)
+{
+	HeapScanDesc hs;
+	Page		page;
+	OffsetNumber off;
+	ItemId		lp;
+
+	if (op->scan == NULL)
+		return NULL;
+	hs = (HeapScanDesc) op->scan->ss.ss_currentScanDesc;
+	if (hs == NULL || !hs->rs_inited || !BufferIsValid(hs->rs_cbuf) ||
+		!(hs->rs_base.rs_flags & SO_ALLOW_PAGEMODE) || hs->rs_base.rs_nkeys != 0 ||
+		hs->rs_cindex + 1 >= hs->rs_ntuples)
+		return NULL;
+
+	off = hs->rs_vistuples[++hs->rs_cindex];
+	page = BufferGetPage(hs->rs_cbuf);
+	lp = PageGetItemId(page, off);
+	op->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+	op->tuple.t_len = ItemIdGetLength(lp);
+	ItemPointerSet(&op->tuple.t_self, hs->rs_cblock, off);
+	pgstat_count_heap_getnext(hs->rs_base.rs_rd);
+	if (op->scan->ss.ps.instrument)
+		op->scan->ss.ps.instrument->tuplecount += 1;
+	op->rows_in_place++;
+	return &op->tuple;
+}
+
+/*
+ * Where column attnum starts in a row with no NULLs, when every column
+ * before it is fixed-width (heap_getattr's cached offset, computed once
+ * here), else -1.
+ */
+static int
+fixed_offset(TupleDesc desc, AttrNumber attnum)
+{
+	int			off = 0;
+	int			i;
+
+	for (i = 0; i < attnum; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attlen <= 0)
+			return -1;
+		off = att_align_nominal(off, att->attalign);
+		if (i + 1 < attnum)
+			off += att->attlen;
+	}
+	return off;
+}
+
+/*
+ * gpuidx_outer_page_next for up to max rows at once, reading only column
+ * attnum of each: its values and NULL flags; the number of rows read.
+ */
+int
+gpuidx_outer_page_column(GpuidxOuterPage *op, AttrNumber attnum, Datum *values,
+						 bool *nulls, int max)
+{
+	TupleDesc	desc = op->slot->tts_tupleDescriptor;
+	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+	int			k = 0;
+
+	if (op->fixed_attnum != attnum)
+	{
+		op->fixed_attnum = attnum;
+		op->fixed_off = fixed_offset(desc, attnum);
+	}
+	while (k < max)
+	{
+		HeapTuple	tuple = gpuidx_outer_page_next(op);
+		HeapTupleHeader td;
+
+		if (tuple == NULL)
+			break;
+		td = tuple->t_data;
+		if (op->fixed_off >= 0 && !HeapTupleHasNulls(tuple) &&
+			attnum <= HeapTupleHeaderGetNatts(td))
+		{
+			nulls[k] = false;
+			values[k] = fetchatt(att, (char *) td + td->t_hoff + op->fixed_off);
+		}
+		else
+			values[k] = heap_getattr(tuple, attnum, desc, &nulls[k]);
+		k++;
+	}
+	return k;
+}
