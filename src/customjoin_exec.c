@@ -186,9 +186,9 @@ typedef struct GpuidxJoinState
 	int64		stat_fetches;
 	int64		stat_direct;	/* as-of rows asof_direct_row answered */
 	int64		stat_sunk;		/* of those, rows handed to the sink */
+	double		ms_outer;		/* reading outer rows, taking their probes */
 	double		ms_search;
 	double		ms_heap;
-	double		ms_join;
 
 	/* the output when it is plain columns of the scan tuple and no qual */
 	bool		plain_output;
@@ -882,6 +882,7 @@ gather_chunk(GpuidxJoinState *state)
 	state->gather_points = true;
 	if (state->outer_done)
 		return false;
+	INSTR_TIME_SET_CURRENT(t);
 	while (state->nrows < gpuidx_batch_chunk)
 	{
 		TupleTableSlot *slot = ExecProcNode(state->outer);
@@ -896,6 +897,7 @@ gather_chunk(GpuidxJoinState *state)
 		if (state->outer_page.scan)
 			gather_page_rest(state);
 	}
+	state->ms_outer += gpuidx_lap_ms(&t);
 	/* the scan tuple held outer rows for the probes: empty, restored per row */
 	if (!state->probes_are_columns)
 		ExecClearTuple(state->css.ss.ss_ScanTupleSlot);
@@ -1980,6 +1982,7 @@ explain_join(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyInteger("Outer Rows In Place", NULL, state->outer_page.rows_in_place, es);
 		if (es->timing)
 		{
+			ExplainPropertyFloat("Outer Time", "ms", state->ms_outer, 3, es);
 			ExplainPropertyFloat("Search Time", "ms", state->ms_search, 3, es);
 			ExplainPropertyFloat("Heap Time", "ms", state->ms_heap, 3, es);
 		}

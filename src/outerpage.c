@@ -127,30 +127,50 @@ gpuidx_outer_page_column(GpuidxOuterPage *op, AttrNumber attnum, Datum *values,
 {
 	TupleDesc	desc = op->slot->tts_tupleDescriptor;
 	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
-	int			k = 0;
+	HeapScanDesc hs;
+	Page		page;
+	int			k;
 
 	if (op->fixed_attnum != attnum)
 	{
 		op->fixed_attnum = attnum;
 		op->fixed_off = fixed_offset(desc, attnum);
 	}
-	while (k < max)
+	/* the first row as gpuidx_outer_page_next reads it, with its checks */
+	if (max <= 0 || gpuidx_outer_page_next(op) == NULL)
+		return 0;
+	hs = (HeapScanDesc) op->scan->ss.ss_currentScanDesc;
+	page = BufferGetPage(hs->rs_cbuf);
+	max = Min(max, hs->rs_ntuples - hs->rs_cindex);
+	for (k = 0; k < max; k++)
 	{
-		HeapTuple	tuple = gpuidx_outer_page_next(op);
 		HeapTupleHeader td;
 
-		if (tuple == NULL)
-			break;
-		td = tuple->t_data;
-		if (op->fixed_off >= 0 && !HeapTupleHasNulls(tuple) &&
+		if (k > 0)
+		{
+			/* the same page's next visible row, as gpuidx_outer_page_next */
+			OffsetNumber off = hs->rs_vistuples[++hs->rs_cindex];
+			ItemId		lp = PageGetItemId(page, off);
+
+			op->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			op->tuple.t_len = ItemIdGetLength(lp);
+			ItemPointerSet(&op->tuple.t_self, hs->rs_cblock, off);
+		}
+		td = op->tuple.t_data;
+		if (op->fixed_off >= 0 && !HeapTupleHasNulls(&op->tuple) &&
 			attnum <= HeapTupleHeaderGetNatts(td))
 		{
 			nulls[k] = false;
 			values[k] = fetchatt(att, (char *) td + td->t_hoff + op->fixed_off);
 		}
 		else
-			values[k] = heap_getattr(tuple, attnum, desc, &nulls[k]);
-		k++;
+			values[k] = heap_getattr(&op->tuple, attnum, desc, &nulls[k]);
 	}
+	/* what gpuidx_outer_page_next counts, for the k - 1 rows after the first */
+	if (pgstat_should_count_relation(hs->rs_base.rs_rd))
+		hs->rs_base.rs_rd->pgstat_info->t_counts.t_tuples_returned += k - 1;
+	if (op->scan->ss.ps.instrument)
+		op->scan->ss.ps.instrument->tuplecount += k - 1;
+	op->rows_in_place += k - 1;
 	return k;
 }
