@@ -141,6 +141,8 @@ typedef struct GpuidxJoinState
 								 * in row order, no sort by TID */
 	int64		nrows;
 	int64		rows_cap;
+	char	   *scratch;		/* the arrays' block, when the backend's
+								 * scratch (scratch.c) */
 	int64		gather_valid;	/* the chunk's rows with a probe so far ... */
 	bool		gather_points;	/* ... and whether each is one key */
 	bool	   *matched;		/* per row */
@@ -635,55 +637,97 @@ eval_probes(GpuidxJoinState *state, const Datum *values, const bool *nulls,
 	return *lo <= *hi;
 }
 
-/* Grow the per-row arrays of a chunk to hold at least n rows. */
+/* Bytes a row takes in the chunk's arrays. */
+static Size
+row_bytes(GpuidxJoinState *state)
+{
+	return sizeof(int64) * 4 + (sizeof(Datum) + sizeof(bool)) * state->nkept + sizeof(bool) * 2;
+}
+
+/*
+ * Point the chunk's per-row arrays into block, laid out for cap rows (the
+ * 8-byte arrays first, so each is aligned).
+ */
+static void
+carve_rows(GpuidxJoinState *state, char *block, int64 cap)
+{
+	state->row_lo = (int64 *) block;
+	state->row_hi = state->row_lo + cap;
+	state->first = (uint64 *) (state->row_hi + cap);
+	state->last = state->first + cap;
+	block = (char *) (state->last + cap);
+	state->row_values = NULL;
+	state->row_nulls = NULL;
+	if (state->nkept > 0)
+	{
+		state->row_values = (Datum *) block;
+		block += sizeof(Datum) * cap * state->nkept;
+	}
+	state->matched = (bool *) block;
+	state->row_valid = state->matched + cap;
+	if (state->nkept > 0)
+		state->row_nulls = state->row_valid + cap;
+}
+
+/*
+ * Make the per-row arrays of a chunk hold at least n rows.  The first time,
+ * the backend's scratch block (scratch.c: no fresh pages to fault in) for a
+ * whole chunk, else memory of the query's for the planner's estimate of
+ * the outer rows; more rows move the arrays to a block twice as large.
+ */
 static void
 reserve_rows(GpuidxJoinState *state, int64 n)
 {
-	int64		cap = Max(state->rows_cap * 2, 1024);
-	MemoryContext old;
+	GpuidxJoinState old;
+	int64		cap;
+	char	   *block;
 
 	if (n <= state->rows_cap)
 		return;
+	old = *state;
+	if (state->rows_cap == 0 && state->scratch == NULL &&
+		(block = gpuidx_scratch_take(row_bytes(state) * Max(gpuidx_batch_chunk, n))) != NULL)
+	{
+		state->scratch = block;
+		state->rows_cap = Max(gpuidx_batch_chunk, n);
+		carve_rows(state, block, state->rows_cap);
+		return;
+	}
+
 	/*
 	 * Start at the planner's estimate of the outer rows: growing by doubling
 	 * copies the arrays and touches fresh pages at every step.
 	 */
+	cap = Max(state->rows_cap * 2, 1024);
 	if (state->rows_cap == 0)
 		cap = Max(cap, (int64) Min(state->outer->plan->plan_rows * 1.1, 1e12));
-	cap = Min(Max(cap, n), (int64) gpuidx_batch_chunk);
-	old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
-	if (state->rows_cap == 0)
+	cap = Min(cap, (int64) gpuidx_batch_chunk);
+	cap = Max(cap, n);
+	block = MemoryContextAllocHuge(state->css.ss.ps.state->es_query_cxt, row_bytes(state) * cap);
+	gi_advise_huge_pages(block, row_bytes(state) * cap);
+	carve_rows(state, block, cap);
+	if (old.rows_cap > 0)
 	{
+		int64		m = old.rows_cap;
+
+		memcpy(state->row_lo, old.row_lo, sizeof(int64) * m);
+		memcpy(state->row_hi, old.row_hi, sizeof(int64) * m);
+		memcpy(state->first, old.first, sizeof(uint64) * m);
+		memcpy(state->last, old.last, sizeof(uint64) * m);
+		memcpy(state->matched, old.matched, sizeof(bool) * m);
+		memcpy(state->row_valid, old.row_valid, sizeof(bool) * m);
 		if (state->nkept > 0)
 		{
-			state->row_values = gpuidx_alloc_huge(sizeof(Datum) * cap * state->nkept);
-			state->row_nulls = gpuidx_alloc_huge(sizeof(bool) * cap * state->nkept);
+			memcpy(state->row_values, old.row_values, sizeof(Datum) * m * state->nkept);
+			memcpy(state->row_nulls, old.row_nulls, sizeof(bool) * m * state->nkept);
 		}
-		state->matched = gpuidx_alloc_huge(sizeof(bool) * cap);
-		state->row_lo = gpuidx_alloc_huge(sizeof(int64) * cap);
-		state->row_hi = gpuidx_alloc_huge(sizeof(int64) * cap);
-		state->row_valid = gpuidx_alloc_huge(sizeof(bool) * cap);
-		state->first = gpuidx_alloc_huge(sizeof(uint64) * cap);
-		state->last = gpuidx_alloc_huge(sizeof(uint64) * cap);
-	}
-	else
-	{
-		if (state->row_values)
-		{
-			state->row_values = repalloc_huge(state->row_values,
-											  sizeof(Datum) * cap * state->nkept);
-			state->row_nulls = repalloc_huge(state->row_nulls,
-											 sizeof(bool) * cap * state->nkept);
-		}
-		state->matched = repalloc(state->matched, sizeof(bool) * cap);
-		state->row_lo = repalloc(state->row_lo, sizeof(int64) * cap);
-		state->row_hi = repalloc(state->row_hi, sizeof(int64) * cap);
-		state->row_valid = repalloc(state->row_valid, sizeof(bool) * cap);
-		state->first = repalloc(state->first, sizeof(uint64) * cap);
-		state->last = repalloc(state->last, sizeof(uint64) * cap);
+		if (old.scratch)
+			gpuidx_scratch_give(old.scratch);
+		else
+			pfree(old.row_lo);
+		state->scratch = NULL;
 	}
 	state->rows_cap = cap;
-	MemoryContextSwitchTo(old);
 }
 
 /* Drop the pinned heap page, if any. */
@@ -1879,6 +1923,9 @@ end_join(CustomScanState *node)
 	GpuidxJoinState *state = (GpuidxJoinState *) node;
 
 	reset_join(state, false);
+	if (state->scratch)
+		gpuidx_scratch_give(state->scratch);
+	state->scratch = NULL;
 	gpuidx_vismap_release(&state->vismap);
 	if (state->table_slot)
 		ExecClearTuple(state->table_slot);

@@ -275,6 +275,13 @@ extern void gpuidx_append(Relation index, uint16 list, int64 key,
 						  ItemPointer tid, const char *row,
 						  uint64 count_exact_from, uint64 *count);
 
+/* ---------- scratch.c ---------- */
+
+/* the most memory a backend keeps for a join's chunk arrays (scratch.c) */
+#define GPUIDX_SCRATCH_MAX		((Size) 64 << 20)
+extern void *gpuidx_scratch_take(Size size);
+extern void gpuidx_scratch_give(void *block);
+
 /* ---------- utils.c ---------- */
 
 extern void *gpuidx_alloc_huge(Size size);
