@@ -98,6 +98,12 @@ typedef struct GpuidxServiceRequest
 	int64		nprobes;
 	dsm_handle	transfer;
 	Size		transfer_bytes;
+	dsm_handle	kept;			/* the slot's transfer segment, pinned so that
+								 * it outlives its process: the next process
+								 * in the slot (a parallel worker, a new
+								 * connection) maps it instead of creating and
+								 * faulting in one (service_client.c) */
+	Size		kept_bytes;
 
 	/* the answer */
 	int			status;			/* GiStatus, or GPUIDX_REQ_ERR_* */
