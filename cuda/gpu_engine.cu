@@ -32,6 +32,52 @@ gi_gpu_probe(char *why, size_t whylen)
 	return gi_gpu_device_probe(why, whylen);
 }
 
+/* Page-lock host memory the caller reuses for batches (engine.h). */
+GI_EXPORT bool
+gi_gpu_host_pin(void *p, size_t size)
+{
+	if (cudaHostRegister(p, size, cudaHostRegisterDefault) == cudaSuccess)
+		return true;
+	(void) cudaGetLastError();	/* not sticky: forget it */
+	return false;
+}
+
+/* Undo gi_gpu_host_pin. */
+GI_EXPORT void
+gi_gpu_host_unpin(void *p)
+{
+	if (cudaHostUnregister(p) != cudaSuccess)
+		(void) cudaGetLastError();
+}
+
+/*
+ * Whether n bytes at host address p are page-locked (gi_gpu_host_pin, or
+ * cudaHostAlloc'd): the DMA engine can copy them directly, without the
+ * staging buffers.
+ */
+static bool
+host_pinned(const void *p, size_t n)
+{
+	cudaPointerAttributes a;
+
+	if (p == NULL || n == 0)
+		return false;
+	if (cudaPointerGetAttributes(&a, p) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return false;
+	}
+	if (a.type != cudaMemoryTypeHost)
+		return false;
+	/* the range's last byte too: a registration may end inside the array */
+	if (cudaPointerGetAttributes(&a, (const char *) p + n - 1) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return false;
+	}
+	return a.type == cudaMemoryTypeHost;
+}
+
 /* Build from sorted host keys (payloads are kept by engine.c, not here). */
 GI_EXPORT GiStatus
 gi_gpu_build(const GiBuildParams *params, const int64_t *keys,
@@ -220,6 +266,7 @@ gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 				chunk;
 	double		t0 = gi_now_ms();
 	size_t		cap;
+	bool		direct;
 
 	CKS(gi_gpu_need_device(err));
 	if (image->n == 0)
@@ -234,14 +281,27 @@ gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 	cap = std::min<size_t>(nprobes, HOST_QCHUNK);
 	CKS(query_buffers(image, cap, probes_hi != NULL, own_p, own_h, own_f, own_l, own_s,
 					  &dp, &dh, &df, &dl, &scratch, err));
+	/* page-locked arrays (gi_host_pin) are copied directly, not staged */
+	direct = host_pinned(probes, nprobes * 8) &&
+		(probes_hi == NULL || host_pinned(probes_hi, nprobes * 8)) &&
+		host_pinned(first, nprobes * 8) && host_pinned(last, nprobes * 8);
 	for (size_t off = 0; off < nprobes; off += cap)
 	{
 		size_t		cnt = std::min(cap, nprobes - off);
 		double		a = gi_now_ms();
 
-		CKS(gi_gpu_upload(dp, probes + off, cnt, 8, stream, NULL, err));
-		if (probes_hi)
-			CKS(gi_gpu_upload(dh, probes_hi + off, cnt, 8, stream, NULL, err));
+		if (direct)
+		{
+			CK(cudaMemcpyAsync(dp, probes + off, cnt * 8, cudaMemcpyHostToDevice, stream));
+			if (probes_hi)
+				CK(cudaMemcpyAsync(dh, probes_hi + off, cnt * 8, cudaMemcpyHostToDevice, stream));
+		}
+		else
+		{
+			CKS(gi_gpu_upload(dp, probes + off, cnt, 8, stream, NULL, err));
+			if (probes_hi)
+				CKS(gi_gpu_upload(dh, probes_hi + off, cnt, 8, stream, NULL, err));
+		}
 		CK(cudaStreamSynchronize(stream));
 		timings.transfer_ms += gi_now_ms() - a;
 		CKS(dev_query(image, op, (const int64_t *) dp, probes_hi ? (const int64_t *) dh : NULL,
@@ -249,8 +309,17 @@ gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 		timings.sort_ms += chunk.sort_ms;
 		timings.search_ms += chunk.search_ms;
 		a = gi_now_ms();
-		CKS(gi_gpu_download((int64_t *) first + off, df, cnt, 8, stream, err));
-		CKS(gi_gpu_download((int64_t *) last + off, dl, cnt, 8, stream, err));
+		if (direct)
+		{
+			CK(cudaMemcpyAsync(first + off, df, cnt * 8, cudaMemcpyDeviceToHost, stream));
+			CK(cudaMemcpyAsync(last + off, dl, cnt * 8, cudaMemcpyDeviceToHost, stream));
+			CK(cudaStreamSynchronize(stream));
+		}
+		else
+		{
+			CKS(gi_gpu_download((int64_t *) first + off, df, cnt, 8, stream, err));
+			CKS(gi_gpu_download((int64_t *) last + off, dl, cnt, 8, stream, err));
+		}
 		timings.transfer_ms += gi_now_ms() - a;
 	}
 	timings.total_ms = gi_now_ms() - t0;

@@ -375,6 +375,21 @@ gi_gpu_available(char *why, size_t whylen)
 	return gi_gpu_probe(why, whylen);
 }
 
+/* Page-lock memory the caller reuses for GPU batches (engine.h). */
+bool
+gi_host_pin(void *p, size_t size)
+{
+	return p != NULL && size > 0 && gi_gpu_host_pin(p, size);
+}
+
+/* Undo gi_host_pin. */
+void
+gi_host_unpin(void *p)
+{
+	if (p != NULL)
+		gi_gpu_host_unpin(p);
+}
+
 /* Sort (key, payload) pairs on the host. */
 GiStatus
 gi_sort_pairs(const int64_t *keys, const uint64_t *payloads, size_t n,

@@ -247,6 +247,18 @@ void		gi_image_info(const GiImage *image, GiImageInfo *info);
 bool		gi_gpu_available(char *why, size_t whylen);
 
 /*
+ * Page-lock size bytes of host memory at p that the caller keeps and reuses
+ * for batches (a join's chunk arrays), so that a GPU image's queries copy
+ * their probes and answers straight to and from it instead of through the
+ * engine's staging buffers.  Call it only in a process that already uses
+ * the GPU (it would start CUDA otherwise).  False, and nothing changed,
+ * where there is no GPU engine or the registration fails; the memory works
+ * as before either way.  gi_host_unpin(p) before the memory is freed.
+ */
+bool		gi_host_pin(void *p, size_t size);
+void		gi_host_unpin(void *p);
+
+/*
  * Sort n (key, payload) pairs ascending by (key, payload) on the host.
  * payloads and payloads_out may be NULL (keys only).  Outputs may not alias
  * inputs.

@@ -86,6 +86,8 @@ GiStatus	gi_gpu_build_unsorted(const GiBuildParams *params,
 								  uint64_t *sorted_payloads_out,
 								  GiImage **out, GiError *err);
 void		gi_gpu_free(GiImage *image);
+bool		gi_gpu_host_pin(void *p, size_t size);
+void		gi_gpu_host_unpin(void *p);
 GiStatus	gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,
 						 const int64_t *probes_hi, size_t nprobes,
 						 uint64_t *first, uint64_t *last, GiError *err);

@@ -43,6 +43,22 @@ gi_gpu_free(GiImage *image)
 	(void) image;
 }
 
+/* No GPU in this build: nothing to page-lock for. */
+bool
+gi_gpu_host_pin(void *p, size_t size)
+{
+	(void) p;
+	(void) size;
+	return false;
+}
+
+/* No GPU in this build. */
+void
+gi_gpu_host_unpin(void *p)
+{
+	(void) p;
+}
+
 /* Refuse: no GPU in this build. */
 GiStatus
 gi_gpu_query(GiImage *image, GiOp op, const int64_t *probes,

@@ -25,6 +25,7 @@
 #include "heapvisit.h"
 #include "keyinterval.h"
 #include "outerpage.h"
+#include "service.h"
 
 #include "access/heapam.h"
 #include "access/sysattr.h"
@@ -819,8 +820,8 @@ take_column_probe(GpuidxJoinState *state, int64 n, Datum d, bool isnull)
 static inline void
 count_row(GpuidxJoinState *state, int64 n)
 {
+	/* (first and last are read only for a valid row: the engine sets them) */
 	state->matched[n] = false;
-	state->first[n] = state->last[n] = 0;
 	if (state->row_valid[n])
 	{
 		state->gather_valid++;
@@ -963,6 +964,13 @@ gather_chunk(GpuidxJoinState *state)
 			state->row_valid[r] = false;
 		return true;
 	}
+	/*
+	 * A GPU image of this backend's own answers the chunk: the scratch block
+	 * the row arrays live in is page-locked (once a backend), so that they
+	 * go to and from the device without staging copies.
+	 */
+	if (state->scratch && state->engine == GI_ENGINE_GPU && !state->img->shared && !gpuidx_service_mode())
+		gpuidx_scratch_pin(state->scratch);
 	old = MemoryContextSwitchTo(state->chunk_cxt);
 	op = state->kind == GPUIDX_JOIN_ASOF_PRED ? GI_OP_PRED :
 		state->kind == GPUIDX_JOIN_ASOF_SUCC ? GI_OP_SUCC :

@@ -281,6 +281,7 @@ extern void gpuidx_append(Relation index, uint16 list, int64 key,
 #define GPUIDX_SCRATCH_MAX		((Size) 64 << 20)
 extern void *gpuidx_scratch_take(Size size);
 extern void gpuidx_scratch_give(void *block);
+extern void gpuidx_scratch_pin(void *block);
 
 /* ---------- utils.c ---------- */
 

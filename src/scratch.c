@@ -12,17 +12,24 @@
  * backend (a nested join, a cursor) gets ordinary memory.  The block is
  * handed back when the join ends, or at the end of the top-level
  * transaction should the join have been abandoned by an error.  A backend
- * keeps at most GPUIDX_SCRATCH_MAX bytes this way.
+ * keeps at most GPUIDX_SCRATCH_MAX bytes this way.  Where the join runs on
+ * a GPU image of the backend's own, the block is page-locked once
+ * (gpuidx_scratch_pin), so that probes and answers are copied to and from
+ * the device directly.
  */
 #include "gpuidx.h"
 
 #include "access/xact.h"
 #include "utils/memutils.h"
 
-static char *scratch_block;
+static char *scratch_raw;		/* as allocated */
+static char *scratch_block;		/* 2 MB aligned inside it */
 static Size scratch_size;
 static bool scratch_busy;
+static bool scratch_pinned;		/* page-locked for the GPU (gi_host_pin) */
 static bool scratch_callback_registered;
+
+#define SCRATCH_ALIGN	((Size) 2 << 20)
 
 /* A transaction that ends frees the block for the next join. */
 static void
@@ -52,16 +59,34 @@ gpuidx_scratch_take(Size size)
 	}
 	if (scratch_size < size)
 	{
-		if (scratch_block)
-			pfree(scratch_block);
-		scratch_block = NULL;
+		if (scratch_pinned)
+			gi_host_unpin(scratch_block);
+		scratch_pinned = false;
+		if (scratch_raw)
+			pfree(scratch_raw);
+		scratch_raw = scratch_block = NULL;
 		scratch_size = 0;
-		scratch_block = MemoryContextAllocHuge(TopMemoryContext, size);
+		/* on a 2 MB boundary: huge pages from its start */
+		scratch_raw = MemoryContextAllocHuge(TopMemoryContext, size + SCRATCH_ALIGN);
+		scratch_block = (char *) TYPEALIGN(SCRATCH_ALIGN, scratch_raw);
 		scratch_size = size;
 		gi_advise_huge_pages(scratch_block, size);
 	}
 	scratch_busy = true;
 	return scratch_block;
+}
+
+/*
+ * Page-lock the block for the GPU engine (the join's caller uses the GPU
+ * already), once: its probes and answers then go to and from the device
+ * without the engine's staging copies.  Nothing happens if it fails.
+ */
+void
+gpuidx_scratch_pin(void *block)
+{
+	Assert(block == scratch_block);
+	if (!scratch_pinned)
+		scratch_pinned = gi_host_pin(scratch_block, scratch_size);
 }
 
 /* Hand the block gpuidx_scratch_take gave back. */

@@ -244,6 +244,51 @@ check_op(GiImage *image, const char *engine, const char *label, GiOp op,
 	return reports == 0;
 }
 
+/*
+ * Page-lock fresh copies of lo and hi and answer buffers (gi_host_pin, as a
+ * join's scratch block is) and check op on them: the GPU engine copies such
+ * arrays directly instead of through its staging buffers.  With half_last,
+ * only the first half of last is page-locked, so the engine must see that
+ * the array is not and stage it.
+ */
+static bool
+check_op_pinned(GiImage *image, const char *engine, const char *label, GiOp op,
+				const int64_t *sorted, size_t n, const int64_t *lo, const int64_t *hi,
+				size_t np, bool half_last)
+{
+	size_t		bytes = ((np * 8 + 4095) / 4096) * 4096;
+	int64_t    *plo = aligned_alloc(4096, bytes);
+	int64_t    *phi = aligned_alloc(4096, bytes);
+	uint64_t   *pf = aligned_alloc(4096, bytes);
+	uint64_t   *pl = aligned_alloc(4096, bytes);
+	char		what[200];
+	bool		pinned,
+				ok;
+
+	if (!plo || !phi || !pf || !pl)
+	{
+		fprintf(stderr, "test_engine: out of memory\n");
+		exit(2);
+	}
+	memcpy(plo, lo, np * 8);
+	memcpy(phi, hi, np * 8);
+	pinned = gi_host_pin(plo, bytes) && gi_host_pin(phi, bytes) && gi_host_pin(pf, bytes) &&
+		gi_host_pin(pl, half_last ? (np / 2 / 512 + 1) * 4096 : bytes);
+	if (!pinned)
+		printf("FAIL seed=%" PRIu64 " %s %s: gi_host_pin failed\n", tr.seed, engine, label);
+	snprintf(what, sizeof(what), "%s %s", label, half_last ? "half pinned" : "pinned");
+	ok = pinned && check_op(image, engine, what, op, sorted, n, plo, phi, np, pf, pl);
+	gi_host_unpin(plo);
+	gi_host_unpin(phi);
+	gi_host_unpin(pf);
+	gi_host_unpin(pl);
+	free(plo);
+	free(phi);
+	free(pf);
+	free(pl);
+	return ok;
+}
+
 /* Check the image's description. */
 static bool
 check_info(GiImage *image, const char *engine, const char *label, int width,
@@ -485,6 +530,15 @@ run_case(int width, size_t n, int dist, bool gpu, int variant)
 					test_record(&tr, check_same_as_btree(engine, label, (GiOp) op,
 											   bt_first[op], bt_last[op],
 											   first, last, lo, np), label);
+			}
+			if (e == 1 && np > 0)
+			{
+				/* probes and answers in page-locked memory, whole and half */
+				op = 1 + (int) test_below(&tr, 4);
+				test_record(&tr, check_op_pinned(image, engine, label, (GiOp) op, sorted, n,
+												 lo, hi, np, false), label);
+				test_record(&tr, check_op_pinned(image, engine, label, (GiOp) op, sorted, n,
+												 lo, hi, np, true), label);
 			}
 			gi_image_free(image);
 
