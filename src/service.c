@@ -190,6 +190,7 @@ typedef struct TransferMapping
 {
 	dsm_handle	handle;
 	dsm_segment *seg;
+	bool		pinned;			/* page-locked for the GPU engine */
 } TransferMapping;
 
 static TransferMapping *transfers = NULL;	/* one per request slot */
@@ -761,6 +762,9 @@ transfer_of(int i, GpuidxServiceRequest *req)
 
 	if (t->seg && t->handle != req->transfer)
 	{
+		if (t->pinned)
+			gi_host_unpin(dsm_segment_address(t->seg));
+		t->pinned = false;
 		dsm_detach(t->seg);
 		t->seg = NULL;
 	}
@@ -771,6 +775,15 @@ transfer_of(int i, GpuidxServiceRequest *req)
 			return NULL;
 		dsm_pin_mapping(t->seg);
 		t->handle = req->transfer;
+
+		/*
+		 * Page-locked, a slot's segment (kept from process to process, so
+		 * this happens about once a slot) is copied to and from the device
+		 * directly by the GPU engine, not through its staging buffers.
+		 */
+		if (gpuidx_service_shared->gpu_usable)
+			t->pinned = gi_host_pin(dsm_segment_address(t->seg),
+									dsm_segment_map_length(t->seg));
 	}
 	if (dsm_segment_map_length(t->seg) < req->transfer_bytes)
 		return NULL;
