@@ -421,6 +421,17 @@ SELECT (SELECT count(*) FROM op) AS op_rows, i.in_place > 0 AS read_in_place, i.
 SELECT 'in transaction' AS in_place, c.* FROM op_checks() AS c(what text, node boolean, rows bigint, missing bigint, extra bigint,
   nl_missing bigint, nl_extra bigint, pl_missing bigint, pl_extra bigint);
 ROLLBACK;
+-- a probe column after a variable-width one, added later with a default:
+-- rows stored before it lack it (heap_getattr's missing value)
+ALTER TABLE op ADD COLUMN z int8 DEFAULT 7;
+INSERT INTO op SELECT g, g % 3000 - 1500, 'z', (g * 31) % 5000 - 2500
+  FROM generate_series(10000, 11000) g;
+ANALYZE op;
+SELECT i.in_place > 0 AS read_in_place, i.outer_rows
+  FROM in_place($$SELECT op.id, t.id FROM op JOIN t ON t.k = op.z$$) i;
+SELECT * FROM jcheck('in place added column', $$SELECT op.id, t.id AS tid FROM op JOIN @T@ t ON t.k = op.z$$)
+UNION ALL SELECT * FROM jcheck('in place added column pred', $$SELECT op.id, s.k FROM op JOIN LATERAL
+    (SELECT k FROM @T@ t WHERE t.k <= op.z ORDER BY t.k DESC LIMIT 1) s ON true$$);
 RESET gpuidx.batch_chunk;
 
 SET client_min_messages = warning;
