@@ -45,6 +45,10 @@ gpuidx_outer_page_init(GpuidxOuterPage *op, PlanState *outer, EState *estate)
 	Relation	rel;
 
 	memset(op, 0, sizeof(*op));
+#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 160000
+	/* the heap scan's fields and page-mode rules read here are 15's */
+	return;
+#endif
 	if (!IsA(outer, SeqScanState) || estate->es_epq_active != NULL)
 		return;
 	ss = (SeqScanState *) outer;
