@@ -443,6 +443,14 @@ UNION ALL SELECT * FROM jcheck('in place after text pred', $$SELECT op2.id, s.k 
     (SELECT k FROM @T@ t WHERE t.k <= op2.z ORDER BY t.k DESC LIMIT 1) s ON true$$)
 UNION ALL SELECT * FROM jcheck('added column', $$SELECT op.id, t.id AS tid FROM op JOIN @T@ t ON t.k = op.z$$);
 RESET gpuidx.batch_chunk;
+-- two joins at once in the backend: the lower one holds the scratch block,
+-- so the upper one sizes its own arrays by the planner's estimate of its
+-- outer rows (40; about 24000 in fact) and grows them
+-- more than once, copying what it gathered
+CREATE FUNCTION few_keys() RETURNS SETOF int8 ROWS 10 LANGUAGE sql
+  AS 'SELECT generate_series(-3000, 3000)::int8';
+SELECT * FROM jcheck('arrays grown past the estimate', $$SELECT a.k, t2.id AS t2id
+  FROM (SELECT g AS k FROM few_keys() g JOIN @T@ t ON t.k = g) a JOIN @T@ t2 ON t2.k = a.k + 1$$);
 
 SET client_min_messages = warning;
 DROP SCHEMA gi_join_edge CASCADE;

@@ -671,23 +671,30 @@ carve_rows(GpuidxJoinState *state, char *block, int64 cap)
 }
 
 /*
- * Make the per-row arrays of a chunk hold at least n rows.  The first time,
- * the backend's scratch block (scratch.c: no fresh pages to fault in) for a
+ * reserve_rows when the arrays are too small.  The first time, the
+ * backend's scratch block (scratch.c: no fresh pages to fault in) for a
  * whole chunk, else memory of the query's for the planner's estimate of
  * the outer rows; more rows move the arrays to a block twice as large.
  */
-static void
-reserve_rows(GpuidxJoinState *state, int64 n)
+static pg_noinline void
+grow_rows(GpuidxJoinState *state, int64 n)
 {
-	GpuidxJoinState old;
+	int64		m = state->rows_cap;
 	int64		cap;
 	char	   *block;
+	char	   *old_block = (char *) state->row_lo;	/* carve_rows's start */
+	char	   *old_scratch = state->scratch;
+	int64	   *old_lo = state->row_lo,
+			   *old_hi = state->row_hi;
+	uint64	   *old_first = state->first,
+			   *old_last = state->last;
+	bool	   *old_matched = state->matched,
+			   *old_valid = state->row_valid,
+			   *old_nulls = state->row_nulls;
+	Datum	   *old_values = state->row_values;
+	MemoryContext cxt;
 
-	if (n <= state->rows_cap)
-		return;
-	old = *state;
-	if (state->rows_cap == 0 && state->scratch == NULL &&
-		(block = gpuidx_scratch_take(row_bytes(state) * Max(gpuidx_batch_chunk, n))) != NULL)
+	if (m == 0 && (block = gpuidx_scratch_take(row_bytes(state) * Max(gpuidx_batch_chunk, n))) != NULL)
 	{
 		state->scratch = block;
 		state->rows_cap = Max(gpuidx_batch_chunk, n);
@@ -699,36 +706,41 @@ reserve_rows(GpuidxJoinState *state, int64 n)
 	 * Start at the planner's estimate of the outer rows: growing by doubling
 	 * copies the arrays and touches fresh pages at every step.
 	 */
-	cap = Max(state->rows_cap * 2, 1024);
-	if (state->rows_cap == 0)
+	cap = Max(m * 2, 1024);
+	if (m == 0)
 		cap = Max(cap, (int64) Min(state->outer->plan->plan_rows * 1.1, 1e12));
-	cap = Min(cap, (int64) gpuidx_batch_chunk);
-	cap = Max(cap, n);
-	block = MemoryContextAllocHuge(state->css.ss.ps.state->es_query_cxt, row_bytes(state) * cap);
-	gi_advise_huge_pages(block, row_bytes(state) * cap);
+	cap = Max(Min(cap, (int64) gpuidx_batch_chunk), n);
+	cxt = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
+	block = gpuidx_alloc_huge(row_bytes(state) * cap);
+	MemoryContextSwitchTo(cxt);
 	carve_rows(state, block, cap);
-	if (old.rows_cap > 0)
-	{
-		int64		m = old.rows_cap;
-
-		memcpy(state->row_lo, old.row_lo, sizeof(int64) * m);
-		memcpy(state->row_hi, old.row_hi, sizeof(int64) * m);
-		memcpy(state->first, old.first, sizeof(uint64) * m);
-		memcpy(state->last, old.last, sizeof(uint64) * m);
-		memcpy(state->matched, old.matched, sizeof(bool) * m);
-		memcpy(state->row_valid, old.row_valid, sizeof(bool) * m);
-		if (state->nkept > 0)
-		{
-			memcpy(state->row_values, old.row_values, sizeof(Datum) * m * state->nkept);
-			memcpy(state->row_nulls, old.row_nulls, sizeof(bool) * m * state->nkept);
-		}
-		if (old.scratch)
-			gpuidx_scratch_give(old.scratch);
-		else
-			pfree(old.row_lo);
-		state->scratch = NULL;
-	}
+	state->scratch = NULL;
 	state->rows_cap = cap;
+	if (m == 0)
+		return;
+	memcpy(state->row_lo, old_lo, sizeof(int64) * m);
+	memcpy(state->row_hi, old_hi, sizeof(int64) * m);
+	memcpy(state->first, old_first, sizeof(uint64) * m);
+	memcpy(state->last, old_last, sizeof(uint64) * m);
+	memcpy(state->matched, old_matched, sizeof(bool) * m);
+	memcpy(state->row_valid, old_valid, sizeof(bool) * m);
+	if (state->nkept > 0)
+	{
+		memcpy(state->row_values, old_values, sizeof(Datum) * m * state->nkept);
+		memcpy(state->row_nulls, old_nulls, sizeof(bool) * m * state->nkept);
+	}
+	if (old_scratch)
+		gpuidx_scratch_give(old_scratch);
+	else
+		pfree(old_block);
+}
+
+/* Make the per-row arrays of a chunk hold at least n rows. */
+static inline void
+reserve_rows(GpuidxJoinState *state, int64 n)
+{
+	if (n > state->rows_cap)
+		grow_rows(state, n);
 }
 
 /* Drop the pinned heap page, if any. */

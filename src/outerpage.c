@@ -63,18 +63,13 @@ gpuidx_outer_page_init(GpuidxOuterPage *op, PlanState *outer, EState *estate)
 }
 
 /*
- * After the outer plan (or this function) returned a row: the next visible
- * row of the same heap page (in the page, valid until the next call;
- * gpuidx_outer_page_slot shows it in a slot), or NULL when the page has no
- * more (then ExecProcNode takes the scan on).
+ * The scan's heap descriptor when the current page has a visible row after
+ * the one returned last, else NULL.
  */
-HeapTuple
-gpuidx_outer_page_next(GpuidxOuterPage *op)
+static inline HeapScanDesc
+page_has_more(GpuidxOuterPage *op)
 {
 	HeapScanDesc hs;
-	Page		page;
-	OffsetNumber off;
-	ItemId		lp;
 
 	if (op->scan == NULL)
 		return NULL;
@@ -83,17 +78,47 @@ gpuidx_outer_page_next(GpuidxOuterPage *op)
 		!(hs->rs_base.rs_flags & SO_ALLOW_PAGEMODE) || hs->rs_base.rs_nkeys != 0 ||
 		hs->rs_cindex + 1 >= hs->rs_ntuples)
 		return NULL;
+	return hs;
+}
 
-	off = hs->rs_vistuples[++hs->rs_cindex];
-	page = BufferGetPage(hs->rs_cbuf);
-	lp = PageGetItemId(page, off);
+/* Take the page's next visible row into op->tuple (page_has_more said so). */
+static inline void
+take_next(GpuidxOuterPage *op, HeapScanDesc hs, Page page)
+{
+	OffsetNumber off = hs->rs_vistuples[++hs->rs_cindex];
+	ItemId		lp = PageGetItemId(page, off);
+
 	op->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 	op->tuple.t_len = ItemIdGetLength(lp);
 	ItemPointerSet(&op->tuple.t_self, hs->rs_cblock, off);
-	pgstat_count_heap_getnext(hs->rs_base.rs_rd);
+}
+
+/* Count k rows read in place as the scan node would have counted them. */
+static inline void
+count_in_place(GpuidxOuterPage *op, HeapScanDesc hs, int k)
+{
+	if (pgstat_should_count_relation(hs->rs_base.rs_rd))
+		hs->rs_base.rs_rd->pgstat_info->t_counts.t_tuples_returned += k;
 	if (op->scan->ss.ps.instrument)
-		op->scan->ss.ps.instrument->tuplecount += 1;
-	op->rows_in_place++;
+		op->scan->ss.ps.instrument->tuplecount += k;
+	op->rows_in_place += k;
+}
+
+/*
+ * After the outer plan (or this function) returned a row: the next visible
+ * row of the same heap page (in the page, valid until the next call;
+ * gpuidx_outer_page_slot shows it in a slot), or NULL when the page has no
+ * more (then ExecProcNode takes the scan on).
+ */
+HeapTuple
+gpuidx_outer_page_next(GpuidxOuterPage *op)
+{
+	HeapScanDesc hs = page_has_more(op);
+
+	if (hs == NULL)
+		return NULL;
+	take_next(op, hs, BufferGetPage(hs->rs_cbuf));
+	count_in_place(op, hs, 1);
 	return &op->tuple;
 }
 
@@ -140,26 +165,15 @@ gpuidx_outer_page_column(GpuidxOuterPage *op, AttrNumber attnum, Datum *values,
 		op->fixed_attnum = attnum;
 		op->fixed_off = fixed_offset(desc, attnum);
 	}
-	/* the first row as gpuidx_outer_page_next reads it, with its checks */
-	if (max <= 0 || gpuidx_outer_page_next(op) == NULL)
+	if (max <= 0 || (hs = page_has_more(op)) == NULL)
 		return 0;
-	hs = (HeapScanDesc) op->scan->ss.ss_currentScanDesc;
 	page = BufferGetPage(hs->rs_cbuf);
-	max = Min(max, hs->rs_ntuples - hs->rs_cindex);
+	max = Min(max, hs->rs_ntuples - 1 - hs->rs_cindex);
 	for (k = 0; k < max; k++)
 	{
 		HeapTupleHeader td;
 
-		if (k > 0)
-		{
-			/* the same page's next visible row, as gpuidx_outer_page_next */
-			OffsetNumber off = hs->rs_vistuples[++hs->rs_cindex];
-			ItemId		lp = PageGetItemId(page, off);
-
-			op->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-			op->tuple.t_len = ItemIdGetLength(lp);
-			ItemPointerSet(&op->tuple.t_self, hs->rs_cblock, off);
-		}
+		take_next(op, hs, page);
 		td = op->tuple.t_data;
 		if (op->fixed_off >= 0 && !HeapTupleHasNulls(&op->tuple) &&
 			attnum <= HeapTupleHeaderGetNatts(td))
@@ -170,11 +184,6 @@ gpuidx_outer_page_column(GpuidxOuterPage *op, AttrNumber attnum, Datum *values,
 		else
 			values[k] = heap_getattr(&op->tuple, attnum, desc, &nulls[k]);
 	}
-	/* what gpuidx_outer_page_next counts, for the k - 1 rows after the first */
-	if (pgstat_should_count_relation(hs->rs_base.rs_rd))
-		hs->rs_base.rs_rd->pgstat_info->t_counts.t_tuples_returned += k - 1;
-	if (op->scan->ss.ps.instrument)
-		op->scan->ss.ps.instrument->tuplecount += k - 1;
-	op->rows_in_place += k - 1;
+	count_in_place(op, hs, k);
 	return k;
 }
