@@ -445,7 +445,7 @@ UNION ALL SELECT * FROM jcheck('added column', $$SELECT op.id, t.id AS tid FROM 
 RESET gpuidx.batch_chunk;
 -- two joins at once in the backend: the lower one holds the scratch block,
 -- so the upper one sizes its own arrays by the planner's estimate of its
--- outer rows (40; about 24000 in fact) and grows them
+-- outer rows (40; about 20000 in fact) and grows them
 -- more than once, copying what it gathered
 CREATE FUNCTION few_keys() RETURNS SETOF int8 ROWS 10 LANGUAGE sql
   AS 'SELECT generate_series(-3000, 3000)::int8';
