@@ -134,6 +134,8 @@ typedef struct GpuidxAggState
 	PlanState  *join;
 	GpuidxJoinSink sink;		/* the join's direct answers, when it takes
 								 * the sink */
+	void	   *sink_scratch;	/* sink.pos when it is the backend's kept
+								 * block (scratch.c) */
 	bool		partial;		/* emit partial states (GPUIDX_CAGG_PARTIAL) */
 	int64		stat_join_rows; /* rows the join returned, added up here */
 
@@ -828,12 +830,19 @@ init_sink(GpuidxAggState *state, EState *estate)
 	double		rows = state->join->plan->plan_rows;
 	int64		cap = (int64) Min(Max(rows, 1024.0), (double) Min(gpuidx_batch_chunk, 1 << 20));
 
-	state->sink.pos = MemoryContextAllocHuge(estate->es_query_cxt, sizeof(uint64) * cap);
+	/* (the backend's kept block when free: no fresh pages to fault in) */
+	state->sink_scratch = gpuidx_scratch_take(GPUIDX_SCRATCH_SINK, sizeof(uint64) * cap);
+	state->sink.pos = state->sink_scratch ? state->sink_scratch :
+		MemoryContextAllocHuge(estate->es_query_cxt, sizeof(uint64) * cap);
 	state->sink.cap = cap;
 	state->sink.flush = sink_flush_positions;
 	state->sink.arg = state;
 	/* (a join that takes no sink returns every row: added up from them) */
-	(void) gpuidx_join_set_sink(state->join, &state->sink);
+	if (!gpuidx_join_set_sink(state->join, &state->sink) && state->sink_scratch)
+	{
+		gpuidx_scratch_give(GPUIDX_SCRATCH_SINK, state->sink_scratch);
+		state->sink_scratch = NULL;
+	}
 }
 
 /*
@@ -1085,6 +1094,9 @@ end_agg(CustomScanState *node)
 	state->img = NULL;
 	if (state->join)
 		ExecEndNode(state->join);
+	if (state->sink_scratch)
+		gpuidx_scratch_give(GPUIDX_SCRATCH_SINK, state->sink_scratch);
+	state->sink_scratch = NULL;
 	if (state->index)
 		index_close(state->index, AccessShareLock);
 	if (state->table)

@@ -694,7 +694,7 @@ grow_rows(GpuidxJoinState *state, int64 n)
 	Datum	   *old_values = state->row_values;
 	MemoryContext cxt;
 
-	if (m == 0 && (block = gpuidx_scratch_take(row_bytes(state) * Max(gpuidx_batch_chunk, n))) != NULL)
+	if (m == 0 && (block = gpuidx_scratch_take(GPUIDX_SCRATCH_JOIN_ROWS, row_bytes(state) * Max(gpuidx_batch_chunk, n))) != NULL)
 	{
 		state->scratch = block;
 		state->rows_cap = Max(gpuidx_batch_chunk, n);
@@ -730,7 +730,7 @@ grow_rows(GpuidxJoinState *state, int64 n)
 		memcpy(state->row_nulls, old_nulls, sizeof(bool) * m * state->nkept);
 	}
 	if (old_scratch)
-		gpuidx_scratch_give(old_scratch);
+		gpuidx_scratch_give(GPUIDX_SCRATCH_JOIN_ROWS, old_scratch);
 	else
 		pfree(old_block);
 }
@@ -901,14 +901,37 @@ gather_page_rest(GpuidxJoinState *state)
 		int			k = gpuidx_outer_page_column(op, state->probe_cols[0] + 1, values, nulls,
 												 (int) Min(gpuidx_batch_chunk - state->nrows,
 														   MaxHeapTuplesPerPage));
+		int			strategy = state->strategies[0];
+		Oid			type = state->probe_types[0];
+		int64		n0 = state->nrows;
+		int64	   *lo,
+				   *hi;
+		bool	   *valid;
+		int64		nvalid = 0;
+		bool		points = state->gather_points;
 		int			i;
 
-		reserve_rows(state, state->nrows + k);
+		if (k == 0)
+			return;
+		/* count_row and take_column_probe, with the arrays held in locals */
+		reserve_rows(state, n0 + k);
+		lo = state->row_lo + n0;
+		hi = state->row_hi + n0;
+		valid = state->row_valid + n0;
+		memset(state->matched + n0, 0, k);
 		for (i = 0; i < k; i++)
 		{
-			take_column_probe(state, state->nrows, values[i], nulls[i]);
-			count_row(state, state->nrows);
+			bool		v = !nulls[i] &&
+				gpuidx_strategy_interval(strategy, gpuidx_datum_to_key(values[i], type),
+										 &lo[i], &hi[i]);
+
+			valid[i] = v;
+			nvalid += v;
+			points = points && (!v || lo[i] == hi[i]);
 		}
+		state->gather_valid += nvalid;
+		state->gather_points = points;
+		state->nrows = n0 + k;
 		return;
 	}
 	while (state->nrows < gpuidx_batch_chunk && gpuidx_outer_page_next(op) != NULL)
@@ -982,7 +1005,7 @@ gather_chunk(GpuidxJoinState *state)
 	 * go to and from the device without staging copies.
 	 */
 	if (state->scratch && state->engine == GI_ENGINE_GPU && !state->img->shared && !gpuidx_service_mode())
-		gpuidx_scratch_pin(state->scratch);
+		gpuidx_scratch_pin(GPUIDX_SCRATCH_JOIN_ROWS, state->scratch);
 	old = MemoryContextSwitchTo(state->chunk_cxt);
 	op = state->kind == GPUIDX_JOIN_ASOF_PRED ? GI_OP_PRED :
 		state->kind == GPUIDX_JOIN_ASOF_SUCC ? GI_OP_SUCC :
@@ -1554,6 +1577,77 @@ sink_flush(GpuidxJoinState *state)
 }
 
 /*
+ * sink_direct's loop while every page of the table is all-visible (no row
+ * walks): each row's answer, if any and within the subquery's other bound,
+ * goes to the sink, with the counters and arrays held in locals, until the
+ * chunk's end.
+ */
+static pg_noinline void
+sink_direct_visible(GpuidxJoinState *state, bool pred)
+{
+	GpuidxJoinSink *sink = state->sink;
+	const GpuidxImageData *img = state->img;
+	const bool *valid = state->row_valid;
+	const uint64 *first = state->first;
+	const uint64 *last = state->last;
+	const int64 *lo = state->row_lo;
+	const int64 *hi = state->row_hi;
+	bool	   *matched = state->matched;
+	uint64	   *out = sink->pos;
+	int64		n = sink->n;
+	int64		room = sink->cap;
+	int64		nrows = state->nrows;
+	int64		r = state->asof_row;
+	int64		none = 0;
+	int64		start = r;
+
+	while (r < nrows)
+	{
+		int64		end = Min(nrows, r + 1024);
+
+		CHECK_FOR_INTERRUPTS();
+		if (n == room)
+		{
+			sink->n = n;
+			sink_flush(state);
+			n = sink->n;
+		}
+		for (; r < end && n < room; r++)
+		{
+			int64		pos;
+			int64		bound = pred ? lo[r] : hi[r];
+
+			if (!valid[r] || last[r] <= first[r])
+			{
+				none++;
+				continue;
+			}
+			pos = pred ? (int64) last[r] - 1 : (int64) first[r];
+			/* past the subquery's other bound no key qualifies */
+			if (bound != (pred ? PG_INT64_MIN : PG_INT64_MAX))
+			{
+				int64		key = gpuidx_key_at(img, pos);
+
+				if (pred ? key < bound : key > bound)
+				{
+					none++;
+					continue;
+				}
+			}
+			matched[r] = true;
+			out[n++] = (uint64) pos;
+		}
+	}
+	state->stat_direct += r - start;
+	state->stat_hits += r - start - none;
+	state->stat_sunk += r - start - none;
+	if (state->jointype == JOIN_LEFT)
+		sink->null_rows += none;
+	sink->n = n;
+	state->asof_row = r;
+}
+
+/*
  * As-of join feeding GpuIndexAgg (a sink, LIMIT 1): the chunk's rows
  * answered directly are not returned; their answers' image positions go to
  * the sink, which adds them up from the image (a left join's rows with no
@@ -1566,6 +1660,8 @@ sink_direct(GpuidxJoinState *state)
 	GpuidxJoinSink *sink = state->sink;
 	bool		pred = state->kind == GPUIDX_JOIN_ASOF_PRED;
 
+	if (state->direct_vm.all_set)
+		sink_direct_visible(state, pred);
 	for (;;)
 	{
 		int64		r = state->asof_row;
@@ -1944,7 +2040,7 @@ end_join(CustomScanState *node)
 
 	reset_join(state, false);
 	if (state->scratch)
-		gpuidx_scratch_give(state->scratch);
+		gpuidx_scratch_give(GPUIDX_SCRATCH_JOIN_ROWS, state->scratch);
 	state->scratch = NULL;
 	gpuidx_vismap_release(&state->vismap);
 	if (state->table_slot)

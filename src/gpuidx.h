@@ -277,11 +277,18 @@ extern void gpuidx_append(Relation index, uint16 list, int64 key,
 
 /* ---------- scratch.c ---------- */
 
-/* the most memory a backend keeps for a join's chunk arrays (scratch.c) */
+/* the most memory a backend keeps for one use (scratch.c) */
 #define GPUIDX_SCRATCH_MAX		((Size) 64 << 20)
-extern void *gpuidx_scratch_take(Size size);
-extern void gpuidx_scratch_give(void *block);
-extern void gpuidx_scratch_pin(void *block);
+/* what a kept block holds */
+typedef enum GpuidxScratchUse
+{
+	GPUIDX_SCRATCH_JOIN_ROWS,	/* GpuIndexJoin's chunk arrays */
+	GPUIDX_SCRATCH_SINK,		/* GpuIndexAgg's sink positions */
+	GPUIDX_SCRATCH_USES
+} GpuidxScratchUse;
+extern void *gpuidx_scratch_take(GpuidxScratchUse use, Size size);
+extern void gpuidx_scratch_give(GpuidxScratchUse use, void *block);
+extern void gpuidx_scratch_pin(GpuidxScratchUse use, void *block);
 
 /* ---------- utils.c ---------- */
 

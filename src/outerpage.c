@@ -81,16 +81,22 @@ page_has_more(GpuidxOuterPage *op)
 	return hs;
 }
 
-/* Take the page's next visible row into op->tuple (page_has_more said so). */
+/* Point op->tuple at the row at offset off of the scan's current page. */
 static inline void
-take_next(GpuidxOuterPage *op, HeapScanDesc hs, Page page)
+point_at(GpuidxOuterPage *op, HeapScanDesc hs, Page page, OffsetNumber off)
 {
-	OffsetNumber off = hs->rs_vistuples[++hs->rs_cindex];
 	ItemId		lp = PageGetItemId(page, off);
 
 	op->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 	op->tuple.t_len = ItemIdGetLength(lp);
 	ItemPointerSet(&op->tuple.t_self, hs->rs_cblock, off);
+}
+
+/* Take the page's next visible row into op->tuple (page_has_more said so). */
+static inline void
+take_next(GpuidxOuterPage *op, HeapScanDesc hs, Page page)
+{
+	point_at(op, hs, page, hs->rs_vistuples[++hs->rs_cindex]);
 }
 
 /* Count k rows read in place as the scan node would have counted them. */
@@ -146,9 +152,17 @@ fixed_offset(TupleDesc desc, AttrNumber attnum)
 	return off;
 }
 
+/* Rows ahead of the one read whose tuple gpuidx_outer_page_column prefetches. */
+#define COLUMN_PREFETCH 16
+
 /*
  * gpuidx_outer_page_next for up to max rows at once, reading only column
  * attnum of each: its values and NULL flags; the number of rows read.
+ *
+ * The rows' bytes are the loop's only memory traffic: the heap's page-mode
+ * scan read the line pointers but, on an all-visible page, never the
+ * tuples, so each row's first read missed every cache (half the loop's time
+ * measured so).  The tuple COLUMN_PREFETCH rows ahead is prefetched.
  */
 int
 gpuidx_outer_page_column(GpuidxOuterPage *op, AttrNumber attnum, Datum *values,
@@ -158,6 +172,8 @@ gpuidx_outer_page_column(GpuidxOuterPage *op, AttrNumber attnum, Datum *values,
 	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
 	HeapScanDesc hs;
 	Page		page;
+	const OffsetNumber *vis;
+	int			off;
 	int			k;
 
 	if (op->fixed_attnum != attnum)
@@ -169,21 +185,31 @@ gpuidx_outer_page_column(GpuidxOuterPage *op, AttrNumber attnum, Datum *values,
 		return 0;
 	page = BufferGetPage(hs->rs_cbuf);
 	max = Min(max, hs->rs_ntuples - 1 - hs->rs_cindex);
+	vis = hs->rs_vistuples + hs->rs_cindex + 1;
+	off = op->fixed_off;
+	for (k = 0; k < Min(max, COLUMN_PREFETCH); k++)
+		__builtin_prefetch(PageGetItem(page, PageGetItemId(page, vis[k])));
 	for (k = 0; k < max; k++)
 	{
-		HeapTupleHeader td;
+		HeapTupleHeader td = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, vis[k]));
 
-		take_next(op, hs, page);
-		td = op->tuple.t_data;
-		if (op->fixed_off >= 0 && !HeapTupleHasNulls(&op->tuple) &&
+		if (k + COLUMN_PREFETCH < max)
+			__builtin_prefetch(PageGetItem(page, PageGetItemId(page, vis[k + COLUMN_PREFETCH])));
+		if (off >= 0 && !(td->t_infomask & HEAP_HASNULL) &&
 			attnum <= HeapTupleHeaderGetNatts(td))
 		{
 			nulls[k] = false;
-			values[k] = fetchatt(att, (char *) td + td->t_hoff + op->fixed_off);
+			values[k] = fetchatt(att, (char *) td + td->t_hoff + off);
 		}
 		else
+		{
+			point_at(op, hs, page, vis[k]);
 			values[k] = heap_getattr(&op->tuple, attnum, desc, &nulls[k]);
+		}
 	}
+	/* the last row read is op->tuple, as gpuidx_outer_page_next leaves it */
+	point_at(op, hs, page, vis[k - 1]);
+	hs->rs_cindex += k;
 	count_in_place(op, hs, k);
 	return k;
 }

@@ -246,6 +246,12 @@ extra(n, what, q) AS (VALUES
     FROM generate_series(-300, 1500, 450) g$$),
   (1024, 'int4 probe', $$SELECT count(*), sum(s.k), min(s.c_o), bool_and(s.c_b) FROM o CROSS JOIN LATERAL
     (SELECT t.k, t.c_o, t.c_b FROM @T@ t WHERE t.k <= o.y ORDER BY t.k DESC LIMIT 1) s$$),
+  -- a window on the key (a second probe, the subquery's other bound): not
+  -- taken, the answers still equal
+  (1025, 'window, pred', $$SELECT count(*), count(s.k), sum(s.k), sum(s.c_i4) FROM os CROSS JOIN LATERAL
+    (SELECT t.k, t.c_i4 FROM @T@ t WHERE t.k <= os.x AND t.k > os.x - 2 ORDER BY t.k DESC LIMIT 1) s$$),
+  (1026, 'window, succ left', $$SELECT count(*), count(s.k), sum(s.k), max(s.c_i8) FROM os LEFT JOIN LATERAL
+    (SELECT t.k, t.c_i8 FROM @T@ t WHERE t.k >= os.x AND t.k < os.x + 2 ORDER BY t.k LIMIT 1) s ON true$$),
   (2001, 'not pushed: outer column', $$SELECT count(*), sum(o.y), sum(s.c_i4) FROM o CROSS JOIN LATERAL
     (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
   (2002, 'not pushed: min of outer probe', $$SELECT min(o.x), max(s.k) FROM o CROSS JOIN LATERAL
