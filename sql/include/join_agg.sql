@@ -252,6 +252,12 @@ extra(n, what, q) AS (VALUES
     (SELECT t.k, t.c_i4 FROM @T@ t WHERE t.k <= os.x AND t.k > os.x - 2 ORDER BY t.k DESC LIMIT 1) s$$),
   (1026, 'window, succ left', $$SELECT count(*), count(s.k), sum(s.k), max(s.c_i8) FROM os LEFT JOIN LATERAL
     (SELECT t.k, t.c_i8 FROM @T@ t WHERE t.k >= os.x AND t.k < os.x + 2 ORDER BY t.k LIMIT 1) s ON true$$),
+  -- more outer rows than planned (a volatile filter, a third by the
+  -- planner's default): the sink, sized by the estimate, fills and is
+  -- added up inside a chunk
+  (1027, 'more rows than planned', $$SELECT count(*), sum(s.k), sum(s.c_i4), max(s.c_d) FROM
+    (SELECT * FROM o WHERE random() >= 0) o CROSS JOIN LATERAL
+    (SELECT t.k, t.c_i4, t.c_d FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
   (2001, 'not pushed: outer column', $$SELECT count(*), sum(o.y), sum(s.c_i4) FROM o CROSS JOIN LATERAL
     (SELECT t.c_i4 FROM @T@ t WHERE t.k <= o.x ORDER BY t.k DESC LIMIT 1) s$$),
   (2002, 'not pushed: min of outer probe', $$SELECT min(o.x), max(s.k) FROM o CROSS JOIN LATERAL
