@@ -141,8 +141,20 @@ geo_compute(uint64_t n, int m, Geo *g)
  * guessing one runs where the sample found the batch scattered, the other
  * elsewhere (one kernel with both would hold the registers of both).
  */
+/*
+ * Blocks an SM for the int32 thread search with its leaf walk on unsorted
+ * batches (the kernel of every int32 batch under GATE_MIN_DEFAULT in a
+ * tree that is no guess_tree): ptxas gives it 34 registers (6 blocks)
+ * unbounded, 32 and 24 bytes of spills at 8.  H100, 2026-11-27 (-split-
+ * steps.md): at 8, clustered 10^6-probe batches over 10^7 lognormal keys
+ * 15.5-15.9 against 13.7-14.7 x 10^9 q/s and sorted ones over 10^6 keys
+ * 3 % faster; random ones over 10^6 keys 9 % slower.  0: unbounded.
+ */
+#ifndef SEARCH_MIN_BLOCKS_32
+#define SEARCH_MIN_BLOCKS_32 8
+#endif
 template <class K, int G, bool SORTED, bool DYN, bool WALK = false, bool GUESS = false>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, (sizeof(K) == 4 && G == 1 && WALK && !GUESS && !SORTED) ? SEARCH_MIN_BLOCKS_32 : 0)
 btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 					const int64_t *probes_hi,
 					const typename KeyLimits<K>::SKey *skeys,
@@ -275,16 +287,20 @@ build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves, const K *leaf_ma
  * bound of kmax: no upper-bound descent is made for kmax, answer() ends
  * those runs at n).  Any other descent for a key of the bucket ends in a
  * leaf between those two, and a node's subtree is a run of consecutive
- * leaves, so it passes that node too.  T.arith is off: children from the
- * prefix sums.
+ * leaves, so it passes that node too.  Where the two descents part at the
+ * node above two neighbouring leaves (or leaves' parents: levels, the
+ * tree's internal levels, tells which), the entry is split instead: the
+ * left one and the separator between them (top_start).  T.arith is off:
+ * children from the prefix sums.
  */
 template <class K>
 __global__ void
-top_table_kernel(TreeDev<K> T, uint32_t *top)
+top_table_kernel(TreeDev<K> T, uint32_t *top, int levels)
 {
 	typedef typename KeyLimits<K>::SKey U;
 	constexpr int M = NODE_BYTES / sizeof(K);
 	const U		range = (U) T.top_hi - (U) T.top_lo;
+	const int	cut = T.top_shift > SEP_WORD_BITS ? T.top_shift - SEP_WORD_BITS : 0;
 
 	for (uint64_t b = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; b < T.top_n;
 		 b += (uint64_t) gridDim.x * blockDim.x)
@@ -296,6 +312,7 @@ top_table_kernel(TreeDev<K> T, uint32_t *top)
 		K			khi = last ? T.top_hi : (K) ((U) T.top_lo + hi);
 		uint32_t	node = 0;
 		int			l = 0;
+		uint64_t	entry = 0;
 
 		for (; l < T.nint; l++)
 		{
@@ -305,10 +322,33 @@ top_table_kernel(TreeDev<K> T, uint32_t *top)
 			uint32_t	z = c0 + (last ? thread_rank<K, false>(p, khi) : thread_rank<K, true>(p, khi));
 
 			if (a != z)
+			{
+				/* two neighbouring leaves (or, where the offset is whole,
+				 * leaves' parents): a's largest key, this node's slot,
+				 * decides (top_start) */
+				bool		leaves = l == levels - 1 && T.nint == levels,
+							parents = l == levels - 2 && cut == 0;
+
+				if (!T.top_split)
+					leaves = parents = false;
+
+				if (z == a + 1 && (leaves || parents))
+				{
+					U			off = (U) p[a - c0] - (U) klo;	/* in [0, 2^shift) */
+
+					entry = (uint64_t) (off >> cut) << 32 |
+						(uint64_t) (leaves ? TOP_LEVEL_SPLIT : TOP_LEVEL_SPLIT_PARENT) << TOP_LEVEL_SHIFT | a;
+				}
 				break;
+			}
 			node = a;
 		}
-		top[b] = (uint32_t) l << TOP_LEVEL_SHIFT | node;
+		if (!entry)
+			entry = (uint32_t) l << TOP_LEVEL_SHIFT | node;
+		if (T.top_split)
+			reinterpret_cast<uint64_t *>(top)[b] = entry;
+		else
+			top[b] = (uint32_t) entry;
 	}
 }
 
@@ -338,7 +378,8 @@ guess_tree(const Geo *g)
  * (bench/kernel at 10^8 keys, four runs in one call): random point probes
  * 13.77 (4 a parent), 13.89 (2), 12.49 / 12.63 (2 a leaf: 8 MB); clustered
  * ones 33.27, 32.78 and 34.03 / 34.29; 2 a parent made the clustered int64
- * batch slower than binary search.
+ * batch slower than binary search.  Tables of 8-byte entries (build_top)
+ * take half as many buckets.
  */
 static int
 top_bits(const Geo *g)
@@ -367,25 +408,35 @@ top_bytes(const Geo *g)
  * Build the top table of the static tree (nodes, prefix) of shape g whose
  * keys run from kmin to kmax, on stream st, synchronized: *top (NULL when
  * the tree has none: top_bytes 0, or a single distinct key), its bucket
- * count and shift.  A bucket spans 2^shift key values, so that the key
- * range fills at most 2^top_bits buckets.
+ * count and shift, and *top_split.  A bucket spans 2^shift key values, so
+ * that the key range fills at most 2^top_bits buckets of 4 bytes, or,
+ * where entries may split (*top_split: trees whose entries reach the
+ * leaves, not guess_tree), half as many of 8 bytes: the same bytes.  H100,
+ * 2026-11-27 (bench/kernel/results-h100-2026-11-27-split-steps.md):
+ * doubling the table instead cost clustered int64 batches over 10^8 keys
+ * a fifth (22.5 against 28.2 x 10^9 q/s), and splitting the parents of a
+ * guess_tree's leaves at half the buckets cost its lognormal int32 batches
+ * 6-13 %.
  */
 template <class K>
 static GiStatus
 build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
-		  cudaStream_t st, uint32_t **top, uint32_t *top_n, int *top_shift, int64_t *top_lo,
-		  int64_t *top_hi, GiError *err)
+		  cudaStream_t st, uint32_t **top, bool *top_split, uint32_t *top_n, int *top_shift,
+		  int64_t *top_lo, int64_t *top_hi, GiError *err)
 {
 	typedef typename KeyLimits<K>::SKey U;
 	const U		range = (U) kmax - (U) kmin;
-	const int	B = top_bits(g);
+	const bool	guess = guess_tree(g) && g->nint > 1;
+	int			B = top_bits(g);
 	int			bits = 0,
 				shift;
+	bool		split;
 	uint64_t	nb;
 	TreeDev<K>	T;
 	DevBuf		buf;
 
 	*top = NULL;
+	*top_split = false;
 	*top_n = 0;
 	*top_shift = 0;
 	*top_lo = kmin;
@@ -394,9 +445,12 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
 		return GI_OK;
 	while (bits < (int) sizeof(U) * 8 && (range >> bits) != 0)
 		bits++;
+	split = !guess;
+	if (split)
+		B--;
 	shift = bits > B ? bits - B : 0;
 	nb = (uint64_t) (range >> shift) + 1;	/* <= 2^B */
-	CKS(gi_gpu_alloc(buf, nb * sizeof(uint32_t), "the top table", err));
+	CKS(gi_gpu_alloc(buf, nb * (split ? sizeof(uint64_t) : sizeof(uint32_t)), "the top table", err));
 	memset(&T, 0, sizeof(T));
 	T.nodes = nodes;
 	T.prefix = prefix;
@@ -405,17 +459,19 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
 	 * the leaves' parent: a descent that starts at a leaf has no
 	 * separators to guess from (the kernel stops at level T.nint).
 	 */
-	T.nint = g->nint - (guess_tree(g) && g->nint > 1 ? 1 : 0);
+	T.nint = g->nint - (guess ? 1 : 0);
 	T.inodes = (uint32_t) g->inodes;
 	T.kmin = T.top_lo = kmin;
 	T.kmax = T.top_hi = kmax;
 	T.arith = false;
 	T.top_n = (uint32_t) nb;
 	T.top_shift = shift;
-	top_table_kernel<K><<<gi_gpu_grid(nb, 256), 256, 0, st>>>(T, (uint32_t *) buf.p);
+	T.top_split = split;
+	top_table_kernel<K><<<gi_gpu_grid(nb, 256), 256, 0, st>>>(T, (uint32_t *) buf.p, g->nint);
 	CKL("top_table_kernel");
 	CK(cudaStreamSynchronize(st));
 	*top = (uint32_t *) buf.release();
+	*top_split = split;
 	*top_n = (uint32_t) nb;
 	*top_shift = shift;
 	return GI_OK;
@@ -578,7 +634,8 @@ build_levels(GpuImage *img, const K *keys, GiError *err)
 	img->kmin = ends[0];
 	img->kmax = ends[1];
 	return build_top<K>(g, (const K *) img->d_nodes, img->d_prefix, ends[0], ends[1], st,
-						&img->d_top, &img->top_n, &img->top_shift, &img->top_lo, &img->top_hi, err);
+						&img->d_top, &img->top_split, &img->top_n, &img->top_shift, &img->top_lo,
+						&img->top_hi, err);
 }
 
 /* Fail with GI_ERR_INVALID if the image's keys are not ascending. */
@@ -665,7 +722,7 @@ static_top(GpuStatic *s, const K *sorted, uint64_t n, cudaStream_t st, GiError *
 						  cudaGetErrorString(cudaGetLastError()));
 	else
 		rc = build_top<K>(&s->geo, (const K *) s->nodes, s->prefix, ends[0], ends[1], st,
-						  &s->top, &s->top_n, &s->top_shift, &s->top_lo, &s->top_hi, err);
+						  &s->top, &s->top_split, &s->top_n, &s->top_shift, &s->top_lo, &s->top_hi, err);
 	if (rc != GI_OK)
 		gi_gpu_btree_static_free(s);
 	return rc;
@@ -934,6 +991,7 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	}
 	T.top = NULL;
 	T.top_n = 0;
+	T.top_split = false;
 	T.top_shift = 0;
 	T.top_lo = T.top_hi = 0;
 	if (!dyn && gi_setting_gpu_top(g_policy.top == 0 ? 1 : g_policy.top) > 0)
@@ -943,6 +1001,7 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		T.top_shift = snap ? snap->top_shift : img->top_shift;
 		T.top_lo = (K) (snap ? snap->top_lo : img->top_lo);
 		T.top_hi = (K) (snap ? snap->top_hi : img->top_hi);
+		T.top_split = snap ? snap->top_split : img->top_split;
 	}
 	T.segs = NULL;
 	T.dir_node = NULL;
@@ -1009,9 +1068,17 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	 * takes groups of 2 for it) */
 	int			group = gi_setting_gpu_group(g_policy.group);
 
-	/* the thread search's leaf walk (0: LEAF_WALK_DEFAULT) */
+	/*
+	 * The thread search's leaf walk (0: LEAF_WALK_DEFAULT, and for int64
+	 * keys also in trees whose top table splits leaves, not guess_tree).
+	 * H100, 2026-11-27 (-split-steps.md): with split entries the int64 walk
+	 * took clustered 10^6-probe batches over 10^6 keys from 0.86-0.94x to
+	 * 1.00-1.06x binary search, random ones 5-9 % faster, sorted ones 0-5 %
+	 * slower (still 1.11-1.29x).  Guess trees keep the default measured for
+	 * them (0-4 % slower with the walk).
+	 */
 	int			walk_mode = gi_setting_gpu_leaf_walk(g_policy.leaf_walk);
-	bool		walk = walk_mode == 0 ? LEAF_WALK_DEFAULT(K) : walk_mode > 0;
+	bool		walk = walk_mode == 0 ? LEAF_WALK_DEFAULT(K) || (!dyn && T.top_split) : walk_mode > 0;
 
 	if (do_sort && g_policy.sort_mode < 0 && !dyn && g_policy.tile == 0 && group <= 8 &&
 		(long long) count >= gate_min)
@@ -1275,6 +1342,44 @@ gi_gpu_btree_info(const GiImage *image, GiImageInfo *info)
 /* ------------------------------------------------------------------------ */
 /* Device-resident entry points (gpu_engine.cuh, gpu_btree.cuh)             */
 /* ------------------------------------------------------------------------ */
+
+/* Count the static image's top table entries by kind (gpu_engine.cuh). */
+GiStatus
+gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, uint64_t *wide,
+					 GiError *err)
+{
+	const GpuImage *img = (const GpuImage *) image;
+	size_t		words;
+
+	gi_clear_error(err);
+	*entries = *split = *wide = 0;
+	if (image->structure != GI_STRUCT_BTREE || !img->d_top)
+		return GI_OK;
+	CKS(gi_gpu_need_device(err));
+	words = (size_t) img->top_n * (img->top_split ? 2 : 1);
+
+	uint32_t   *h = (uint32_t *) malloc(words * sizeof(uint32_t));
+	cudaError_t e;
+
+	if (!h)
+		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for the top table");
+	e = cudaMemcpy(h, img->d_top, words * sizeof(uint32_t), cudaMemcpyDeviceToHost);
+	if (e != cudaSuccess)
+	{
+		free(h);
+		return gi_gpu_fail(err, e, "reading the top table");
+	}
+	*entries = img->top_n;
+	for (uint32_t b = 0; img->top_split && b < img->top_n; b++)
+		if ((h[2 * b] >> TOP_LEVEL_SHIFT) >= TOP_LEVEL_SPLIT_PARENT)
+		{
+			(*split)++;
+			if (img->top_shift > SEP_WORD_BITS)
+				(*wide)++;
+		}
+	free(h);
+	return GI_OK;
+}
 
 /* Read the query policy. */
 void

@@ -88,6 +88,7 @@ typedef struct GpuStatic
 	void	   *nodes;
 	uint32_t   *prefix;
 	uint32_t   *top;			/* its top table (TreeDev.top), or NULL */
+	bool		top_split;		/* (TreeDev.top_split) */
 	uint32_t	top_n;
 	int			top_shift;
 	int64_t		top_lo,
@@ -141,6 +142,7 @@ typedef struct GpuImage
 								 * where a probe's descent may start), or
 								 * NULL; freed when the image turns
 								 * insertable (its static copy has its own) */
+	bool		top_split;		/* (TreeDev.top_split) */
 	uint32_t	top_n;
 	int			top_shift;
 	int64_t		top_lo,

@@ -97,9 +97,12 @@ template <class K> struct TreeDev
 	 * The top table (static trees; NULL: none, or not used): entry b is
 	 * the deepest node every descent for a key of bucket b passes, bucket
 	 * b holding the keys top_lo + [b << top_shift, (b + 1) << top_shift),
-	 * packed as level << TOP_LEVEL_SHIFT | global node number.
+	 * packed as level << TOP_LEVEL_SHIFT | global node number in the low
+	 * word; a split entry (top_start) has its separator in the high word.
 	 */
 	const uint32_t *top;
+	bool		top_split;		/* 8-byte entries, some split (top_start);
+								 * else 4-byte ones, the low word alone */
 	uint32_t	top_n;			/* buckets */
 	int			top_shift;
 	K			top_lo;			/* the keys' ends when it was built */
@@ -602,8 +605,18 @@ first_child(const TreeDev<K> &T, uint32_t node, int l)
 	return __ldg(T.prefix + node);
 }
 
-#define TOP_LEVEL_SHIFT	28		/* a top table entry: level above, node below */
+#define TOP_LEVEL_SHIFT	28		/* a top table entry's low word: level above,
+								 * node below */
 #define TOP_NODE_MASK	((1u << TOP_LEVEL_SHIFT) - 1)
+#define TOP_LEVEL_SPLIT	15u		/* a split entry's level field: leaf a or a + 1 */
+#define TOP_LEVEL_SPLIT_PARENT 14u	/* ... leaves' parent a or a + 1 */
+#define SEP_WORD_BITS	32		/* a split entry's high word: its separator's
+								 * offset in the bucket (the top 32 bits) */
+
+/* Start.level of a split entry once top_start has put the probe's key below
+ * (side 0), at (1) or above (2) the separator; up: 1 where the entry splits
+ * leaves' parents.  descend takes node a or a + 1 from it. */
+#define START_SPLIT(side, up) (-(1 + (side) + 3 * (up)))
 
 /*
  * Where the descents for probe p's own key may start: the node its bucket's
@@ -612,12 +625,26 @@ first_child(const TreeDev<K> &T, uint32_t node, int l)
  * the levels above it are skipped: one load from the table instead of
  * several dependent node searches.  Not for ranges (the high bound may lie
  * in another bucket).
+ *
+ * A bucket whose keys straddle two neighbouring leaves (about half of them
+ * in a tree whose entries reach the leaves), or two neighbouring parents
+ * of leaves, has a split entry: node a, and the separator between a and
+ * a + 1 (a's largest key) as its offset in the bucket.  The probe's key (p
+ * clamped to the type, the key every descent from here uses) is compared
+ * with it now, so that no lane searches the node above a: the descents of
+ * a warp start at one level instead of diverging there (ncu, H100,
+ * 2026-11-27: 17.9 active lanes of 32 on clustered int64 batches over 10^6
+ * keys).  Where the offset was cut to its top 32 bits (buckets over 2^32
+ * key values: int64 keys; the table then splits leaves only) and the key's
+ * own top bits equal it, a's last key is loaded to decide.
  */
 template <class K>
 __device__ __forceinline__ Start
 top_start(const TreeDev<K> &T, int op, int64_t p)
 {
 	typedef typename KeyLimits<K>::SKey U;
+	const int64_t KMIN = KeyLimits<K>::lo,
+				KMAX = KeyLimits<K>::hi;
 	uint64_t	b;
 
 	if (T.top == nullptr || op == GI_OP_RANGE)
@@ -628,9 +655,47 @@ top_start(const TreeDev<K> &T, int op, int64_t p)
 		b = T.top_n - 1;
 	else
 		b = (uint64_t) (((U) (K) p - (U) T.top_lo) >> T.top_shift);	/* < top_n */
-	uint32_t	e = __ldg(T.top + b);
+	uint32_t	w,
+				sep_word = 0;
 
-	return Start{e & TOP_NODE_MASK, (int) (e >> TOP_LEVEL_SHIFT)};
+	if (T.top_split)
+	{
+		uint64_t	e = ld8(T.top + 2 * b);
+
+		w = (uint32_t) e;
+		sep_word = (uint32_t) (e >> 32);
+	}
+	else
+		w = ld4(T.top + b);
+
+	uint32_t	node = w & TOP_NODE_MASK,
+				code = w >> TOP_LEVEL_SHIFT;
+
+	if (code < TOP_LEVEL_SPLIT_PARENT)
+		return Start{node, (int) code};
+
+	K			t = (K) (p < KMIN ? KMIN : p > KMAX ? KMAX : p);
+	const int	cut = sizeof(K) == 4 || T.top_shift <= SEP_WORD_BITS ? 0 : T.top_shift - SEP_WORD_BITS;
+	U			sep_lo = (U) T.top_lo + ((U) b << T.top_shift) + ((U) sep_word << cut);
+	int			side;			/* t below, at, above the separator: 0, 1, 2;
+								 * it lies in [sep_lo, sep_lo + 2^cut) */
+
+	if (t < (K) sep_lo)
+		side = 0;
+	else if (cut == 0)
+		side = t == (K) sep_lo ? 1 : 2;
+	else if (((U) t - sep_lo) >> cut)
+		side = 2;
+	else
+	{							/* (int64 leaves only: top_table_kernel) */
+		constexpr uint32_t M = NODE_BYTES / sizeof(K);
+		uint32_t	li = node - T.inodes;
+		uint32_t	size = (uint32_t) (li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
+		K			sep = ld_key<K>(T.leaves + (size_t) li * M + size - 1);
+
+		side = t < sep ? 0 : t > sep ? 2 : 1;
+	}
+	return Start{node, START_SPLIT(side, code == TOP_LEVEL_SPLIT_PARENT ? 1 : 0)};
 }
 
 /*
@@ -657,11 +722,21 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 	constexpr int KPT = M / G;
 	const K    *lane_nodes = T.nodes + g.r * KPT;
 	uint32_t	node = S.node;
+	int			l0 = S.level;
 
 	static_assert(G > 1 || !TRACK, "the thread search does not track");
 	if constexpr (G == 1)
 		L.guess = false;
-	for (int l = S.level; l < T.nint; l++)
+	if (l0 < 0)
+	{							/* a split top entry: node a, or a + 1 where
+								 * the key is above the separator (at it,
+								 * for an upper bound) */
+		int			side = (-l0 - 1) % 3;
+
+		node += (side == 2 || (LE && side == 1)) ? 1 : 0;
+		l0 = T.nint - (-l0 - 1) / 3;
+	}
+	for (int l = l0; l < T.nint; l++)
 	{
 		if constexpr (TRACK)
 			track_shared(node, l, shared);
@@ -795,6 +870,13 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			l = L.s + cle;
 		else if (k == kmax)
 			l = T.n;
+		else if (!DYN && cle - clt <= 1 && leaf_size<K, false>(T, L.li + 1) > 0 &&
+				 leaf_key<K, false>(T, L.li + 1, 0) > k)
+			l = L.s + L.size;	/* k is this leaf's last key, once, and the
+								 * next leaf starts above it: one load, not
+								 * a descent (a probe of a leaf's last key;
+								 * a longer run mostly goes on, and descends
+								 * at once) */
 		else
 		{						/* the run goes on past this leaf */
 			descend<K, G, true, DYN>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0}, nullptr, guess);

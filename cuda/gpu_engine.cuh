@@ -213,6 +213,15 @@ void		gi_gpu_dev_insert_stats(const GiImage *image, double *inner_ms,
 GiStatus	gi_gpu_dev_refresh_payloads(GiImage *image, GiError *err);
 
 /*
+ * The static B+ tree image's top table (gpu_btree.cu): *entries buckets
+ * (0: none), of which *split are split (a leaf, or a parent of leaves, or
+ * the next one by a separator), and *wide the number of those whose
+ * separator was cut to its top 32 bits.  For tests.
+ */
+GiStatus	gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split,
+								 uint64_t *wide, GiError *err);
+
+/*
  * The stream the image's builds and insertions run on.  Queries run on the
  * calling thread's own stream instead (made on its first query, destroyed
  * when the thread exits), and return only once their work is finished.

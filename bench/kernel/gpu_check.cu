@@ -383,6 +383,18 @@ run_case(size_t n, int w, int shape, size_t q)
 	if (!gimg)
 		printf("  build: %s\n", err.message);
 	test_record(&tr, gi_image_build(&cparams, sk.data(), sp.data(), n, &cimg, &err) == GI_OK, "cpu build");
+	if (gimg && n >= 4096 && (shape == 2 || shape == 3))
+	{							/* the top table's split entries are there to
+								 * be tested: distinct keys straddle leaves,
+								 * and wide int64 ones cut their separators */
+		uint64_t	entries,
+					split,
+					wide;
+
+		test_record(&tr, gi_gpu_dev_top_stats(gimg, &entries, &split, &wide, &err) == GI_OK &&
+					split > 0 && (wide > 0) == (w == 8 && shape == 2),
+					"the top table has split entries (cut ones for wide int64 keys)");
+	}
 	std::fill(gk.begin(), gk.end(), 0x5a5a5a5a5a5a5a5all);
 	std::fill(gp.begin(), gp.end(), 0xa5a5a5a5a5a5a5a5ull);
 	test_record(&tr, gi_image_build_unsorted(&gparams, raw.data(), pay.data(), n, gk.data(), gp.data(),
