@@ -196,7 +196,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 				ph = probes_hi[i];
 			out = i;
 		}
-		answer<K, G, DYN, WALK>(T, op, p, ph, g, f, l, top_start(T, op, p), GUESS);
+		answer<K, G, DYN, WALK>(T, op, p, ph, g, f, l, top_start<K, DYN>(T, op, p), GUESS);
 		if (g.r == 0)
 		{
 			first[out] = f;

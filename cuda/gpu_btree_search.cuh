@@ -638,7 +638,7 @@ first_child(const TreeDev<K> &T, uint32_t node, int l)
  * key values: int64 keys; the table then splits leaves only) and the key's
  * own top bits equal it, a's last key is loaded to decide.
  */
-template <class K>
+template <class K, bool DYN = false>
 __device__ __forceinline__ Start
 top_start(const TreeDev<K> &T, int op, int64_t p)
 {
@@ -647,6 +647,9 @@ top_start(const TreeDev<K> &T, int op, int64_t p)
 				KMAX = KeyLimits<K>::hi;
 	uint64_t	b;
 
+	if constexpr (DYN)			/* (the directory's descents have no table:
+								 * fewer registers for those kernels) */
+		return Start{0, 0};
 	if (T.top == nullptr || op == GI_OP_RANGE)
 		return Start{0, 0};
 	if (p <= (int64_t) T.top_lo)
@@ -826,9 +829,12 @@ leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
  * predecessor) start at the root.  G = 1: the thread search; with WALK, its
  * second rank in the leaf is walked from the first (walk_le, walk_lt)
  * rather than searched anew: the same answer, fewer loads; with guess
- * (and T.guess) its leaf ranks start from a guessed sector.
+ * (and T.guess) its leaf ranks start from a guessed sector.  NEXT_LEAF: a
+ * point or successor run of one that ends its leaf reads the next leaf's
+ * first key instead of descending again (off in the stream kernel, whose
+ * rare descents would pay for it in spills: ptxas, sm_90, 12 bytes).
  */
-template <class K, int G, bool DYN, bool WALK = false>
+template <class K, int G, bool DYN, bool WALK = false, bool NEXT_LEAF = true>
 __device__ __forceinline__ void
 answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 	   uint64_t &f, uint64_t &l, Start S = Start{0, 0}, bool guess = false)
@@ -870,7 +876,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			l = L.s + cle;
 		else if (k == kmax)
 			l = T.n;
-		else if (!DYN && cle - clt <= 1 && leaf_size<K, false>(T, L.li + 1) > 0 &&
+		else if (!DYN && NEXT_LEAF && cle - clt <= 1 && leaf_size<K, false>(T, L.li + 1) > 0 &&
 				 leaf_key<K, false>(T, L.li + 1, 0) > k)
 			l = L.s + L.size;	/* k is this leaf's last key, once, and the
 								 * next leaf starts above it: one load, not

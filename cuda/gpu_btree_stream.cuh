@@ -158,7 +158,7 @@ stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need
 		l = c->l;
 	}
 	else if (mine && leader == lane)
-		answer<K, 1, DYN, WALK>(T, op, p, ph, make_group<1>((int) lane), f, l, top_start<K>(T, op, p));
+		answer<K, 1, DYN, WALK, false>(T, op, p, ph, make_group<1>((int) lane), f, l, top_start<K, DYN>(T, op, p));
 
 	uint64_t	lf = __shfl_sync(0xffffffffu, f, leader),
 				ll = __shfl_sync(0xffffffffu, l, leader);

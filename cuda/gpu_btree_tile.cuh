@@ -435,7 +435,7 @@ tile_bounds(const TreeDev<K> &T, int op, K lo, K hi, Start *S, uint32_t *li0, ui
 
 	*S = Start{0, 0};
 	if constexpr (TOP)
-		descend<K, GB, false, DYN>(T, t, g, L, top_start<K>(T, GI_OP_POINT, (int64_t) t));
+		descend<K, GB, false, DYN>(T, t, g, L, top_start<K, DYN>(T, GI_OP_POINT, (int64_t) t));
 	else
 		descend<K, GB, false, DYN, true>(T, t, g, L, Start{0, 0}, S);
 	li = L.li;
@@ -451,7 +451,7 @@ tile_bounds(const TreeDev<K> &T, int op, K lo, K hi, Start *S, uint32_t *li0, ui
 			if (c == 0 || leaf_rank<K, GB, KPT, false>(L, below, g) == 0)
 			{
 				descend<K, GB, false, DYN>(T, below, g, L,
-										   TOP ? top_start<K>(T, GI_OP_POINT, (int64_t) below) : Start{0, 0});
+										   TOP ? top_start<K, DYN>(T, GI_OP_POINT, (int64_t) below) : Start{0, 0});
 				li = L.li;
 			}
 		}
@@ -468,7 +468,7 @@ tile_bounds(const TreeDev<K> &T, int op, K lo, K hi, Start *S, uint32_t *li0, ui
 		else if (leaf_rank<K, GB, KPT, true>(L, above, g) >= L.size)
 		{
 			descend<K, GB, false, DYN>(T, (K) (above + 1), g, L,
-									   TOP ? top_start<K>(T, GI_OP_POINT, (int64_t) above + 1) : Start{0, 0});
+									   TOP ? top_start<K, DYN>(T, GI_OP_POINT, (int64_t) above + 1) : Start{0, 0});
 			li = L.li;
 		}
 	}
