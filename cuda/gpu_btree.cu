@@ -131,6 +131,20 @@ geo_compute(uint64_t n, int m, Geo *g)
 /* ------------------------------------------------------------------------ */
 
 /*
+ * Blocks an SM for the int32 thread search with its leaf walk on unsorted
+ * batches (the kernel of every int32 batch under GATE_MIN_DEFAULT in a
+ * tree that is no guess_tree): ptxas gives it 34 registers (6 blocks)
+ * unbounded, 32 and 24 bytes of spills at 8.  H100, 2026-11-27
+ * (bench/kernel/results-h100-2026-11-27-split-steps.md): at 8, clustered
+ * 10^6-probe batches over 10^7 lognormal keys 15.5-15.9 against 13.7-14.7
+ * x 10^9 q/s and sorted ones over 10^6 keys 3 % faster; random ones over
+ * 10^6 keys 9 % slower.  0: unbounded.
+ */
+#ifndef SEARCH_MIN_BLOCKS_32
+#define SEARCH_MIN_BLOCKS_32 8
+#endif
+
+/*
  * The search kernel: each group of G lanes (G = 1: the thread search)
  * answers probes i = group id, + number of groups, ...  Unsorted:
  * probes[i] -> first/last[i].  Sorted: the i-th sorted probe goes to its
@@ -141,18 +155,6 @@ geo_compute(uint64_t n, int m, Geo *g)
  * guessing one runs where the sample found the batch scattered, the other
  * elsewhere (one kernel with both would hold the registers of both).
  */
-/*
- * Blocks an SM for the int32 thread search with its leaf walk on unsorted
- * batches (the kernel of every int32 batch under GATE_MIN_DEFAULT in a
- * tree that is no guess_tree): ptxas gives it 34 registers (6 blocks)
- * unbounded, 32 and 24 bytes of spills at 8.  H100, 2026-11-27 (-split-
- * steps.md): at 8, clustered 10^6-probe batches over 10^7 lognormal keys
- * 15.5-15.9 against 13.7-14.7 x 10^9 q/s and sorted ones over 10^6 keys
- * 3 % faster; random ones over 10^6 keys 9 % slower.  0: unbounded.
- */
-#ifndef SEARCH_MIN_BLOCKS_32
-#define SEARCH_MIN_BLOCKS_32 8
-#endif
 template <class K, int G, bool SORTED, bool DYN, bool WALK = false, bool GUESS = false>
 __global__ void __launch_bounds__(256, (sizeof(K) == 4 && G == 1 && WALK && !GUESS && !SORTED) ? SEARCH_MIN_BLOCKS_32 : 0)
 btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
