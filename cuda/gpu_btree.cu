@@ -148,7 +148,7 @@ geo_compute(uint64_t n, int m, Geo *g)
  * The search kernel: each group of G lanes (G = 1: the thread search)
  * answers probes i = group id, + number of groups, ...  Unsorted:
  * probes[i] -> first/last[i].  Sorted: the i-th sorted probe goes to its
- * caller index (scatter).  gate: run only when *gate is not GATE_TILES
+ * caller index (scatter).  gate: run only when *gate is not a tiles gate
  * (the tiled search's sample chose this kernel; NULL: always).  WALK: the thread
  * search's leaf walk; GUESS: its guessed leaf sector (answer()).  With
  * T.guess_sampled the batch has two launches, one of each GUESS: the
@@ -169,7 +169,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 	{
 		int			gv = *gate;
 
-		if (gv == GATE_TILES || (T.guess_sampled && (gv == GATE_SCATTERED) != GUESS))
+		if (GATE_IS_TILES(gv) || (T.guess_sampled && (gv == GATE_SCATTERED) != GUESS))
 			return;
 	}
 
@@ -328,11 +328,8 @@ top_table_kernel(TreeDev<K> T, uint32_t *top, int levels)
 				/* two neighbouring leaves (or, where the offset is whole,
 				 * leaves' parents): a's largest key, this node's slot,
 				 * decides (top_start) */
-				bool		leaves = l == levels - 1 && T.nint == levels,
-							parents = l == levels - 2 && cut == 0;
-
-				if (!T.top_split)
-					leaves = parents = false;
+				bool		leaves = T.top_split && l == levels - 1 && T.nint == levels,
+							parents = T.top_split && l == levels - 2 && cut == 0;
 
 				if (z == a + 1 && (leaves || parents))
 				{
@@ -691,6 +688,7 @@ scratch_create(size_t cap, GiGpuScratch **out, GiError *err)
 	CKS(gi_gpu_alloc(b[3], cap * sizeof(uint32_t), "probe sort indexes", err));
 	CKS(gi_gpu_alloc(b[4], tb ? tb : 16, "probe sort scratch", err));
 	CKS(gi_gpu_alloc(b[5], sizeof(int), "a flag", err));
+	CK(cudaMemset(b[5].p, 0, sizeof(int)));	/* GATE_PER_PROBE until a sample */
 	s = (GiGpuScratch *) calloc(1, sizeof(GiGpuScratch));
 	if (!s)
 		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory");
@@ -1080,7 +1078,7 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	 * them (0-4 % slower with the walk).
 	 */
 	int			walk_mode = gi_setting_gpu_leaf_walk(g_policy.leaf_walk);
-	bool		walk = walk_mode == 0 ? LEAF_WALK_DEFAULT(K) || (!dyn && T.top_split) : walk_mode > 0;
+	bool		walk = walk_mode == 0 ? LEAF_WALK_DEFAULT(K) || T.top_split : walk_mode > 0;
 
 	if (do_sort && g_policy.sort_mode < 0 && !dyn && g_policy.tile == 0 && group <= 8 &&
 		(long long) count >= gate_min)
@@ -1357,8 +1355,11 @@ gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, u
 	*entries = *split = *wide = 0;
 	if (image->structure != GI_STRUCT_BTREE || !img->d_top)
 		return GI_OK;
+	*entries = img->top_n;
+	if (!img->top_split)
+		return GI_OK;			/* 4-byte entries name nodes only */
 	CKS(gi_gpu_need_device(err));
-	words = (size_t) img->top_n * (img->top_split ? 2 : 1);
+	words = (size_t) img->top_n * 2;
 
 	uint32_t   *h = (uint32_t *) malloc(words * sizeof(uint32_t));
 	cudaError_t e;
@@ -1371,8 +1372,7 @@ gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, u
 		free(h);
 		return gi_gpu_fail(err, e, "reading the top table");
 	}
-	*entries = img->top_n;
-	for (uint32_t b = 0; img->top_split && b < img->top_n; b++)
+	for (uint32_t b = 0; b < img->top_n; b++)
 		if ((h[2 * b] >> TOP_LEVEL_SHIFT) >= TOP_LEVEL_SPLIT_PARENT)
 		{
 			(*split)++;
@@ -1380,6 +1380,21 @@ gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, u
 				(*wide)++;
 		}
 	free(h);
+	return GI_OK;
+}
+
+/* Whether the order sample of the last query through scratch s picked the
+ * stream kernel of runs (GATE_TILES_RUNS).  For tests. */
+GiStatus
+gi_gpu_dev_scratch_runs(const GiGpuScratch *s, bool *runs, GiError *err)
+{
+	int			h = 0;
+
+	gi_clear_error(err);
+	*runs = false;
+	CKS(gi_gpu_need_device(err));
+	CK(cudaMemcpy(&h, s->flag, sizeof(int), cudaMemcpyDeviceToHost));
+	*runs = h == GATE_TILES_RUNS;
 	return GI_OK;
 }
 

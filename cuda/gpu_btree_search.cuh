@@ -20,6 +20,10 @@
 #define GATE_TILES		1			/* the tiled search */
 #define GATE_SCATTERED	2			/* the per-probe kernel; its probes are
 									 * scattered over the leaves */
+#define GATE_TILES_RUNS	3			/* the tiled search, its rows mostly
+									 * repeating one probe: the stream
+									 * kernel that copies them (ROWS) */
+#define GATE_IS_TILES(g) ((g) == GATE_TILES || (g) == GATE_TILES_RUNS)
 #define LEAF_WALK_DEFAULT(K) (sizeof(K) == 4)	/* GiGpuPolicy.leaf_walk 0; the
 												 * stream and guessing kernels' */
 #define GATE_MIN_DEFAULT (1u << 22)	/* smaller batches take the per-probe
@@ -693,8 +697,7 @@ top_start(const TreeDev<K> &T, int op, int64_t p)
 	{							/* (int64 leaves only: top_table_kernel) */
 		constexpr uint32_t M = NODE_BYTES / sizeof(K);
 		uint32_t	li = node - T.inodes;
-		uint32_t	size = (uint32_t) (li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
-		K			sep = ld_key<K>(T.leaves + (size_t) li * M + size - 1);
+		K			sep = ld_key<K>(T.leaves + (size_t) li * M + leaf_size<K, false>(T, li) - 1);
 
 		side = t < sep ? 0 : t > sep ? 2 : 1;
 	}
@@ -786,7 +789,7 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 	else
 	{
 		L.s = leaf_start<K, false>(T, L.li);
-		L.size = (uint32_t) (L.li < T.leaf_h ? T.leaf_ave : T.leaf_ave - 1);
+		L.size = leaf_size<K, false>(T, L.li);
 		if constexpr (G == 1)
 		{
 			L.keys = T.leaves + (size_t) L.li * M;
@@ -1043,7 +1046,7 @@ decode_probe(uint64_t sk, uint32_t &idx)
  * With gate (a device int) a sample
  * of the batch decides first: *gate = GATE_TILES when its tiles are narrow,
  * and the tiled kernel runs only then; the caller launches the per-probe
- * kernel after this call, which runs unless *gate is GATE_TILES.
+ * kernel after this call, which runs unless GATE_IS_TILES(*gate).
  */
 /* The order sample alone (tile_sample_kernel): *gate on stream st, for
  * the caller to read. */

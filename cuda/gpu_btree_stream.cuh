@@ -91,12 +91,12 @@ stream_span(const TreeDev<K> &T, const int64_t *probes, uint64_t base, uint32_t 
 }
 
 /*
- * What a warp carries from row to row for stream_descend: the last probe
- * (and range end) a row sent to the thread search, and its answer.  Only
- * rows the window does not answer read it, so with int64 keys it lives in
- * shared memory, leaving the registers to the window (ptxas, sm_90, when
- * it moved: 84 bytes of spill stores a thread in registers, 32 in shared
- * memory); with int32 keys it fits in registers (12 bytes against 16), and
+ * What a warp carries from row to row (stream_row_carried,
+ * stream_descend): the row before's last probe (and range end) and its
+ * answer.  With int64 keys it lives in shared memory, leaving the
+ * registers to the window (ptxas, sm_90, when it moved: 84 bytes of spill
+ * stores a thread in registers, 32 in shared memory); with int32 keys it
+ * fits in registers (12 bytes against 16), and
  * the block's shared memory stays at the 4 x 48 KB that 4 blocks an SM
  * fit in the 196 KB carveout with.
  */
@@ -128,14 +128,60 @@ stream_smem_bytes(uint32_t max_leaves)
 }
 
 /*
+ * Whether every valid lane's probe (and range end) is the carried one: a
+ * row inside a run of equal probes longer than the row before it, which
+ * then copies the carried answer instead of searching.  A sorted batch
+ * over keys with long runs of duplicates is mostly such rows (int32
+ * lognormal keys at 10^8: runs of thousands below the median).
+ */
+template <bool RANGE, class C>
+__device__ __forceinline__ bool
+stream_row_carried(int64_t p, int64_t ph, bool valid, const C *c)
+{
+	return __all_sync(0xffffffffu, !valid || (c->valid && p == c->p && (!RANGE || ph == c->ph)));
+}
+
+/*
+ * The carry moves to the row's last probe (tail: its lane) with its
+ * answer, whichever path answered it.
+ */
+template <class K, bool RANGE, class C>
+__device__ __forceinline__ void
+stream_carry(int64_t p, int64_t ph, uint64_t f, uint64_t l, uint32_t tail, C *c)
+{
+	const uint32_t lane = threadIdx.x & 31;
+
+	if constexpr (carry_in_shared<K>())
+	{
+		__syncwarp();			/* every lane has read the carry */
+		if (lane == tail)
+		{
+			c->p = p;
+			c->ph = ph;
+			c->f = f;
+			c->l = l;
+			c->valid = true;
+		}
+		__syncwarp();
+	}
+	else
+	{							/* each lane's registers */
+		c->p = __shfl_sync(0xffffffffu, p, tail);
+		if (RANGE)
+			c->ph = __shfl_sync(0xffffffffu, ph, tail);
+		c->f = __shfl_sync(0xffffffffu, f, tail);
+		c->l = __shfl_sync(0xffffffffu, l, tail);
+		c->valid = true;
+	}
+}
+
+/*
  * The probes of a row that its window did not answer (need: a bit a lane;
  * mine: this lane's) take the thread search, equal probes once: the lowest
  * pending lane of each set of equal probes (and range ends) descends, and
  * the others read its answer by a shuffle; one equal to the warp's carried
- * probe (c: an earlier row's, answered already) takes the carried answer.
- * The carry then moves to the row's last pending probe.  A sorted batch
- * inside one key's run of duplicates longer than a window (int32 lognormal
- * keys: runs of thousands) thus costs one descent, not one a probe.
+ * probe (c: the row before's last, answered already) takes the carried
+ * answer.  The carry then moves to the row's last pending probe.
  */
 template <class K, bool DYN, bool WALK, bool RANGE, class C>
 __device__ __forceinline__ void
@@ -168,31 +214,7 @@ stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need
 		f = lf;
 		l = ll;
 	}
-
-	int			tail = 31 - __clz(need);
-
-	if constexpr (carry_in_shared<K>())
-	{
-		__syncwarp();			/* every lane has read the carry */
-		if (lane == (uint32_t) tail)
-		{
-			c->p = p;
-			c->ph = ph;
-			c->f = f;
-			c->l = l;
-			c->valid = true;
-		}
-		__syncwarp();
-	}
-	else
-	{							/* each lane's registers */
-		c->p = __shfl_sync(0xffffffffu, p, tail);
-		if (RANGE)
-			c->ph = __shfl_sync(0xffffffffu, ph, tail);
-		c->f = __shfl_sync(0xffffffffu, f, tail);
-		c->l = __shfl_sync(0xffffffffu, l, tail);
-		c->valid = true;
-	}
+	stream_carry<K, RANGE>(p, ph, f, l, 31 - __clz(need), c);
 }
 
 /*
@@ -204,17 +226,21 @@ stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need
  * TOP), stages up to max_leaves of them when they number under 4 windows
  * (in order: as many again ahead; else from the leaf before its own to the
  * window's end), and answers its probes row by row from that window
- * (window_answer: exact or declined); the rest take stream_descend.
+ * (window_answer: exact or declined); the rest take stream_descend.  A
+ * row whose probes all equal the carried one copies its answer
+ * (stream_row_carried; a tile of such rows stages nothing); the carry
+ * moves to a row's last probe where its answer spans a long run.
  * Each row's first bounds hint where the next row's lie (row_hint: three
  * or four of the search's 10-11 steps where a row spans 32 positions),
  * while the window stays and until a hint misses a lane.  max_leaves: the
  * leaves a warp stages (its share of the block's shared memory); hint:
- * use row hints.  gate: run only when *gate
- * is GATE_TILES (NULL: always).  WALK: the thread search's leaf walk (the
- * key width's default, LEAF_WALK_DEFAULT).  RANGE: op is GI_OP_RANGE (the
- * other operations hold no range ends in registers).
+ * use row hints.  gate: run only when *gate is GATE_TILES, or
+ * GATE_TILES_RUNS for ROWS (NULL: always).  WALK: the thread search's leaf
+ * walk (the key width's default, LEAF_WALK_DEFAULT).  RANGE: op is
+ * GI_OP_RANGE (the other operations hold no range ends in registers).
+ * ROWS: the kernel of runs (ROW_COPY).
  */
-template <class K, bool DYN, bool WALK, bool RANGE>
+template <class K, bool DYN, bool WALK, bool RANGE, bool ROWS = false>
 __global__ void __launch_bounds__(STREAM_WARPS * 32, STREAM_MIN_BLOCKS)
 btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
 					uint64_t count, uint64_t *first, uint64_t *last, uint32_t max_leaves,
@@ -247,8 +273,24 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 								 * none) */
 	bool		hinting = false;	/* row hints for this window: until one
 									 * misses a lane */
+	bool		run = false;	/* (ROW_COPY) the carry holds the row
+								 * before's last probe, which the next rows
+								 * may repeat */
 
-	if (gate && *gate != GATE_TILES)
+	/*
+	 * Rows copied from the carry: the kernel the sample picks for batches
+	 * whose rows repeat one probe (GATE_TILES_RUNS), int32 keys only.  In
+	 * the kernel of every sorted batch its checks cost batches without
+	 * runs 8 % (H100, sorted int32 probes of 10^8); with int64 keys they
+	 * took the kernel from 32 to 98 bytes of spill stores a thread (ptxas,
+	 * sm_90).
+	 */
+	constexpr bool ROW_COPY = ROWS && !carry_in_shared<K>() && !RANGE;
+
+	/* the kernel of runs, or the other (which takes runs too where there
+	 * is no kernel of runs: gi_gpu_btree_stream_search) */
+	if (gate && (ROW_COPY ? *gate != GATE_TILES_RUNS :
+				 *gate != GATE_TILES && !(*gate == GATE_TILES_RUNS && (carry_in_shared<K>() || RANGE))))
 		return;
 	if (lane == 0 || !carry_in_shared<K>())
 		carry->valid = false;
@@ -273,7 +315,13 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 			p_next = lane < cnt ? probes[base + lane] : 0;
 			stream_span<K>(T, probes, base, cnt, p_next, &lo, &hi);
 		}
-		if (max_leaves > 0 && tile_narrow<K>(T, lo, hi))
+		/* a tile in a run of equal probes stages nothing: its rows copy
+		 * the carry (a run longer than 4 windows would descend from the
+		 * top table a tile) */
+		bool		in_run = ROW_COPY && run && lo == hi &&
+			stream_row_carried<false>(p_next, 0, lane < cnt, carry);
+
+		if (!in_run && max_leaves > 0 && tile_narrow<K>(T, lo, hi))
 		{
 			if (have && lo >= W.w[0] && hi <= W.w[W.n - 1])
 				staged = true;	/* the window holds the tile's keys already
@@ -344,6 +392,21 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 
 			uint64_t	f = 0,
 						l = 0;
+
+			if (ROW_COPY && run && stream_row_carried<RANGE>(p, ph, valid, carry))
+			{					/* the next row after the run searches the
+								 * whole window (a hint from before the
+								 * run would miss and end the window's
+								 * hints) */
+				hint_at = 0;
+				if (valid)
+				{
+					first[i] = carry->f;
+					last[i] = carry->l;
+				}
+				continue;
+			}
+
 			uint32_t	at = 0;
 			bool		held = true;
 			bool		answered = valid && staged && window_answer<K>(T, W, op, p, ph, f, l, hint_at & 0xffffu,
@@ -365,6 +428,25 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 				first[i] = f;
 				last[i] = l;
 			}
+
+			/*
+			 * The carry moves to this row's last probe where the row is
+			 * that probe throughout, or its answer spans a run of 32 keys
+			 * or more, whose probes the next rows may well repeat (int32
+			 * lognormal keys, sorted probes of 10^8: 1.16x).  Not where
+			 * the next row's last probe is the same: that vote waited for
+			 * the next row's probes before the one after them could load
+			 * (H100: 8-11 % slower on sorted batches without runs).  (A
+			 * range's answer is its keys, not a run: ROW_COPY.)
+			 */
+			if constexpr (ROW_COPY)
+			{
+				int64_t		p0 = __shfl_sync(0xffffffffu, p, 0);
+
+				run = __ballot_sync(0xffffffffu, lane == 31 && valid && (p == p0 || l - f >= 32)) != 0;
+			}
+			if (run && !(need >> 31))	/* (else stream_descend carried lane 31) */
+				stream_carry<K, RANGE>(p, ph, f, l, 31, carry);
 		}
 	}
 }
@@ -372,7 +454,7 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 /* Blocks the stream kernel's grid holds at most (resident_grid), sized for
  * the most shared memory a launch may take, which the kernel is allowed
  * (over the 48 KB a launch takes unasked) on first use. */
-template <class K, bool DYN, bool WALK, bool RANGE>
+template <class K, bool DYN, bool WALK, bool RANGE, bool ROWS = false>
 int
 stream_grid(void)
 {
@@ -380,9 +462,9 @@ stream_grid(void)
 	const size_t most = stream_smem_bytes<K>(STREAM_MAX_LEAVES);
 
 	if (!cached.load(std::memory_order_relaxed))
-		(void) cudaFuncSetAttribute(btree_stream_kernel<K, DYN, WALK, RANGE>,
+		(void) cudaFuncSetAttribute(btree_stream_kernel<K, DYN, WALK, RANGE, ROWS>,
 									cudaFuncAttributeMaxDynamicSharedMemorySize, (int) most);
-	return resident_grid(btree_stream_kernel<K, DYN, WALK, RANGE>, STREAM_WARPS * 32, most, &cached);
+	return resident_grid(btree_stream_kernel<K, DYN, WALK, RANGE, ROWS>, STREAM_WARPS * 32, most, &cached);
 }
 
 /* The stream search of a batch (gpu_btree_search.cuh). */
@@ -419,6 +501,20 @@ gi_gpu_btree_stream_search(const TreeDev<K> &T, cudaStream_t st, int op,
 		btree_stream_kernel<K, DYN, WALK, false><<<grid, STREAM_WARPS * 32, smem, st>>>(
 			T, op, probes, hi, count, first, last, max_leaves, row_hints >= 0, gate);
 	CKL("btree_stream_kernel");
+	if constexpr (!carry_in_shared<K>())
+	{							/* behind the sample: the kernel of runs
+								 * (ROWS), which runs where the other does
+								 * not */
+		if (gate && !range)
+		{
+			unsigned	grid_rows = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1),
+																  stream_grid<K, DYN, WALK, false, true>());
+
+			btree_stream_kernel<K, DYN, WALK, false, true><<<grid_rows, STREAM_WARPS * 32, smem, st>>>(
+				T, op, probes, hi, count, first, last, max_leaves, row_hints >= 0, gate);
+			CKL("btree_stream_kernel (rows)");
+		}
+	}
 	return GI_OK;
 }
 

@@ -922,7 +922,7 @@ run_tile(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *prob
  * tile stages (0: never, and no run search).  DEDUP: equal probes that
  * descend do so once a row (row_descend; an instantiation of its own, so
  * that the kernel without it keeps its registers).  gate: run only when
- * *gate is GATE_TILES (the sample chose tiles; NULL: always).  MIN_BLOCKS: the
+ * GATE_IS_TILES(*gate) (the sample chose tiles; NULL: always).  MIN_BLOCKS: the
  * blocks an SM must fit, the launch bound that caps the registers
  * (GiGpuPolicy.tile_min_blocks); the shared memory a block takes (the
  * staging windows) is the same for every value, and the launch sizes the
@@ -948,7 +948,7 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
 	RowCarry   *carry = DEDUP ? &row_carries[threadIdx.x >> 5] : nullptr;
 	bool		have = false;	/* *W holds the run search's window */
 
-	if (gate && *gate != GATE_TILES)
+	if (gate && !GATE_IS_TILES(*gate))
 		return;
 	for (uint64_t tile = warp * tiles / nwarps; tile < (warp + 1) * tiles / nwarps; tile++)
 	{
@@ -1072,11 +1072,12 @@ sample_class(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *
 /*
  * The sample that picks the kernel for a batch: one block of SAMPLE_WARPS
  * warps looks at up to SAMPLE_TILES tiles spread over it (two a warp) and
- * sets *gate to GATE_TILES (tiled search), else to GATE_SCATTERED when at
- * least half of the sampled tiles are scattered (the per-probe kernel,
- * whose thread search may then guess leaf sectors: TreeDev.guess_sampled)
- * or GATE_PER_PROBE (the per-probe kernel, without the guess: its leaves
- * are often in cache already).  sample_leaves
+ * sets *gate to GATE_TILES (tiled search; GATE_TILES_RUNS where a
+ * quarter of the sampled rows of 32 probes repeat one probe), else to
+ * GATE_SCATTERED when at least half of the sampled tiles are scattered
+ * (the per-probe kernel, whose thread search may then guess leaf sectors:
+ * TreeDev.guess_sampled) or GATE_PER_PROBE (the per-probe kernel, without
+ * the guess: its leaves are often in cache already).  sample_leaves
  * (GiGpuPolicy.sample_leaves): >= 0, tiles when at least half of the
  * sampled tiles lie in at most that many leaves (0: TILE_MAX_LEAVES, the
  * staging window); -1, the rule measured until 2026-11-26: tiles when one
@@ -1093,29 +1094,45 @@ tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *p
 				   uint64_t count, int sample_leaves, int *gate)
 {
 	__shared__ int narrow,
-				scattered;
+				scattered,
+				repeats;
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
 	uint64_t	sampled = std::min<uint64_t>(tiles, SAMPLE_TILES);
 	uint32_t	max_leaves = sample_leaves < 0 ? 0 : sample_leaves == 0 ? TILE_MAX_LEAVES :
 		(uint32_t) sample_leaves;
 
 	if (threadIdx.x == 0)
-		narrow = scattered = 0;
+		narrow = scattered = repeats = 0;
 	__syncthreads();
 	for (uint64_t k = threadIdx.x >> 5; k < sampled; k += SAMPLE_WARPS)
 	{
 		uint64_t	base = k * tiles / sampled * TILE_PROBES;
-		int			c = sample_class<K, DYN>(T, op, probes, probes_hi, base,
-											 (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES),
-											 max_leaves);
+		uint32_t	cnt = (uint32_t) std::min<uint64_t>(count - base, TILE_PROBES);
+		int			c = sample_class<K, DYN>(T, op, probes, probes_hi, base, cnt, max_leaves);
+		uint32_t	lane = threadIdx.x & 31,
+					row = lane * 32;	/* lanes 0-7: the tile's rows */
+		bool		same = lane < TILE_PROBES / 32 && row + 31 < cnt &&
+			probes[base + row] == probes[base + row + 31];
+		uint32_t	rep = __popc(__ballot_sync(0xffffffffu, same));
 
-		if ((threadIdx.x & 31) == 0 && c != TILE_LOCAL)
+		if (lane == 0 && c != TILE_LOCAL)
 			atomicAdd(c == TILE_NARROW ? &narrow : &scattered, 1);
+		if (lane == 0 && rep)
+			atomicAdd(&repeats, (int) rep);
 	}
 	__syncthreads();
 	if (threadIdx.x == 0)
-		*gate = (sample_leaves < 0 ? narrow * 8 : narrow * 2) >= (int) sampled ? GATE_TILES :
+	{
+		bool		tiles_on = (sample_leaves < 0 ? narrow * 8 : narrow * 2) >= (int) sampled;
+
+		/* a quarter of the sampled rows one probe 32 times over (int32
+		 * keys, not ranges: btree_stream_kernel's ROW_COPY) */
+		bool		runs = sizeof(K) == 4 && op != GI_OP_RANGE &&
+			(uint64_t) repeats * 4 >= sampled * (TILE_PROBES / 32);
+
+		*gate = tiles_on ? (runs ? GATE_TILES_RUNS : GATE_TILES) :
 			scattered * 2 >= (int) sampled ? GATE_SCATTERED : GATE_PER_PROBE;
+	}
 }
 
 /* Blocks a grid of kernel holds at most: those that fit an SM at once

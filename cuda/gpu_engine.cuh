@@ -222,6 +222,13 @@ GiStatus	gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t 
 								 uint64_t *wide, GiError *err);
 
 /*
+ * Whether the order sample of the last query through scratch picked the
+ * stream kernel for rows that repeat one probe (int32 keys; gpu_btree.cu).
+ * For tests.
+ */
+GiStatus	gi_gpu_dev_scratch_runs(const GiGpuScratch *scratch, bool *runs, GiError *err);
+
+/*
  * The stream the image's builds and insertions run on.  Queries run on the
  * calling thread's own stream instead (made on its first query, destroyed
  * when the thread exits), and return only once their work is finished.

@@ -199,6 +199,69 @@ dev_query(GiImage *img, int op, const GiGpuPolicy &pol, const int64_t *dpr, cons
 }
 
 /*
+ * The order sample's kernel of runs: a sorted batch that probes each of
+ * 2048 neighbouring keys 64 times over (narrow tiles, rows of one probe)
+ * takes it (int32 keys; int64 ones have none), one of distinct probes does
+ * not, and both answer as brute force does.
+ */
+static void
+check_runs(GiImage *img, const std::vector<int64_t> &keys, size_t n, int w, int shape)
+{
+	const size_t dist = std::min<size_t>(2048, keys.size());
+	/* behind the order sample at every size, the thread search */
+	GiGpuPolicy pol = {0, 0, 1, 0, 0, -1, 1};
+
+	for (int rep = 64; rep >= 1; rep -= 63)
+	{
+		std::vector<int64_t> p;
+
+		for (size_t i = 0; i < dist; i++)
+			for (int r = 0; r < rep; r++)
+				p.push_back(rep > 1 ? keys[(keys.size() - dist) / 2 + i] : (int64_t) i * 977 - 1000000);
+		std::sort(p.begin(), p.end());
+
+		size_t		q = p.size();
+		std::vector<int64_t> ph(q, 0);
+		std::vector<uint64_t> f(q), l(q);
+		int64_t    *dpr = NULL;
+		uint64_t   *df = NULL,
+				   *dl = NULL;
+		GiGpuScratch *scratch = NULL;
+		GiGpuPolicy old;
+		GiError		err;
+		bool		runs = false;
+		char		tag[200];
+
+		cudaMalloc(&dpr, q * 8);
+		cudaMalloc(&df, q * 8);
+		cudaMalloc(&dl, q * 8);
+		cudaMemcpy(dpr, p.data(), q * 8, cudaMemcpyHostToDevice);
+		gi_gpu_dev_get_policy(&old);
+		gi_gpu_dev_set_policy(&pol);
+
+		GiStatus	st = gi_gpu_dev_scratch_create(img, q, &scratch, &err);
+
+		if (st == GI_OK)
+			st = gi_gpu_dev_query(img, GI_OP_POINT, dpr, NULL, q, df, dl, scratch, &err);
+		if (st == GI_OK)
+			st = gi_gpu_dev_scratch_runs(scratch, &runs, &err);
+		gi_gpu_dev_set_policy(&old);
+		cudaMemcpy(f.data(), df, q * 8, cudaMemcpyDeviceToHost);
+		cudaMemcpy(l.data(), dl, q * 8, cudaMemcpyDeviceToHost);
+		snprintf(tag, sizeof(tag), "gpu dev runs n=%zu w=%d shape=%d rep=%d: the kernel of runs %s",
+				 n, w, shape, rep, rep > 1 && w != 8 ? "taken" : "not taken");
+		test_record(&tr, st == GI_OK && runs == (rep > 1 && w != 8) &&
+					same(keys, GI_OP_POINT, p, ph, f.data(), l.data(), tag), tag);
+		if (st == GI_OK && runs != (rep > 1 && w != 8))
+			printf("  %s: the sample said %s\n", tag, runs ? "runs" : "no runs");
+		gi_gpu_dev_scratch_free(scratch);
+		cudaFree(dpr);
+		cudaFree(df);
+		cudaFree(dl);
+	}
+}
+
+/*
  * Every probe order (as drawn, sorted, clustered), operation and query
  * policy on a device-resident image: the per-probe kernel against brute
  * force, and every other policy (sorted batches, groups, the tiled search
@@ -458,6 +521,8 @@ run_case(size_t n, int w, int shape, size_t q)
 	}
 	if (dimg)
 		check_orders(dimg, keys, p, ph, "static", n, w, shape);
+	if (dimg && n >= 1000)
+		check_runs(dimg, keys, n, w, shape);
 	if (dimg && n > 0)
 	{
 		/* the insertable form: one batch inserted, then every order again */
