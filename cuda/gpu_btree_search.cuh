@@ -24,6 +24,9 @@
 									 * repeating one probe: the stream
 									 * kernel that copies them (ROWS) */
 #define GATE_IS_TILES(g) ((g) == GATE_TILES || (g) == GATE_TILES_RUNS)
+#define STREAM_ROWS(K) (sizeof(K) == 4)	/* the key width with a kernel of
+										 * runs (not ranges): int32, whose
+										 * carry lives in registers */
 #define LEAF_WALK_DEFAULT(K) (sizeof(K) == 4)	/* GiGpuPolicy.leaf_walk 0; the
 												 * stream and guessing kernels' */
 #define GATE_MIN_DEFAULT (1u << 22)	/* smaller batches take the per-probe

@@ -285,12 +285,11 @@ btree_stream_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *
 	 * took the kernel from 32 to 98 bytes of spill stores a thread (ptxas,
 	 * sm_90).
 	 */
-	constexpr bool ROW_COPY = ROWS && !carry_in_shared<K>() && !RANGE;
+	constexpr bool ROW_COPY = ROWS && STREAM_ROWS(K) && !RANGE;
 
-	/* the kernel of runs, or the other (which takes runs too where there
-	 * is no kernel of runs: gi_gpu_btree_stream_search) */
-	if (gate && (ROW_COPY ? *gate != GATE_TILES_RUNS :
-				 *gate != GATE_TILES && !(*gate == GATE_TILES_RUNS && (carry_in_shared<K>() || RANGE))))
+	/* the kernel of runs, or the other (the sample writes GATE_TILES_RUNS
+	 * only where the kernel of runs exists) */
+	if (gate && *gate != (ROW_COPY ? GATE_TILES_RUNS : GATE_TILES))
 		return;
 	if (lane == 0 || !carry_in_shared<K>())
 		carry->valid = false;
@@ -501,7 +500,7 @@ gi_gpu_btree_stream_search(const TreeDev<K> &T, cudaStream_t st, int op,
 		btree_stream_kernel<K, DYN, WALK, false><<<grid, STREAM_WARPS * 32, smem, st>>>(
 			T, op, probes, hi, count, first, last, max_leaves, row_hints >= 0, gate);
 	CKL("btree_stream_kernel");
-	if constexpr (!carry_in_shared<K>())
+	if constexpr (STREAM_ROWS(K))
 	{							/* behind the sample: the kernel of runs
 								 * (ROWS), which runs where the other does
 								 * not */

@@ -1127,7 +1127,7 @@ tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *p
 
 		/* a quarter of the sampled rows one probe 32 times over (int32
 		 * keys, not ranges: btree_stream_kernel's ROW_COPY) */
-		bool		runs = sizeof(K) == 4 && op != GI_OP_RANGE &&
+		bool		runs = STREAM_ROWS(K) && op != GI_OP_RANGE &&
 			(uint64_t) repeats * 4 >= sampled * (TILE_PROBES / 32);
 
 		*gate = tiles_on ? (runs ? GATE_TILES_RUNS : GATE_TILES) :
