@@ -301,15 +301,15 @@ top_table_kernel(TreeDev<K> T, uint32_t *top, int levels)
 {
 	typedef typename KeyLimits<K>::SKey U;
 	constexpr int M = NODE_BYTES / sizeof(K);
-	const U		range = (U) T.top_hi - (U) T.top_lo;
-	const int	cut = T.top_shift > SEP_WORD_BITS ? T.top_shift - SEP_WORD_BITS : 0;
 
 	for (uint64_t b = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; b < T.top_n;
 		 b += (uint64_t) gridDim.x * blockDim.x)
 	{
-		U			lo = (U) b << T.top_shift;
-		U			hi = lo | (((U) 1 << T.top_shift) - 1);
-		bool		last = hi >= range;
+		const int	width = top_bucket_width(b, T.top_shift, T.top_log),
+					cut = width > SEP_WORD_BITS ? width - SEP_WORD_BITS : 0;
+		U			lo = top_bucket_lo<U>(b, T.top_shift, T.top_log);
+		U			hi = lo | (((U) 1 << width) - 1);
+		bool		last = b == T.top_n - 1;
 		K			klo = (K) ((U) T.top_lo + lo);
 		K			khi = last ? T.top_hi : (K) ((U) T.top_lo + hi);
 		uint32_t	node = 0;
@@ -333,7 +333,7 @@ top_table_kernel(TreeDev<K> T, uint32_t *top, int levels)
 
 				if (z == a + 1 && (leaves || parents))
 				{
-					U			off = (U) p[a - c0] - (U) klo;	/* in [0, 2^shift) */
+					U			off = (U) p[a - c0] - (U) klo;	/* in [0, 2^width) */
 
 					entry = (uint64_t) (off >> cut) << 32 |
 						(uint64_t) (leaves ? TOP_LEVEL_SPLIT : TOP_LEVEL_SPLIT_PARENT) << TOP_LEVEL_SHIFT | a;
@@ -348,6 +348,38 @@ top_table_kernel(TreeDev<K> T, uint32_t *top, int levels)
 			reinterpret_cast<uint64_t *>(top)[b] = entry;
 		else
 			top[b] = (uint32_t) entry;
+	}
+}
+
+/*
+ * How well each bucket map of the top table fits the sorted keys: for
+ * samples at nsamples evenly spaced ranks, how many neighbouring pairs
+ * share a bucket under linear buckets of 2^shift values (shared[0]) and
+ * under log-scale ones of log mantissa bits (shared[1]; top_bucket).  A
+ * pair sharing one means a bucket spans more keys than the spacing, and
+ * the descents of its probes start higher up.
+ */
+template <class K>
+__global__ void
+top_sample_kernel(const K *keys, uint64_t n, uint64_t nsamples, K kmin, int shift, int log,
+				  unsigned long long *shared)
+{
+	typedef typename KeyLimits<K>::SKey U;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x + 1; i < nsamples;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		U			a = (U) keys[(i - 1) * (n - 1) / (nsamples - 1)] - (U) kmin,
+					c = (U) keys[i * (n - 1) / (nsamples - 1)] - (U) kmin;
+		unsigned	mask = __activemask();
+		unsigned	lin = __ballot_sync(mask, top_bucket<U>(a, shift, 0) == top_bucket<U>(c, shift, 0)),
+					lg = __ballot_sync(mask, top_bucket<U>(a, 0, log) == top_bucket<U>(c, 0, log));
+
+		if ((int) (threadIdx.x & 31) == __ffs(mask) - 1)
+		{
+			atomicAdd(&shared[0], (unsigned long long) __popc(lin));
+			atomicAdd(&shared[1], (unsigned long long) __popc(lg));
+		}
 	}
 }
 
@@ -419,16 +451,17 @@ top_bytes(const Geo *g)
  */
 template <class K>
 static GiStatus
-build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
+build_top(const Geo *g, const K *nodes, const uint32_t *prefix, const K *keys, K kmin, K kmax,
 		  cudaStream_t st, uint32_t **top, bool *top_split, uint32_t *top_n, int *top_shift,
-		  int64_t *top_lo, int64_t *top_hi, GiError *err)
+		  int *top_log, int64_t *top_lo, int64_t *top_hi, GiError *err)
 {
 	typedef typename KeyLimits<K>::SKey U;
 	const U		range = (U) kmax - (U) kmin;
 	const bool	guess = guess_tree(g) && g->nint > 1;
 	int			B = top_bits(g);
 	int			bits = 0,
-				shift;
+				shift,
+				log = 0;
 	bool		split;
 	uint64_t	nb;
 	TreeDev<K>	T;
@@ -438,6 +471,7 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
 	*top_split = false;
 	*top_n = 0;
 	*top_shift = 0;
+	*top_log = 0;
 	*top_lo = kmin;
 	*top_hi = kmax;
 	if (top_bytes(g) == 0 || range == 0)
@@ -449,6 +483,35 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
 		B--;
 	shift = bits > B ? bits - B : 0;
 	nb = (uint64_t) (range >> shift) + 1;	/* <= 2^B */
+	if (shift > 0 && top_bucket<U>(range, 0, 1) < ((uint64_t) 1 << B))
+	{
+		/*
+		 * Log-scale buckets, as many as fit, where the keys' sample shares
+		 * a fifth fewer of them than linear ones: keys piled up near kmin
+		 * (lognormal ones: over 10^6 int32 keys, 56 % in the first of the
+		 * linear buckets, whose probes started near the root).
+		 */
+		DevBuf		cnt;
+		unsigned long long shared[2];
+		uint64_t	nsamples = g->n < ((uint64_t) 1 << B) ? g->n : (uint64_t) 1 << B;
+		int			m = 1;
+
+		while (top_bucket<U>(range, 0, m + 1) < ((uint64_t) 1 << B))
+			m++;
+		CKS(gi_gpu_alloc(cnt, sizeof(shared), "a counter", err));
+		CK(cudaMemsetAsync(cnt.p, 0, sizeof(shared), st));
+		top_sample_kernel<K><<<gi_gpu_grid(nsamples, 256), 256, 0, st>>>(keys, g->n, nsamples, kmin, shift, m,
+																		 (unsigned long long *) cnt.p);
+		CKL("top_sample_kernel");
+		CK(cudaMemcpyAsync(shared, cnt.p, sizeof(shared), cudaMemcpyDeviceToHost, st));
+		CK(cudaStreamSynchronize(st));
+		if (shared[1] * 5 < shared[0] * 4)
+		{
+			log = m;
+			shift = 0;
+			nb = top_bucket<U>(range, 0, m) + 1;
+		}
+	}
 	CKS(gi_gpu_alloc(buf, nb * (split ? sizeof(uint64_t) : sizeof(uint32_t)), "the top table", err));
 	memset(&T, 0, sizeof(T));
 	T.nodes = nodes;
@@ -465,6 +528,7 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
 	T.arith = false;
 	T.top_n = (uint32_t) nb;
 	T.top_shift = shift;
+	T.top_log = log;
 	T.top_split = split;
 	top_table_kernel<K><<<gi_gpu_grid(nb, 256), 256, 0, st>>>(T, (uint32_t *) buf.p, g->nint);
 	CKL("top_table_kernel");
@@ -473,6 +537,7 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, K kmin, K kmax,
 	*top_split = split;
 	*top_n = (uint32_t) nb;
 	*top_shift = shift;
+	*top_log = log;
 	return GI_OK;
 }
 
@@ -632,9 +697,9 @@ build_levels(GpuImage *img, const K *keys, GiError *err)
 	img->distinct = changes + 1;
 	img->kmin = ends[0];
 	img->kmax = ends[1];
-	return build_top<K>(g, (const K *) img->d_nodes, img->d_prefix, ends[0], ends[1], st,
-						&img->d_top, &img->top_split, &img->top_n, &img->top_shift, &img->top_lo,
-						&img->top_hi, err);
+	return build_top<K>(g, (const K *) img->d_nodes, img->d_prefix, keys, ends[0], ends[1], st,
+						&img->d_top, &img->top_split, &img->top_n, &img->top_shift, &img->top_log,
+						&img->top_lo, &img->top_hi, err);
 }
 
 /* Fail with GI_ERR_INVALID if the image's keys are not ascending. */
@@ -721,8 +786,9 @@ static_top(GpuStatic *s, const K *sorted, uint64_t n, cudaStream_t st, GiError *
 		rc = gi_set_error(err, GI_ERR_DEVICE, "reading the static copy's key range: %s",
 						  cudaGetErrorString(cudaGetLastError()));
 	else
-		rc = build_top<K>(&s->geo, (const K *) s->nodes, s->prefix, ends[0], ends[1], st,
-						  &s->top, &s->top_split, &s->top_n, &s->top_shift, &s->top_lo, &s->top_hi, err);
+		rc = build_top<K>(&s->geo, (const K *) s->nodes, s->prefix, sorted, ends[0], ends[1], st,
+						  &s->top, &s->top_split, &s->top_n, &s->top_shift, &s->top_log, &s->top_lo,
+						  &s->top_hi, err);
 	if (rc != GI_OK)
 		gi_gpu_btree_static_free(s);
 	return rc;
@@ -993,12 +1059,14 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	T.top_n = 0;
 	T.top_split = false;
 	T.top_shift = 0;
+	T.top_log = 0;
 	T.top_lo = T.top_hi = 0;
 	if (!dyn && gi_setting_gpu_top(g_policy.top == 0 ? 1 : g_policy.top) > 0)
 	{
 		T.top = snap ? snap->top : img->d_top;
 		T.top_n = snap ? snap->top_n : img->top_n;
 		T.top_shift = snap ? snap->top_shift : img->top_shift;
+		T.top_log = snap ? snap->top_log : img->top_log;
 		T.top_lo = (K) (snap ? snap->top_lo : img->top_lo);
 		T.top_hi = (K) (snap ? snap->top_hi : img->top_hi);
 		T.top_split = snap ? snap->top_split : img->top_split;
@@ -1346,16 +1414,18 @@ gi_gpu_btree_info(const GiImage *image, GiImageInfo *info)
 /* Count the static image's top table entries by kind (gpu_engine.cuh). */
 GiStatus
 gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, uint64_t *wide,
-					 GiError *err)
+					 int *log_bits, GiError *err)
 {
 	const GpuImage *img = (const GpuImage *) image;
 	size_t		words;
 
 	gi_clear_error(err);
 	*entries = *split = *wide = 0;
+	*log_bits = 0;
 	if (image->structure != GI_STRUCT_BTREE || !img->d_top)
 		return GI_OK;
 	*entries = img->top_n;
+	*log_bits = img->top_log;
 	if (!img->top_split)
 		return GI_OK;			/* 4-byte entries name nodes only */
 	CKS(gi_gpu_need_device(err));
@@ -1376,7 +1446,7 @@ gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, u
 		if ((h[2 * b] >> TOP_LEVEL_SHIFT) >= TOP_LEVEL_SPLIT_PARENT)
 		{
 			(*split)++;
-			if (img->top_shift > SEP_WORD_BITS)
+			if (top_bucket_width(b, img->top_shift, img->top_log) > SEP_WORD_BITS)
 				(*wide)++;
 		}
 	free(h);

@@ -91,6 +91,7 @@ typedef struct GpuStatic
 	bool		top_split;		/* (TreeDev.top_split) */
 	uint32_t	top_n;
 	int			top_shift;
+	int			top_log;		/* (TreeDev.top_log) */
 	int64_t		top_lo,
 				top_hi;
 	uint64_t	bytes;			/* device bytes of the four */
@@ -145,6 +146,7 @@ typedef struct GpuImage
 	bool		top_split;		/* (TreeDev.top_split) */
 	uint32_t	top_n;
 	int			top_shift;
+	int			top_log;		/* (TreeDev.top_log) */
 	int64_t		top_lo,
 				top_hi;
 	cudaStream_t stream;

@@ -103,15 +103,18 @@ template <class K> struct TreeDev
 	/*
 	 * The top table (static trees; NULL: none, or not used): entry b is
 	 * the deepest node every descent for a key of bucket b passes, bucket
-	 * b holding the keys top_lo + [b << top_shift, (b + 1) << top_shift),
-	 * packed as level << TOP_LEVEL_SHIFT | global node number in the low
-	 * word; a split entry (top_start) has its separator in the high word.
+	 * b holding the keys top_lo + [top_bucket_lo(b), +2^top_bucket_width(b))
+	 * (linear buckets of 2^top_shift values, or log-scale ones with
+	 * top_log mantissa bits), packed as level << TOP_LEVEL_SHIFT | global
+	 * node number in the low word; a split entry (top_start) has its
+	 * separator in the high word.
 	 */
 	const uint32_t *top;
 	bool		top_split;		/* 8-byte entries, some split (top_start);
 								 * else 4-byte ones, the low word alone */
 	uint32_t	top_n;			/* buckets */
-	int			top_shift;
+	int			top_shift;		/* linear buckets: 2^top_shift values each */
+	int			top_log;		/* 0, or log-scale buckets (top_bucket) */
 	K			top_lo;			/* the keys' ends when it was built */
 	K			top_hi;
 	/* Insertable form (DYN searches): leaves through the directory. */
@@ -620,6 +623,52 @@ first_child(const TreeDev<K> &T, uint32_t node, int l)
 #define SEP_WORD_BITS	32		/* a split entry's high word: its separator's
 								 * offset in the bucket (the top 32 bits) */
 
+/*
+ * The top table's bucket of v, a key's offset from its top_lo.  Linear
+ * buckets (log 0) span 2^shift values each.  Log-scale ones (log = m
+ * mantissa bits, for keys piled up near their minimum: build_top picks
+ * them where a sample of the keys shares fewer buckets so) are those of a
+ * float: the offsets below 2^m a bucket each, then 2^m buckets an octave,
+ * of 2^(e - m) values in the octave [2^e, 2^(e + 1)).  Host and device.
+ */
+template <class U>
+__host__ __device__ __forceinline__ uint64_t
+top_bucket(U v, int shift, int log)
+{
+	if (log == 0)
+		return (uint64_t) (v >> shift);
+#ifdef __CUDA_ARCH__
+	int			e = sizeof(U) == 4 ? 31 - __clz((int) v) : 63 - __clzll((long long) v);
+#else
+	int			e = v == 0 ? -1 : sizeof(U) == 4 ? 31 - __builtin_clz((unsigned) v) :
+		63 - __builtin_clzll((unsigned long long) v);
+#endif
+	int			s = e > log ? e - log : 0;
+
+	return ((uint64_t) s << log) + (uint64_t) (v >> s);
+}
+
+/* log2 of the values bucket b spans (top_bucket's inverse). */
+__host__ __device__ __forceinline__ int
+top_bucket_width(uint64_t b, int shift, int log)
+{
+	if (log == 0)
+		return shift;
+	return (b >> log) > 1 ? (int) (b >> log) - 1 : 0;
+}
+
+/* The offset of bucket b's first value (top_bucket's inverse). */
+template <class U>
+__host__ __device__ __forceinline__ U
+top_bucket_lo(uint64_t b, int shift, int log)
+{
+	int			s = top_bucket_width(b, shift, log);
+
+	if (log == 0)
+		return (U) b << shift;
+	return (U) (b - ((uint64_t) s << log)) << s;
+}
+
 /* Start.level of a split entry once top_start has put the probe's key below
  * (side 0), at (1) or above (2) the separator; up: 1 where the entry splits
  * leaves' parents.  descend takes node a or a + 1 from it. */
@@ -664,7 +713,7 @@ top_start(const TreeDev<K> &T, int op, int64_t p)
 	else if (p >= (int64_t) T.top_hi)
 		b = T.top_n - 1;
 	else
-		b = (uint64_t) (((U) (K) p - (U) T.top_lo) >> T.top_shift);	/* < top_n */
+		b = top_bucket<U>((U) (K) p - (U) T.top_lo, T.top_shift, T.top_log);	/* < top_n */
 	uint32_t	w,
 				sep_word = 0;
 
@@ -685,8 +734,9 @@ top_start(const TreeDev<K> &T, int op, int64_t p)
 		return Start{node, (int) code};
 
 	K			t = (K) (p < KMIN ? KMIN : p > KMAX ? KMAX : p);
-	const int	cut = sizeof(K) == 4 || T.top_shift <= SEP_WORD_BITS ? 0 : T.top_shift - SEP_WORD_BITS;
-	U			sep_lo = (U) T.top_lo + ((U) b << T.top_shift) + ((U) sep_word << cut);
+	const int	width = top_bucket_width(b, T.top_shift, T.top_log),
+				cut = sizeof(K) == 4 || width <= SEP_WORD_BITS ? 0 : width - SEP_WORD_BITS;
+	U			sep_lo = (U) T.top_lo + top_bucket_lo<U>(b, T.top_shift, T.top_log) + ((U) sep_word << cut);
 	int			side;			/* t below, at, above the separator: 0, 1, 2;
 								 * it lies in [sep_lo, sep_lo + 2^cut) */
 

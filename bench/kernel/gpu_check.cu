@@ -63,10 +63,16 @@ make_keys(size_t n, int w, int shape)
 		else if (shape == 4)
 		{						/* lognormal (as bench/kernel's, smaller): runs
 								 * of equal small keys of every length, some
-								 * across leaves, and a tail of unique ones */
+								 * across leaves, and a tail of unique ones;
+								 * int64: half of them as bench/kernel's,
+								 * up to 2^63 (the top table's log-scale
+								 * buckets over 2^32 values cut their
+								 * separators) */
 			double		u1 = ((r >> 11) + 1) * (1.0 / 9007199254740993.0);
 			double		u2 = (next_rand() >> 11) * (1.0 / 9007199254740992.0);
-			double		e = exp(3.0 + 2.5 * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+			bool		wide = w == 8 && (r & 1);
+			double		e = exp((wide ? 20.0 : 3.0) + (wide ? 5.0 : 2.5) * sqrt(-2.0 * log(u1)) *
+								cos(2.0 * M_PI * u2));
 
 			v = e < (double) hi ? (int64_t) e : hi;
 		}
@@ -453,10 +459,23 @@ run_case(size_t n, int w, int shape, size_t q)
 		uint64_t	entries,
 					split,
 					wide;
+		int			log_bits;
 
-		test_record(&tr, gi_gpu_dev_top_stats(gimg, &entries, &split, &wide, &err) == GI_OK &&
-					split > 0 && (wide > 0) == (w == 8 && shape == 2),
-					"the top table has split entries (cut ones for wide int64 keys)");
+		test_record(&tr, gi_gpu_dev_top_stats(gimg, &entries, &split, &wide, &log_bits, &err) == GI_OK &&
+					split > 0 && (wide > 0) == (w == 8 && shape == 2) && (shape != 2 || log_bits == 0),
+					"the top table has split entries (cut ones for wide int64 keys), linear ones for uniform keys");
+	}
+	if (gimg && n >= 16385 && shape == 4)
+	{							/* lognormal keys pile up near their minimum:
+								 * the table's buckets are log-scale */
+		uint64_t	entries,
+					split,
+					wide;
+		int			log_bits;
+
+		test_record(&tr, gi_gpu_dev_top_stats(gimg, &entries, &split, &wide, &log_bits, &err) == GI_OK &&
+					entries > 0 && log_bits > 0 && (w != 8 || wide > 0),
+					"the top table of lognormal keys has log-scale buckets (int64: cut entries too)");
 	}
 	std::fill(gk.begin(), gk.end(), 0x5a5a5a5a5a5a5a5all);
 	std::fill(gp.begin(), gp.end(), 0xa5a5a5a5a5a5a5a5ull);
