@@ -463,10 +463,16 @@ tile_bounds(const TreeDev<K> &T, int op, K lo, K hi, Start *S, uint32_t *li0, ui
 		descend<K, GB, false, DYN, true>(T, t, g, L, Start{0, 0}, S);
 	li = L.li;
 	if (!high && op == GI_OP_PRED)
-	{							/* back to the run of the largest key < lo */
+	{							/* back to the run of the largest key < lo,
+								 * unless lo is a key: then no probe of the
+								 * tile reads before lower_bound(lo) (over
+								 * lognormal keys the run before is often
+								 * thousands long, and the sample found
+								 * such tiles wide) */
 		uint32_t	c = leaf_rank<K, GB, KPT, false>(L, lo, g);
+		bool		lo_is_key = leaf_rank<K, GB, KPT, true>(L, lo, g) > c;
 
-		if (c > 0 || li > 0)
+		if (!lo_is_key && (c > 0 || li > 0))
 		{
 			K			below = c ? leaf_key<K, DYN>(T, li, c - 1) :
 				leaf_key<K, DYN>(T, li - 1, leaf_size<K, DYN>(T, li - 1) - 1);
