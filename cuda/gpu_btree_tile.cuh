@@ -1044,8 +1044,9 @@ btree_tile_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *pr
  * (tile_narrow) and, unless max_leaves is 0, lie in less than max_leaves
  * leaves (tile_bounds: by rank, so that a skewed key distribution, whose
  * long tail makes every tile look narrow by key span, is judged by where
- * its keys fall); else scattered when they span more than half of the key
- * span or SCATTER_LEAVES leaves or more, else local.  Every load of a lane
+ * its keys fall), or when every probe of it is one (not ranges); else
+ * scattered when they span more than half of the key span or
+ * SCATTER_LEAVES leaves or more, else local.  Every load of a lane
  * is issued before the first is used (the sample's time is a few memory
  * latencies, not one a row: it sits in front of every sampled batch).
  */
@@ -1068,6 +1069,21 @@ sample_class(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *
 
 		v[r] = i < cnt ? probes[base + i] : probes[base];
 		vh[r] = op == GI_OP_RANGE ? (i < cnt ? probes_hi[base + i] : probes_hi[base]) : v[r];
+	}
+	if (op != GI_OP_RANGE)
+	{							/* one probe throughout: however long its
+								 * key's run, the stream kernels answer the
+								 * tile's rows from the carry after the
+								 * first (int32 lognormal keys at 10^8: the
+								 * smallest keys' third of a sorted batch) */
+		int64_t		p0 = __shfl_sync(0xffffffffu, v[0], 0);
+		bool		one = true;
+
+#pragma unroll
+		for (int r = 0; r < ROWS; r++)
+			one &= v[r] == p0;
+		if (__all_sync(0xffffffffu, one))
+			return TILE_NARROW;
 	}
 #pragma unroll
 	for (int r = 0; r < ROWS; r++)
