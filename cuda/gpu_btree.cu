@@ -1453,17 +1453,19 @@ gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, u
 	return GI_OK;
 }
 
-/* Whether the order sample of the last query through scratch s picked the
- * stream kernel of runs (GATE_TILES_RUNS).  For tests. */
+/* What the order sample of the last query through scratch s picked: the
+ * tiled search (GATE_IS_TILES), the stream kernel of runs (GATE_TILES_RUNS).
+ * For tests. */
 GiStatus
-gi_gpu_dev_scratch_runs(const GiGpuScratch *s, bool *runs, GiError *err)
+gi_gpu_dev_scratch_gate(const GiGpuScratch *s, bool *tiles, bool *runs, GiError *err)
 {
 	int			h = 0;
 
 	gi_clear_error(err);
-	*runs = false;
+	*tiles = *runs = false;
 	CKS(gi_gpu_need_device(err));
 	CK(cudaMemcpy(&h, s->flag, sizeof(int), cudaMemcpyDeviceToHost));
+	*tiles = GATE_IS_TILES(h);
 	*runs = h == GATE_TILES_RUNS;
 	return GI_OK;
 }

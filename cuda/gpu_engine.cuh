@@ -223,11 +223,12 @@ GiStatus	gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t 
 								 uint64_t *wide, int *log_bits, GiError *err);
 
 /*
- * Whether the order sample of the last query through scratch picked the
- * stream kernel for rows that repeat one probe (int32 keys; gpu_btree.cu).
- * For tests.
+ * What the order sample of the last query through scratch picked: the
+ * tiled search (*tiles), and in it the stream kernel for rows that repeat
+ * one probe (*runs; int32 keys; gpu_btree.cu).  For tests.
  */
-GiStatus	gi_gpu_dev_scratch_runs(const GiGpuScratch *scratch, bool *runs, GiError *err);
+GiStatus	gi_gpu_dev_scratch_gate(const GiGpuScratch *scratch, bool *tiles, bool *runs,
+									GiError *err);
 
 /*
  * The stream the image's builds and insertions run on.  Queries run on the

@@ -235,7 +235,8 @@ check_runs(GiImage *img, const std::vector<int64_t> &keys, size_t n, int w, int 
 		GiGpuScratch *scratch = NULL;
 		GiGpuPolicy old;
 		GiError		err;
-		bool		runs = false;
+		bool		tiles = false,
+					runs = false;
 		char		tag[200];
 
 		cudaMalloc(&dpr, q * 8);
@@ -250,21 +251,101 @@ check_runs(GiImage *img, const std::vector<int64_t> &keys, size_t n, int w, int 
 		if (st == GI_OK)
 			st = gi_gpu_dev_query(img, GI_OP_POINT, dpr, NULL, q, df, dl, scratch, &err);
 		if (st == GI_OK)
-			st = gi_gpu_dev_scratch_runs(scratch, &runs, &err);
+			st = gi_gpu_dev_scratch_gate(scratch, &tiles, &runs, &err);
 		gi_gpu_dev_set_policy(&old);
 		cudaMemcpy(f.data(), df, q * 8, cudaMemcpyDeviceToHost);
 		cudaMemcpy(l.data(), dl, q * 8, cudaMemcpyDeviceToHost);
 		snprintf(tag, sizeof(tag), "gpu dev runs n=%zu w=%d shape=%d rep=%d: the kernel of runs %s",
 				 n, w, shape, rep, rep > 1 && w != 8 ? "taken" : "not taken");
-		test_record(&tr, st == GI_OK && runs == (rep > 1 && w != 8) &&
+		test_record(&tr, st == GI_OK && runs == (rep > 1 && w != 8) && (rep == 1 || tiles) &&
 					same(keys, GI_OP_POINT, p, ph, f.data(), l.data(), tag), tag);
-		if (st == GI_OK && runs != (rep > 1 && w != 8))
-			printf("  %s: the sample said %s\n", tag, runs ? "runs" : "no runs");
+		if (st == GI_OK && (runs != (rep > 1 && w != 8) || (rep > 1 && !tiles)))
+			printf("  %s: the sample said %s, %s\n", tag, tiles ? "tiles" : "per probe",
+				   runs ? "runs" : "no runs");
 		gi_gpu_dev_scratch_free(scratch);
 		cudaFree(dpr);
 		cudaFree(df);
 		cudaFree(dl);
 	}
+}
+
+/*
+ * One probe throughout a tile, over a run of equal keys longer than four
+ * stream windows: the order sample counts such a tile as narrow however
+ * many leaves the run covers (the stream kernels answer its rows from the
+ * carry), so a sorted batch of them takes the tiled search, and for int32
+ * keys its kernel of runs.  Four keys of 10000 entries each (312 int32
+ * leaves, 625 int64 ones, against a window of 48), each probed 8192 times
+ * in order; point and predecessor, the answers against brute force.
+ */
+static void
+check_long_runs(int w)
+{
+	const size_t n = 40000,
+				each = 8192;
+	std::vector<int64_t> keys(n),
+				p;
+	std::vector<uint64_t> pay(n);
+	GiBuildParams gparams = {GI_ENGINE_GPU, GI_STRUCT_BTREE, w, 0};
+	GiGpuPolicy pol = {0, 0, 1, 0, 0, -1, 1};	/* sampled at every size */
+	GiImage    *img = NULL;
+	GiError		err;
+
+	for (size_t i = 0; i < n; i++)
+		keys[i] = (int64_t) (i / 10000) * 1000 - 1500, pay[i] = i;
+	for (int v = 0; v < 4; v++)
+		p.insert(p.end(), each, (int64_t) v * 1000 - 1500);
+	if (gi_image_build(&gparams, keys.data(), pay.data(), n, &img, &err) != GI_OK)
+	{
+		printf("  long runs build: %s\n", err.message);
+		test_record(&tr, false, "gpu long runs build");
+		return;
+	}
+
+	size_t		q = p.size();
+	std::vector<int64_t> ph(q, 0);
+	std::vector<uint64_t> f(q), l(q);
+	int64_t    *dpr = NULL;
+	uint64_t   *df = NULL,
+			   *dl = NULL;
+	GiGpuScratch *scratch = NULL;
+	GiGpuPolicy old;
+
+	cudaMalloc(&dpr, q * 8);
+	cudaMalloc(&df, q * 8);
+	cudaMalloc(&dl, q * 8);
+	cudaMemcpy(dpr, p.data(), q * 8, cudaMemcpyHostToDevice);
+	gi_gpu_dev_get_policy(&old);
+	gi_gpu_dev_set_policy(&pol);
+	for (int op = GI_OP_POINT; op <= GI_OP_PRED; op++)
+	{
+		bool		tiles = false,
+					runs = false;
+		char		tag[200];
+		GiStatus	st = scratch ? GI_OK : gi_gpu_dev_scratch_create(img, q, &scratch, &err);
+
+		if (st == GI_OK)
+			st = gi_gpu_dev_query(img, (GiOp) op, dpr, NULL, q, df, dl, scratch, &err);
+		if (st == GI_OK)
+			st = gi_gpu_dev_scratch_gate(scratch, &tiles, &runs, &err);
+		cudaMemcpy(f.data(), df, q * 8, cudaMemcpyDeviceToHost);
+		cudaMemcpy(l.data(), dl, q * 8, cudaMemcpyDeviceToHost);
+		snprintf(tag, sizeof(tag), "gpu dev long runs w=%d op=%d: the tiled search taken%s", w, op,
+				 w != 8 ? ", its kernel of runs" : "");
+		if (st != GI_OK)
+			printf("  %s: %s\n", tag, err.message);
+		else if (!tiles || runs != (w != 8))
+			printf("  %s: the sample said %s, %s\n", tag, tiles ? "tiles" : "per probe",
+				   runs ? "runs" : "no runs");
+		test_record(&tr, st == GI_OK && tiles && runs == (w != 8) &&
+					same(keys, op, p, ph, f.data(), l.data(), tag), tag);
+	}
+	gi_gpu_dev_set_policy(&old);
+	gi_gpu_dev_scratch_free(scratch);
+	cudaFree(dpr);
+	cudaFree(df);
+	cudaFree(dl);
+	gi_image_free(img);
 }
 
 /*
@@ -639,6 +720,8 @@ main(int argc, char **argv)
 	}
 	printf("gpu_check: seed=%" PRIu64 " max_n=%zu\n", rng, max_n);
 	run_errors();
+	for (int w = 2; w <= 8; w *= 2)
+		check_long_runs(w);
 	for (size_t s : sizes)
 	{
 		if (s > max_n)

@@ -15,10 +15,12 @@
  * (one probe, 10^5 probes, an empty kernel) are timed apart; --device-only leaves out the host-side
  * parts (host builds, end to end, CPU engine) at every size, as 10^9 keys
  * always do.  --orders and --dists pick the probe orders (random, sorted,
- * clustered) and key distributions (uniform, lognormal) to run.
+ * clustered) and key distributions (uniform, lognormal; runs, long runs of
+ * equal keys at both widths, only when named) to run, --widths the key
+ * widths in bytes (4, 8).
  *
  *   kernel_bench [--small] [--max-n N] [--max-q Q] [--min-n N] [--paths] [--device-only]
- *                [--orders LIST] [--dists LIST]
+ *                [--orders LIST] [--dists LIST] [--widths 4,8]
  */
 #include "gpu_engine.cuh"
 #include "bench_util.cuh"
@@ -39,7 +41,8 @@ static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_pat
 static bool g_paths;				/* --paths */
 static bool g_device_only;		/* --device-only */
 static bool g_order_on[3] = {true, true, true};	/* --orders */
-static bool g_dist_on[2] = {true, true};	/* --dists */
+static bool g_width_on[2] = {true, true};	/* --widths: int32, int64 */
+static bool g_dist_on[3] = {true, true, false};	/* --dists (runs: only when named) */
 
 /*
  * The policy variants of the --paths table, each the engine's default with
@@ -88,7 +91,9 @@ static const PathVariant path_variants[] = {
 #define SMALL_Q 1000000			/* query batches up to this many probes ... */
 #define SMALL_REPS 21			/* ... are timed this many times (the median) */
 
-/* One draw of the distribution: 0 uniform over the type, 1 lognormal. */
+/* One draw of the distribution: 0 uniform over the type, 1 lognormal, 2
+ * long runs (a narrow lognormal, the same for both widths: about 10^5
+ * distinct keys at 10^8, runs of up to ~10^6; --dists runs). */
 template <class K>
 __device__ static inline K
 draw(uint64_t r, int dist)
@@ -98,7 +103,8 @@ draw(uint64_t r, int dist)
 	double		u1 = ((r >> 11) + 1) * (1.0 / 9007199254740993.0);
 	double		u2 = (mix64(r) >> 11) * (1.0 / 9007199254740992.0);
 	double		z = sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
-	double		v = sizeof(K) == 4 ? exp(10.0 + 2.5 * z) : exp(20.0 + 5.0 * z);
+	double		v = dist == 2 ? exp(4.0 + 2.0 * z) :
+		sizeof(K) == 4 ? exp(10.0 + 2.5 * z) : exp(20.0 + 5.0 * z);
 	double		cap = sizeof(K) == 4 ? 2147483647.0 : 9.2e18;
 
 	return (K) (v < cap ? v : cap);
@@ -274,7 +280,7 @@ sort_keys_on_device(const T *in, T *out, uint64_t n)
 	CUDA_OK(cudaFree(tmp));
 }
 
-static const char *dist_name[] = {"uniform", "lognormal"};
+static const char *dist_name[] = {"uniform", "lognormal", "runs"};
 static const char *order_name[] = {"random", "sorted", "clustered"};
 
 /* Count mismatches between two answer sets on the device. */
@@ -579,22 +585,35 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 				 * 10-25 % from run to run, so they take SMALL_REPS */
 				const int	qreps = q <= SMALL_Q && reps > 1 ? std::max(reps, SMALL_REPS) : reps;
 
-				for (int r = 0; r <= qreps; r++)
-				{
-					double		ms = timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
-
-					if (r > 0)
-						tt.push_back(ms), ts.push_back(img->last_query.sort_ms);
-				}
-				for (int r = 0; r <= qreps; r++)
-				{
+				/*
+				 * Alternating, each timed run right after an untimed one of
+				 * its own kind (so each finds its own data in cache, as
+				 * when the runs of one kind followed each other): a stretch
+				 * of slower clocks or a busy host then slows both sides of
+				 * a ratio alike.  Until 2026-11-27 the tree's runs came
+				 * first, then the binary search's, and one such stretch
+				 * read a row at 0.52x of its tree speed in the call before
+				 * (results-h100-2026-11-27e-final.txt, int32 10^6 keys).
+				 */
+				auto		tree_run = [&] {
+					return timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
+				};
+				auto		bsearch_run = [&] {
 					double		ms = timed([&] {
 						bsearch_kernel<K><<<grid(q), 256>>>((const K *) dkeys, n, op, probes, q, f2, l2);
 					});
 
 					CUDA_OK(cudaGetLastError());
-					if (r > 0)
-						tb.push_back(ms);
+					return ms;
+				};
+
+				for (int r = 0; r < qreps; r++)
+				{
+					(void) tree_run();
+					tt.push_back(tree_run());
+					ts.push_back(img->last_query.sort_ms);
+					(void) bsearch_run();
+					tb.push_back(bsearch_run());
 				}
 				unsigned long long bad = mismatches(f1, l1, f2, l2, q);
 				double		tq = q / (median(tt) / 1e3),
@@ -797,11 +816,18 @@ main(int argc, char **argv)
 			for (int o = 0; o < 3; o++)
 				g_order_on[o] = strstr(list, order_name[o]) != NULL;
 		}
+		else if (!strcmp(argv[i], "--widths") && i + 1 < argc)
+		{
+			const char *list = argv[++i];
+
+			g_width_on[0] = strstr(list, "4") != NULL;
+			g_width_on[1] = strstr(list, "8") != NULL;
+		}
 		else if (!strcmp(argv[i], "--dists") && i + 1 < argc)
 		{
 			const char *list = argv[++i];
 
-			for (int d = 0; d < 2; d++)
+			for (int d = 0; d < 3; d++)
 				g_dist_on[d] = strstr(list, dist_name[d]) != NULL;
 		}
 	}
@@ -837,9 +863,9 @@ main(int argc, char **argv)
 		   prop.l2CacheSize >> 20, g_copy_gbs);
 	for (int kw = 4; kw <= 8; kw += 4)
 		for (uint64_t n : ns)
-			for (int dist = 0; dist < 2; dist++)
+			for (int dist = 0; dist < 3; dist++)
 			{
-				if (!g_dist_on[dist])
+				if (!g_dist_on[dist] || !g_width_on[kw / 8])
 					continue;
 				bool		sweep = (n == ns.back() || n == ns.back() / 10) && dist == 0;
 
@@ -851,7 +877,7 @@ main(int argc, char **argv)
 
 	printf("\n### Builds (ms; median of %d after a warm-up)\n\n", reps);
 	print_table("| key | n | dist | host unsorted pairs -> image, sorted pairs back: total (transfer / sort / build) | same, nothing back | device unsorted pairs: total (sort / build) | device sorted keys | device B/key | levels |", t_build);
-	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9; host clock: the binary search's launch and a device synchronisation, the engine's synchronous call; the median of %d runs after a warm-up, of %d for batches of up to %d probes, the tree's runs and then the binary search's)\n\n", reps, reps > 1 ? std::max(reps, SMALL_REPS) : reps, SMALL_Q);
+	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9; host clock: the binary search's launch and a device synchronisation, the engine's synchronous call; the median of %d runs, of %d for batches of up to %d probes; the tree and the binary search alternate, each timed run right after an untimed one of its own)\n\n", reps, reps > 1 ? std::max(reps, SMALL_REPS) : reps, SMALL_Q);
 	print_table("| key | n | dist | probes | op | probe order | tree ms | of which sort ms | tree Gq/s | bsearch ms | bsearch Gq/s | tree/bsearch | of bandwidth bound | mismatches |", t_query);
 	printf("\nBandwidth bound: probes (8 B) + answers (16 B) + the leaves touched (at most all, at most 128 B a probe) over the measured copy bandwidth; the column is bound time / tree time.\n");
 	if (g_paths)
