@@ -92,6 +92,7 @@ typedef struct GpuStatic
 	uint32_t	top_n;
 	int			top_shift;
 	int			top_log;		/* (TreeDev.top_log) */
+	uint32_t	top_runs;		/* (TreeDev.runs_n): none in a copy */
 	int64_t		top_lo,
 				top_hi;
 	uint64_t	bytes;			/* device bytes of the four */
@@ -147,6 +148,8 @@ typedef struct GpuImage
 	uint32_t	top_n;
 	int			top_shift;
 	int			top_log;		/* (TreeDev.top_log) */
+	uint32_t	top_runs;		/* run entries after the table (TreeDev.runs,
+								 * top_runs_offset), 0: none */
 	int64_t		top_lo,
 				top_hi;
 	cudaStream_t stream;

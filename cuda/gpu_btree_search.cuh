@@ -117,6 +117,14 @@ template <class K> struct TreeDev
 	int			top_log;		/* 0, or log-scale buckets (top_bucket) */
 	K			top_lo;			/* the keys' ends when it was built */
 	K			top_hi;
+	/*
+	 * The run table (static trees with a top table; NULL: none): entry v,
+	 * for v < runs_n, is [lower_bound, upper_bound) of the key top_lo + v,
+	 * the buckets of one key value each (log-scale buckets' first 2^(m+1),
+	 * or linear buckets of one value): run_answer.
+	 */
+	const uint2 *runs;
+	uint32_t	runs_n;
 	/* Insertable form (DYN searches): leaves through the directory. */
 	K *const   *segs;			/* segment list: node id >> seg_shift */
 	const uint32_t *dir_node;	/* leaf ordinal -> node id */
@@ -755,6 +763,38 @@ top_start(const TreeDev<K> &T, int op, int64_t p)
 		side = t < sep ? 0 : t > sep ? 2 : 1;
 	}
 	return Start{node, START_SPLIT(side, code == TOP_LEVEL_SPLIT_PARENT ? 1 : 0)};
+}
+
+/*
+ * The answer of probe p from the run table (T.runs), where p's key has a
+ * bucket of its own there: a point probe's [first, last) at once, found or
+ * not; a predecessor's or successor's where p is a key (else the nearest
+ * key lies elsewhere: false, and the descent answers).  One 8-byte load
+ * instead of two descents for a key in a run across leaves (random probes
+ * over keys in long runs: two descents a probe, where the binary search
+ * finds the few distinct keys' paths in L1).
+ */
+template <class K>
+__device__ __forceinline__ bool
+run_answer(const TreeDev<K> &T, int op, int64_t p, uint64_t &f, uint64_t &l)
+{
+	if (op == GI_OP_RANGE || p < (int64_t) T.top_lo)
+		return false;
+
+	uint64_t	v = (uint64_t) p - (uint64_t) (int64_t) T.top_lo;
+
+	if (v >= T.runs_n)
+		return false;
+
+	uint64_t	e = ld8(T.runs + v);
+	uint32_t	lb = (uint32_t) e,
+				ub = (uint32_t) (e >> 32);
+
+	if (lb == ub && op != GI_OP_POINT)
+		return false;
+	f = lb;
+	l = ub;
+	return true;
 }
 
 /*

@@ -922,6 +922,7 @@ layout(GpuImage *img, const K *src, Cut src_cut, const uint64_t *src_pay, uint64
 		cudaFree(img->d_top);
 		img->d_top = NULL;
 		img->top_n = 0;
+		img->top_runs = 0;		/* (in the table's buffer) */
 	}
 	return GI_OK;
 }

@@ -15,10 +15,11 @@ UT=${UNIT_TREE:-.}
 step gpu; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
 step unpack; tar -xJf .gpu/pg.tar.xz -C /opt && source /opt/pgbundle/env.sh
 step build
-( make -C "$UT" PG_CONFIG=$PG_CONFIG CUDA_ARCHS="$SM90" test/unit/test_engine > "$OUT/build_unit.log" 2>&1; echo "unit build rc=$?" ) &
+JOBS=$(nproc 2>/dev/null || echo 8)
+( make -C "$UT" -j"$JOBS" PG_CONFIG=$PG_CONFIG CUDA_ARCHS="$SM90" test/unit/test_engine > "$OUT/build_unit.log" 2>&1; echo "unit build rc=$?" ) &
 # bench binaries may come prebuilt (carried); build them here otherwise
 if [ ! -x bench/kernel/kernel_bench ] || [ ! -x bench/kernel/gpu_check ]; then
-( make -C bench/kernel -j8 ARCHS="$SM90" > "$OUT/build_bench.log" 2>&1; echo "bench build rc=$?" ) &
+( make -C bench/kernel -j"$JOBS" ARCHS="$SM90" > "$OUT/build_bench.log" 2>&1; echo "bench build rc=$?" ) &
 else echo "bench binaries carried" > "$OUT/build_bench.log"; fi
 wait
 tail -n 3 "$OUT/build_unit.log" "$OUT/build_bench.log"
