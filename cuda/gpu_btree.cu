@@ -453,28 +453,16 @@ top_runs_offset(uint64_t nb, bool split)
 #define RUNS_SHARE		8			/* a run table where one key in this many
 									 * lies among its values, at least */
 
-/* The keys <= t among n sorted keys, into *count (one thread). */
+/* The keys <= t among n (< 2^32) sorted keys, into *count (one thread). */
 template <class K>
 __global__ void
 count_below_kernel(const K *keys, uint64_t n, K t, unsigned long long *count)
 {
-	uint64_t	lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		uint64_t	mid = (lo + hi) / 2;
-
-		if (keys[mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*count = lo;
+	*count = bound_rank<K, true>(keys, t, 0, (uint32_t) n);
 }
 
 /* The run table (TreeDev.runs): entry v = [lower_bound, upper_bound) of key
- * kmin + v in the n sorted keys, by two binary searches a thread. */
+ * kmin + v in the n (< 2^32) sorted keys (bound_rank). */
 template <class K>
 __global__ void
 top_runs_kernel(const K *keys, uint64_t n, K kmin, uint64_t runs_n, uint2 *runs)
@@ -485,32 +473,9 @@ top_runs_kernel(const K *keys, uint64_t n, K kmin, uint64_t runs_n, uint2 *runs)
 		 v += (uint64_t) gridDim.x * blockDim.x)
 	{
 		K			t = (K) ((U) kmin + (U) v);
-		uint64_t	lo = 0,
-					hi = n;
+		uint32_t	lb = bound_rank<K, false>(keys, t, 0, (uint32_t) n);
 
-		while (lo < hi)
-		{						/* lower_bound */
-			uint64_t	mid = (lo + hi) / 2;
-
-			if (keys[mid] < t)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-
-		uint64_t	lb = lo;
-
-		hi = n;
-		while (lo < hi)
-		{						/* upper_bound, from there */
-			uint64_t	mid = (lo + hi) / 2;
-
-			if (keys[mid] <= t)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		runs[v] = make_uint2((uint32_t) lb, (uint32_t) lo);
+		runs[v] = make_uint2(lb, bound_rank<K, true>(keys, t, lb, (uint32_t) n));
 	}
 }
 
