@@ -155,8 +155,8 @@ geo_compute(uint64_t n, int m, Geo *g)
  * guessing one runs where the sample found the batch scattered, the other
  * elsewhere (one kernel with both would hold the registers of both).
  * RUNS: a probe whose key has a run table entry (T.runs) takes its answer
- * from there (run_answer); a kernel of its own (int32 keys, the thread
- * search), so that trees without a table keep the kernel without the check
+ * from there (run_answer); a kernel of its own (the thread search), so
+ * that trees without a table keep the kernel without the check
  * (H100, 2026-11-27: the check in every kernel cost sorted 10^6-probe
  * batches over 10^6 uniform int32 keys 9 %, and spilled 16 bytes in the
  * int64 leaf walk's, 6-17 % on int64 lognormal batches).
@@ -450,8 +450,19 @@ top_runs_offset(uint64_t nb, bool split)
 	return (nb * (split ? sizeof(uint64_t) : sizeof(uint32_t)) + 7) & ~(uint64_t) 7;
 }
 
+#define RUNS_SHARE		8			/* a run table where one key in this many
+									 * lies among its values, at least */
+
+/* The keys <= t among n (< 2^32) sorted keys, into *count (one thread). */
+template <class K>
+__global__ void
+count_below_kernel(const K *keys, uint64_t n, K t, unsigned long long *count)
+{
+	*count = bound_rank<K, true>(keys, t, 0, (uint32_t) n);
+}
+
 /* The run table (TreeDev.runs): entry v = [lower_bound, upper_bound) of key
- * kmin + v in the n sorted keys, by two binary searches a thread. */
+ * kmin + v in the n (< 2^32) sorted keys (bound_rank). */
 template <class K>
 __global__ void
 top_runs_kernel(const K *keys, uint64_t n, K kmin, uint64_t runs_n, uint2 *runs)
@@ -462,32 +473,9 @@ top_runs_kernel(const K *keys, uint64_t n, K kmin, uint64_t runs_n, uint2 *runs)
 		 v += (uint64_t) gridDim.x * blockDim.x)
 	{
 		K			t = (K) ((U) kmin + (U) v);
-		uint64_t	lo = 0,
-					hi = n;
+		uint32_t	lb = bound_rank<K, false>(keys, t, 0, (uint32_t) n);
 
-		while (lo < hi)
-		{						/* lower_bound */
-			uint64_t	mid = (lo + hi) / 2;
-
-			if (keys[mid] < t)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-
-		uint64_t	lb = lo;
-
-		hi = n;
-		while (lo < hi)
-		{						/* upper_bound, from there */
-			uint64_t	mid = (lo + hi) / 2;
-
-			if (keys[mid] <= t)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		runs[v] = make_uint2((uint32_t) lb, (uint32_t) lo);
+		runs[v] = make_uint2(lb, bound_rank<K, true>(keys, t, lb, (uint32_t) n));
 	}
 }
 
@@ -571,14 +559,30 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, const K *keys, K
 		}
 	}
 	/*
-	 * The run table: the buckets of one key value each (the first 2^(m+1)
-	 * log-scale ones, or every linear one of one value), where runs_bytes
-	 * (the room the caller gives it) holds them, ranks under 2^32.
+	 * The run table: an entry for each of the first key values from kmin,
+	 * as many as runs_bytes (the room the caller gives it) holds, where at
+	 * least an eighth of the keys lie among them (keys piled up near their
+	 * minimum, or spanning few values: not uniform ones), ranks under 2^32.
+	 * Whatever the buckets: run_answer indexes it by the key's offset.
 	 */
-	uint64_t	runs_n = sizeof(K) != 4 ? 0 :	/* (launch_search: int32 only) */
-		log > 0 ? std::min<uint64_t>(nb, (uint64_t) 2 << log) : shift == 0 ? nb : 0;
+	uint64_t	runs_n = g->n < UINT32_MAX ? runs_bytes / sizeof(uint2) : 0;
 
-	runs_n = g->n < UINT32_MAX ? std::min<uint64_t>(runs_n, runs_bytes / sizeof(uint2)) : 0;
+	if ((U) runs_n > range)
+		runs_n = (uint64_t) range + 1;
+	if (runs_n > 0)
+	{
+		DevBuf		cnt;
+		unsigned long long below = 0;
+
+		CKS(gi_gpu_alloc(cnt, sizeof(below), "a counter", err));
+		count_below_kernel<K><<<1, 1, 0, st>>>(keys, g->n, (K) ((U) kmin + (U) (runs_n - 1)),
+												(unsigned long long *) cnt.p);
+		CKL("count_below_kernel");
+		CK(cudaMemcpyAsync(&below, cnt.p, sizeof(below), cudaMemcpyDeviceToHost, st));
+		CK(cudaStreamSynchronize(st));
+		if (below * RUNS_SHARE < g->n)
+			runs_n = 0;
+	}
 	CKS(gi_gpu_alloc(buf, top_runs_offset(nb, split) + runs_n * sizeof(uint2), "the top table", err));
 	memset(&T, 0, sizeof(T));
 	T.nodes = nodes;
@@ -971,7 +975,7 @@ search_grid(void)
 }
 
 /* Launch the search kernel for one chunk: the run table's kernel (RUNS)
- * where the tree has one (int32 keys, the thread search, static trees). */
+ * where the tree has one (the thread search, static trees). */
 template <class K, int G, bool SORTED, bool DYN, bool WALK = false, bool GUESS = false>
 static GiStatus
 launch_search(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes,
@@ -980,7 +984,7 @@ launch_search(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probe
 {
 	uint64_t	want = (count * G + 255) / 256;
 
-	if constexpr (sizeof(K) == 4 && G == 1 && !DYN)
+	if constexpr (G == 1 && !DYN)
 	{
 		if (T.runs && op != GI_OP_RANGE)
 		{
