@@ -857,7 +857,9 @@ scratch_create(size_t cap, GiGpuScratch **out, GiError *err)
 }
 
 /* The top table of a static copy laid out from n sorted keys (its ends
- * read back from them), on stream st, synchronized; on failure the copy is
+ * read back from them), with its run table where the keys have one (room
+ * as a bulk build gives it: gi_gpu_btree_snapshot left the copy's margin
+ * under the limit), on stream st, synchronized; on failure the copy is
  * freed. */
 template <class K>
 static GiStatus
@@ -874,9 +876,11 @@ static_top(GpuStatic *s, const K *sorted, uint64_t n, cudaStream_t st, GiError *
 	else
 		rc = build_top<K>(&s->geo, (const K *) s->nodes, s->prefix, sorted, ends[0], ends[1], st,
 						  &s->top, &s->top_split, &s->top_n, &s->top_shift, &s->top_log, &s->top_lo,
-						  &s->top_hi, 0, &s->top_runs, err);
+						  &s->top_hi, top_bytes(&s->geo), &s->top_runs, err);
 	if (rc != GI_OK)
 		gi_gpu_btree_static_free(s);
+	else
+		s->bytes += (uint64_t) s->top_runs * sizeof(uint2);
 	return rc;
 }
 
@@ -1520,43 +1524,55 @@ gi_gpu_btree_info(const GiImage *image, GiImageInfo *info)
 /* Device-resident entry points (gpu_engine.cuh, gpu_btree.cuh)             */
 /* ------------------------------------------------------------------------ */
 
-/* Count the static image's top table entries by kind (gpu_engine.cuh). */
+/* Count the top table entries by kind of a static image, or of an
+ * insertable one's static copy once a query has built it (gpu_engine.cuh). */
 GiStatus
 gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, uint64_t *wide,
 					 int *log_bits, uint64_t *runs, GiError *err)
 {
 	const GpuImage *img = (const GpuImage *) image;
+	const GpuStatic *snap = NULL;
+	const uint32_t *top;
+	uint32_t	top_n;
+	int			top_shift;
 	size_t		words;
 
 	gi_clear_error(err);
 	*entries = *split = *wide = *runs = 0;
 	*log_bits = 0;
-	if (image->structure != GI_STRUCT_BTREE || !img->d_top)
+	if (image->structure != GI_STRUCT_BTREE)
 		return GI_OK;
-	*entries = img->top_n;
-	*log_bits = img->top_log;
-	*runs = img->top_runs;
-	if (!img->top_split)
+	if (img->ins && (snap = __atomic_load_n(&img->ins->snap, __ATOMIC_ACQUIRE)) == NULL)
+		return GI_OK;
+	top = snap ? snap->top : img->d_top;
+	if (!top)
+		return GI_OK;
+	top_n = snap ? snap->top_n : img->top_n;
+	top_shift = snap ? snap->top_shift : img->top_shift;
+	*entries = top_n;
+	*log_bits = snap ? snap->top_log : img->top_log;
+	*runs = snap ? snap->top_runs : img->top_runs;
+	if (!(snap ? snap->top_split : img->top_split))
 		return GI_OK;			/* 4-byte entries name nodes only */
 	CKS(gi_gpu_need_device(err));
-	words = (size_t) img->top_n * 2;
+	words = (size_t) top_n * 2;
 
 	uint32_t   *h = (uint32_t *) malloc(words * sizeof(uint32_t));
 	cudaError_t e;
 
 	if (!h)
 		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for the top table");
-	e = cudaMemcpy(h, img->d_top, words * sizeof(uint32_t), cudaMemcpyDeviceToHost);
+	e = cudaMemcpy(h, top, words * sizeof(uint32_t), cudaMemcpyDeviceToHost);
 	if (e != cudaSuccess)
 	{
 		free(h);
 		return gi_gpu_fail(err, e, "reading the top table");
 	}
-	for (uint32_t b = 0; b < img->top_n; b++)
+	for (uint32_t b = 0; b < top_n; b++)
 		if ((h[2 * b] >> TOP_LEVEL_SHIFT) >= TOP_LEVEL_SPLIT_PARENT)
 		{
 			(*split)++;
-			if (top_bucket_width(b, img->top_shift, img->top_log) > SEP_WORD_BITS)
+			if (top_bucket_width(b, top_shift, *log_bits) > SEP_WORD_BITS)
 				(*wide)++;
 		}
 	free(h);

@@ -92,7 +92,7 @@ typedef struct GpuStatic
 	uint32_t	top_n;
 	int			top_shift;
 	int			top_log;		/* (TreeDev.top_log) */
-	uint32_t	top_runs;		/* (TreeDev.runs_n): none in a copy */
+	uint32_t	top_runs;		/* (TreeDev.runs_n) */
 	int64_t		top_lo,
 				top_hi;
 	uint64_t	bytes;			/* device bytes of the four */

@@ -213,7 +213,8 @@ void		gi_gpu_dev_insert_stats(const GiImage *image, double *inner_ms,
 GiStatus	gi_gpu_dev_refresh_payloads(GiImage *image, GiError *err);
 
 /*
- * The static B+ tree image's top table (gpu_btree.cu): *entries buckets
+ * The top table of a static B+ tree image, or of an insertable one's
+ * static copy once a query has built it (gpu_btree.cu): *entries buckets
  * (0: none), of which *split are split (a leaf, or a parent of leaves, or
  * the next one by a separator), *wide the number of those whose
  * separator was cut to its top 32 bits, *log_bits the mantissa bits of

@@ -645,6 +645,25 @@ run_case(size_t n, int w, int shape, size_t q)
 		keys.insert(keys.end(), more.begin(), more.end());
 		std::sort(keys.begin(), keys.end());
 		check_orders(dimg, keys, p, ph, "insertable", n, w, shape);
+		if ((n >= 1000 && (shape == 0 || shape == 2)) || (n >= 16385 && shape == 4))
+		{						/* the static copy those queries built has
+								 * the run table a bulk build would have:
+								 * the 17 values' entries, the lognormal
+								 * keys' smallest values, none for uniform
+								 * ones over 2^32 values and more */
+			uint64_t	entries,
+						split,
+						wide,
+						runs;
+			int			log_bits;
+			bool		ok = gi_gpu_dev_top_stats(dimg, &entries, &split, &wide, &log_bits, &runs,
+												  &err) == GI_OK && entries > 0;
+
+			ok = ok && (shape == 0 ? entries == 17 && runs == 17 : shape == 4 ? runs > 0 :
+						(w == 2 || runs == 0));
+			snprintf(tag, sizeof(tag), "insertable n=%zu w=%d shape=%d: its static copy's run table", n, w, shape);
+			test_record(&tr, ok, tag);
+		}
 
 		/* a second batch drops the static copy the first queries built:
 		 * the next ones must see the new keys */

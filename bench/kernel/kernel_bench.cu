@@ -39,6 +39,7 @@
 
 static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_paths, t_fixed, t_ins;
 static bool g_paths;				/* --paths */
+static bool g_insertable;			/* --insertable */
 static bool g_device_only;		/* --device-only */
 static bool g_order_on[3] = {true, true, true};	/* --orders */
 static bool g_width_on[2] = {true, true};	/* --widths: int32, int64 */
@@ -358,8 +359,8 @@ fixed_costs(GiImage *img, const K *dkeys, uint64_t n, const int64_t *pr, uint64_
 }
 
 /*
- * The insertable form against the static tree (--paths, uniform keys, the
- * largest batch): an image built from the same sorted keys and made
+ * The insertable form against the static tree (the largest batch; --paths:
+ * uniform keys, --insertable: every key distribution): an image built from the same sorted keys and made
  * insertable (gi_gpu_dev_make_insertable: leaves as 3/4-full nodes behind
  * a directory), queried with random and sorted point probes through its
  * directory (policy snapshot -1) and through its static copy (the default:
@@ -368,7 +369,7 @@ fixed_costs(GiImage *img, const K *dkeys, uint64_t n, const int64_t *pr, uint64_
  */
 template <class K>
 static void
-insertable_rows(GiImage *img, const void *dkeys, uint64_t n, const int64_t *pr,
+insertable_rows(GiImage *img, const void *dkeys, uint64_t n, int dist, const int64_t *pr,
 				const int64_t *ps, uint64_t q, GiGpuScratch *scratch, uint64_t *f1,
 				uint64_t *l1, uint64_t *f2, uint64_t *l2, int reps)
 {
@@ -420,8 +421,8 @@ insertable_rows(GiImage *img, const void *dkeys, uint64_t n, const int64_t *pr,
 		gi_image_info(iimg, &after);
 		std::string first_col = order == 0 ? fmt("%.3f", first) : std::string("-");
 
-		t_ins.push_back(fmt("| %s | %.0e | %.0e | %s | %.2f | %.2f (%.2fx) | %.2f (%.2fx) | %s | %.3f | %.2f / %.2f | %llu |",
-							sizeof(K) == 4 ? "int32" : "int64", (double) n, (double) q,
+		t_ins.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %.2f | %.2f (%.2fx) | %.2f (%.2fx) | %s | %.3f | %.2f / %.2f | %llu |",
+							sizeof(K) == 4 ? "int32" : "int64", (double) n, dist_name[dist], (double) q,
 							order_name[order], q / median(ts) / 1e6,
 							q / median(td) / 1e6, median(ts) / median(td),
 							q / median(tc) / 1e6, median(ts) / median(tc),
@@ -570,8 +571,8 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 		}
 		if (g_paths && q == qs.front() && dist == 0)
 			fixed_costs<K>(img, (const K *) dkeys, n, pr, q, scratch, f1, l1);
-		if (g_paths && q == qmax && dist == 0)
-			insertable_rows<K>(img, dkeys, n, pr, ps, q, scratch, f1, l1, f2, l2, reps);
+		if (((g_paths && dist == 0) || g_insertable) && q == qmax)
+			insertable_rows<K>(img, dkeys, n, dist, pr, ps, q, scratch, f1, l1, f2, l2, reps);
 		for (int op = GI_OP_POINT; op <= GI_OP_PRED; op++)
 			for (int order = 0; order < 3; order++)
 			{
@@ -807,6 +808,8 @@ main(int argc, char **argv)
 			min_n = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--paths"))
 			g_paths = true;
+		else if (!strcmp(argv[i], "--insertable"))
+			g_insertable = true;
 		else if (!strcmp(argv[i], "--device-only"))
 			g_device_only = true;
 		else if (!strcmp(argv[i], "--orders") && i + 1 < argc)
@@ -894,8 +897,11 @@ main(int argc, char **argv)
 		print_table(head.c_str(), t_paths);
 		printf("\n### Fixed costs of a small batch (us, as the tables above time them: host clock around an asynchronous launch and a device synchronisation for the binary search, around the engine's synchronous call for the tree; uniform keys, random point probes; median of 21): empty = an empty kernel's launch and synchronisation; 1 probe = the binary search kernel, the engine's query (default policy), the engine's query with the thread search; q probes likewise; in the call = the engine's query's own total_ms (the rest is gi_gpu_dev_query's wrapper); with a sync after = the engine's query timed with a device synchronisation after it (how the tables timed it before the tenth session)\n\n");
 		print_table("| key | n | q | empty | bsearch 1 probe | tree 1 probe | thread 1 probe | bsearch q | tree q | of which in the call | thread q | tree q with a sync after |", t_fixed);
-		printf("\n### The insertable form (uniform keys, point probes; Gq/s, in parentheses against the static tree in the same run): static = the bulk-built image; directory = the same keys made insertable (gi_gpu_dev_make_insertable), read through its leaf directory (snapshot -1); static copy = the same insertable image read through the static copy its first large query builds (the default); first = that first query's ms (random row: the copy built in it); device B/key before / after the copy\n\n");
-		print_table("| key | n | q | probe order | static Gq/s | directory Gq/s | static copy Gq/s | first ms | then ms | device B/key | mismatches |", t_ins);
+	}
+	if (g_paths || g_insertable)
+	{
+		printf("\n### The insertable form (point probes, the largest batch; --paths: uniform keys, --insertable: every distribution; Gq/s, in parentheses against the static tree in the same run): static = the bulk-built image; directory = the same keys made insertable (gi_gpu_dev_make_insertable), read through its leaf directory (snapshot -1); static copy = the same insertable image read through the static copy its first large query builds (the default); first = that first query's ms (random row: the copy built in it); device B/key before / after the copy\n\n");
+		print_table("| key | n | dist | q | probe order | static Gq/s | directory Gq/s | static copy Gq/s | first ms | then ms | device B/key | mismatches |", t_ins);
 	}
 	printf("\n### End to end through gi_image_query (host arrays) vs the CPU engine\n\n");
 	print_table("| key | n | dist | op | GPU probes | GPU ms (transfer / sort / search) | GPU Gq/s | CPU probes | CPU ms | CPU Gq/s | GPU/CPU | mismatches |", t_e2e);
