@@ -490,6 +490,29 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 	cudaFree(dl);
 }
 
+/* A top table's entries by kind (gi_gpu_dev_top_stats); ok: the call worked. */
+struct TopStats
+{
+	uint64_t	entries,
+				split,
+				wide,
+				runs;
+	int			log_bits;
+	bool		ok;
+};
+
+/* The top table of img, as the queries read it. */
+static TopStats
+top_stats(GiImage *img)
+{
+	TopStats	ts = {};
+	GiError		err;
+
+	ts.ok = gi_gpu_dev_top_stats(img, &ts.entries, &ts.split, &ts.wide, &ts.log_bits, &ts.runs,
+								 &err) == GI_OK;
+	return ts;
+}
+
 /* One size / width / shape: build every way, query every op and policy. */
 static void
 run_case(size_t n, int w, int shape, size_t q)
@@ -525,30 +548,20 @@ run_case(size_t n, int w, int shape, size_t q)
 	{							/* the top table's split entries are there to
 								 * be tested: distinct keys straddle leaves,
 								 * and wide int64 ones cut their separators */
-		uint64_t	entries,
-					split,
-					wide,
-					runs;
-		int			log_bits;
+		TopStats	ts = top_stats(gimg);
 
-		test_record(&tr, gi_gpu_dev_top_stats(gimg, &entries, &split, &wide, &log_bits, &runs, &err) == GI_OK &&
-					split > 0 && (wide > 0) == (w == 8 && shape == 2) &&
-					(shape != 2 || (log_bits == 0 && (w == 2 || runs == 0))),
+		test_record(&tr, ts.ok && ts.split > 0 && (ts.wide > 0) == (w == 8 && shape == 2) &&
+					(shape != 2 || (ts.log_bits == 0 && (w == 2 || ts.runs == 0))),
 					"the top table has split entries (cut ones for wide int64 keys), linear ones for uniform keys, "
 					"without run entries over 2^32 values and more");
 	}
 	if (gimg && n >= 16385 && shape == 4)
 	{							/* lognormal keys pile up near their minimum:
 								 * the table's buckets are log-scale */
-		uint64_t	entries,
-					split,
-					wide,
-					runs;
-		int			log_bits;
+		TopStats	ts = top_stats(gimg);
 
-		test_record(&tr, gi_gpu_dev_top_stats(gimg, &entries, &split, &wide, &log_bits, &runs, &err) == GI_OK &&
-					entries > 0 && log_bits > 0 && (w != 8 || wide > 0) &&
-					runs > 0,
+		test_record(&tr, ts.ok && ts.entries > 0 && ts.log_bits > 0 && (w != 8 || ts.wide > 0) &&
+					ts.runs > 0,
 					"the top table of lognormal keys has log-scale buckets (int64: cut entries too), "
 					"and run entries for its smallest keys");
 	}
@@ -557,14 +570,9 @@ run_case(size_t n, int w, int shape, size_t q)
 								 * value each, and a run entry each (which
 								 * the queries below then answer from,
 								 * checked against brute force) */
-		uint64_t	entries,
-					split,
-					wide,
-					runs;
-		int			log_bits;
+		TopStats	ts = top_stats(gimg);
 
-		test_record(&tr, gi_gpu_dev_top_stats(gimg, &entries, &split, &wide, &log_bits, &runs, &err) == GI_OK &&
-					entries == 17 && log_bits == 0 && runs == 17,
+		test_record(&tr, ts.ok && ts.entries == 17 && ts.log_bits == 0 && ts.runs == 17,
 					"the top table of 17 key values has a bucket and a run entry each");
 	}
 	std::fill(gk.begin(), gk.end(), 0x5a5a5a5a5a5a5a5all);
@@ -651,16 +659,11 @@ run_case(size_t n, int w, int shape, size_t q)
 								 * the 17 values' entries, the lognormal
 								 * keys' smallest values, none for uniform
 								 * ones over 2^32 values and more */
-			uint64_t	entries,
-						split,
-						wide,
-						runs;
-			int			log_bits;
-			bool		ok = gi_gpu_dev_top_stats(dimg, &entries, &split, &wide, &log_bits, &runs,
-												  &err) == GI_OK && entries > 0;
+			TopStats	ts = top_stats(dimg);
+			bool		ok = ts.ok && ts.entries > 0 &&
+				(shape == 0 ? ts.entries == 17 && ts.runs == 17 : shape == 4 ? ts.runs > 0 :
+				 (w == 2 || ts.runs == 0));
 
-			ok = ok && (shape == 0 ? entries == 17 && runs == 17 : shape == 4 ? runs > 0 :
-						(w == 2 || runs == 0));
 			snprintf(tag, sizeof(tag), "insertable n=%zu w=%d shape=%d: its static copy's run table", n, w, shape);
 			test_record(&tr, ok, tag);
 		}

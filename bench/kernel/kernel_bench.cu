@@ -17,9 +17,10 @@
  * always do.  --orders and --dists pick the probe orders (random, sorted,
  * clustered) and key distributions (uniform, lognormal; runs, long runs of
  * equal keys at both widths, only when named) to run, --widths the key
- * widths in bytes (4, 8).
+ * widths in bytes (4, 8).  --insertable prints the insertable form's table
+ * (of --paths) alone, for every distribution run.
  *
- *   kernel_bench [--small] [--max-n N] [--max-q Q] [--min-n N] [--paths] [--device-only]
+ *   kernel_bench [--small] [--max-n N] [--max-q Q] [--min-n N] [--paths] [--insertable] [--device-only]
  *                [--orders LIST] [--dists LIST] [--widths 4,8]
  */
 #include "gpu_engine.cuh"
@@ -360,8 +361,8 @@ fixed_costs(GiImage *img, const K *dkeys, uint64_t n, const int64_t *pr, uint64_
 
 /*
  * The insertable form against the static tree (the largest batch; --paths:
- * uniform keys, --insertable: every key distribution): an image built from the same sorted keys and made
- * insertable (gi_gpu_dev_make_insertable: leaves as 3/4-full nodes behind
+ * uniform keys, --insertable: every key distribution): an image built from
+ * the same sorted keys and made insertable (gi_gpu_dev_make_insertable: leaves as 3/4-full nodes behind
  * a directory), queried with random and sorted point probes through its
  * directory (policy snapshot -1) and through its static copy (the default:
  * the first query after the conversion builds it, and is shown on its
