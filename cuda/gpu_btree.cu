@@ -481,11 +481,12 @@ top_runs_kernel(const K *keys, uint64_t n, K kmin, uint64_t runs_n, uint2 *runs)
 
 /*
  * Build the top table of the static tree (nodes, prefix) of shape g whose
- * keys run from kmin to kmax, on stream st, synchronized: *top (NULL when
- * the tree has none: top_bytes 0, or a single distinct key), its bucket
- * count and shift, and *top_split.  A bucket spans 2^shift key values, so
+ * keys run from kmin to kmax, on stream st, synchronized, into *top (its
+ * table NULL when the tree has none: top_bytes 0, or a single distinct
+ * key), with a run table of at most runs_bytes where the keys have one.
+ * A bucket spans 2^shift key values, so
  * that the key range fills at most 2^top_bits buckets of 4 bytes, or,
- * where entries may split (*top_split: trees whose entries reach the
+ * where entries may split (top->split: trees whose entries reach the
  * leaves, not guess_tree), half as many of 8 bytes: the same bytes.  H100,
  * 2026-11-27 (bench/kernel/results-h100-2026-11-27-split-steps.md):
  * doubling the table instead cost clustered int64 batches over 10^8 keys
@@ -496,9 +497,7 @@ top_runs_kernel(const K *keys, uint64_t n, K kmin, uint64_t runs_n, uint2 *runs)
 template <class K>
 static GiStatus
 build_top(const Geo *g, const K *nodes, const uint32_t *prefix, const K *keys, K kmin, K kmax,
-		  cudaStream_t st, uint32_t **top, bool *top_split, uint32_t *top_n, int *top_shift,
-		  int *top_log, int64_t *top_lo, int64_t *top_hi, uint64_t runs_bytes,
-		  uint32_t *top_runs, GiError *err)
+		  cudaStream_t st, uint64_t runs_bytes, GpuTop *top, GiError *err)
 {
 	typedef typename KeyLimits<K>::SKey U;
 	const U		range = (U) kmax - (U) kmin;
@@ -512,14 +511,9 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, const K *keys, K
 	TreeDev<K>	T;
 	DevBuf		buf;
 
-	*top = NULL;
-	*top_split = false;
-	*top_n = 0;
-	*top_shift = 0;
-	*top_log = 0;
-	*top_lo = kmin;
-	*top_hi = kmax;
-	*top_runs = 0;
+	memset(top, 0, sizeof(*top));
+	top->lo = kmin;
+	top->hi = kmax;
 	if (top_bytes(g) == 0 || range == 0)
 		return GI_OK;
 	while (bits < (int) sizeof(U) * 8 && (range >> bits) != 0)
@@ -610,12 +604,12 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, const K *keys, K
 		CKL("top_runs_kernel");
 	}
 	CK(cudaStreamSynchronize(st));
-	*top = (uint32_t *) buf.release();
-	*top_split = split;
-	*top_n = (uint32_t) nb;
-	*top_shift = shift;
-	*top_log = log;
-	*top_runs = (uint32_t) runs_n;
+	top->table = (uint32_t *) buf.release();
+	top->split = split;
+	top->n = (uint32_t) nb;
+	top->shift = shift;
+	top->log = log;
+	top->runs = (uint32_t) runs_n;
 	return GI_OK;
 }
 
@@ -656,8 +650,8 @@ image_release(GpuImage *img)
 		cudaFree(img->d_nodes);
 	if (img->d_prefix)
 		cudaFree(img->d_prefix);
-	if (img->d_top)
-		cudaFree(img->d_top);
+	if (img->top.table)
+		cudaFree(img->top.table);
 	gi_gpu_btree_ins_free(img->ins);
 	if (img->stream)
 		cudaStreamDestroy(img->stream);
@@ -782,9 +776,8 @@ build_levels(GpuImage *img, const K *keys, GiError *err)
 		runs_room = img->device_bytes >= img->mem_limit ? 0 :
 			std::min<uint64_t>(runs_room, img->mem_limit - img->device_bytes);
 	CKS(build_top<K>(g, (const K *) img->d_nodes, img->d_prefix, keys, ends[0], ends[1], st,
-					 &img->d_top, &img->top_split, &img->top_n, &img->top_shift, &img->top_log,
-					 &img->top_lo, &img->top_hi, runs_room, &img->top_runs, err));
-	img->device_bytes += (uint64_t) img->top_runs * sizeof(uint2);
+					 runs_room, &img->top, err));
+	img->device_bytes += (uint64_t) img->top.runs * sizeof(uint2);
 	return GI_OK;
 }
 
@@ -875,12 +868,11 @@ static_top(GpuStatic *s, const K *sorted, uint64_t n, cudaStream_t st, GiError *
 						  cudaGetErrorString(cudaGetLastError()));
 	else
 		rc = build_top<K>(&s->geo, (const K *) s->nodes, s->prefix, sorted, ends[0], ends[1], st,
-						  &s->top, &s->top_split, &s->top_n, &s->top_shift, &s->top_log, &s->top_lo,
-						  &s->top_hi, top_bytes(&s->geo), &s->top_runs, err);
+						  top_bytes(&s->geo), &s->top, err);
 	if (rc != GI_OK)
 		gi_gpu_btree_static_free(s);
 	else
-		s->bytes += (uint64_t) s->top_runs * sizeof(uint2);
+		s->bytes += (uint64_t) s->top.runs * sizeof(uint2);
 	return rc;
 }
 
@@ -927,8 +919,8 @@ gi_gpu_btree_static_free(GpuStatic *s)
 	cudaFree(s->leaves);
 	cudaFree(s->nodes);
 	cudaFree(s->prefix);
-	if (s->top)
-		cudaFree(s->top);
+	if (s->top.table)
+		cudaFree(s->top.table);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -1171,14 +1163,16 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	T.runs_n = 0;
 	if (!dyn && gi_setting_gpu_top(g_policy.top == 0 ? 1 : g_policy.top) > 0)
 	{
-		T.top = snap ? snap->top : img->d_top;
-		T.top_n = snap ? snap->top_n : img->top_n;
-		T.top_shift = snap ? snap->top_shift : img->top_shift;
-		T.top_log = snap ? snap->top_log : img->top_log;
-		T.top_lo = (K) (snap ? snap->top_lo : img->top_lo);
-		T.top_hi = (K) (snap ? snap->top_hi : img->top_hi);
-		T.top_split = snap ? snap->top_split : img->top_split;
-		T.runs_n = snap ? snap->top_runs : img->top_runs;
+		const GpuTop *top = snap ? &snap->top : &img->top;
+
+		T.top = top->table;
+		T.top_n = top->n;
+		T.top_shift = top->shift;
+		T.top_log = top->log;
+		T.top_lo = (K) top->lo;
+		T.top_hi = (K) top->hi;
+		T.top_split = top->split;
+		T.runs_n = top->runs;
 		if (T.top && T.runs_n > 0)
 			T.runs = (const uint2 *) ((const char *) T.top + top_runs_offset(T.top_n, T.top_split));
 		else
@@ -1532,9 +1526,7 @@ gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, u
 {
 	const GpuImage *img = (const GpuImage *) image;
 	const GpuStatic *snap = NULL;
-	const uint32_t *top;
-	uint32_t	top_n;
-	int			top_shift;
+	const GpuTop *top;
 	size_t		words;
 
 	gi_clear_error(err);
@@ -1544,35 +1536,33 @@ gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, u
 		return GI_OK;
 	if (img->ins && (snap = __atomic_load_n(&img->ins->snap, __ATOMIC_ACQUIRE)) == NULL)
 		return GI_OK;
-	top = snap ? snap->top : img->d_top;
-	if (!top)
+	top = snap ? &snap->top : &img->top;
+	if (!top->table)
 		return GI_OK;
-	top_n = snap ? snap->top_n : img->top_n;
-	top_shift = snap ? snap->top_shift : img->top_shift;
-	*entries = top_n;
-	*log_bits = snap ? snap->top_log : img->top_log;
-	*runs = snap ? snap->top_runs : img->top_runs;
-	if (!(snap ? snap->top_split : img->top_split))
+	*entries = top->n;
+	*log_bits = top->log;
+	*runs = top->runs;
+	if (!top->split)
 		return GI_OK;			/* 4-byte entries name nodes only */
 	CKS(gi_gpu_need_device(err));
-	words = (size_t) top_n * 2;
+	words = (size_t) top->n * 2;
 
 	uint32_t   *h = (uint32_t *) malloc(words * sizeof(uint32_t));
 	cudaError_t e;
 
 	if (!h)
 		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory for the top table");
-	e = cudaMemcpy(h, top, words * sizeof(uint32_t), cudaMemcpyDeviceToHost);
+	e = cudaMemcpy(h, top->table, words * sizeof(uint32_t), cudaMemcpyDeviceToHost);
 	if (e != cudaSuccess)
 	{
 		free(h);
 		return gi_gpu_fail(err, e, "reading the top table");
 	}
-	for (uint32_t b = 0; b < top_n; b++)
+	for (uint32_t b = 0; b < top->n; b++)
 		if ((h[2 * b] >> TOP_LEVEL_SHIFT) >= TOP_LEVEL_SPLIT_PARENT)
 		{
 			(*split)++;
-			if (top_bucket_width(b, top_shift, *log_bits) > SEP_WORD_BITS)
+			if (top_bucket_width(b, top->shift, top->log) > SEP_WORD_BITS)
 				(*wide)++;
 		}
 	free(h);

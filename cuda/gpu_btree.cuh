@@ -74,6 +74,25 @@ typedef struct GpuDir
 } GpuDir;
 
 /*
+ * A static tree's top table (TreeDev.top and the fields after it): a bucket
+ * of key values -> where a descent for them may start, and after it (at
+ * top_runs_offset) the run table, or none (table NULL).  A bulk-built
+ * image and an insertable image's static copy each have one (build_top).
+ */
+typedef struct GpuTop
+{
+	uint32_t   *table;			/* (TreeDev.top), or NULL */
+	bool		split;			/* 8-byte entries (TreeDev.top_split) */
+	uint32_t	n;				/* buckets (TreeDev.top_n) */
+	int			shift;			/* (TreeDev.top_shift) */
+	int			log;			/* (TreeDev.top_log) */
+	uint32_t	runs;			/* run entries after the table (TreeDev.runs_n),
+								 * 0: none */
+	int64_t		lo,				/* the keys' ends when it was built */
+				hi;
+} GpuTop;
+
+/*
  * A static copy of an insertable image (GiGpuPolicy.snapshot): its keys in
  * rank order laid out as a bulk build lays them (padded leaves, internal
  * levels, child prefix sums; gi_gpu_btree_static_build), which a query
@@ -87,14 +106,7 @@ typedef struct GpuStatic
 	void	   *leaves;
 	void	   *nodes;
 	uint32_t   *prefix;
-	uint32_t   *top;			/* its top table (TreeDev.top), or NULL */
-	bool		top_split;		/* (TreeDev.top_split) */
-	uint32_t	top_n;
-	int			top_shift;
-	int			top_log;		/* (TreeDev.top_log) */
-	uint32_t	top_runs;		/* (TreeDev.runs_n) */
-	int64_t		top_lo,
-				top_hi;
+	GpuTop		top;			/* its top table and run table */
 	uint64_t	bytes;			/* device bytes of the four */
 } GpuStatic;
 
@@ -140,18 +152,10 @@ typedef struct GpuImage
 	void	   *d_leaves;		/* padded leaf slots (static form) */
 	void	   *d_nodes;
 	uint32_t   *d_prefix;
-	uint32_t   *d_top;			/* static form: the top table (TreeDev.top:
-								 * where a probe's descent may start), or
-								 * NULL; freed when the image turns
+	GpuTop		top;			/* static form: the top table (where a
+								 * probe's descent may start) and run
+								 * table; freed when the image turns
 								 * insertable (its static copy has its own) */
-	bool		top_split;		/* (TreeDev.top_split) */
-	uint32_t	top_n;
-	int			top_shift;
-	int			top_log;		/* (TreeDev.top_log) */
-	uint32_t	top_runs;		/* run entries after the table (TreeDev.runs,
-								 * top_runs_offset), 0: none */
-	int64_t		top_lo,
-				top_hi;
 	cudaStream_t stream;
 	int64_t		kmin,
 				kmax;

@@ -917,12 +917,11 @@ layout(GpuImage *img, const K *src, Cut src_cut, const uint64_t *src_pay, uint64
 		cudaFree(img->d_leaves);
 		img->d_leaves = NULL;
 	}
-	if (img->d_top)
-	{							/* nor is the static form's top table */
-		cudaFree(img->d_top);
-		img->d_top = NULL;
-		img->top_n = 0;
-		img->top_runs = 0;		/* (in the table's buffer) */
+	if (img->top.table)
+	{							/* nor is the static form's top table (nor
+								 * its run table, in the same buffer) */
+		cudaFree(img->top.table);
+		memset(&img->top, 0, sizeof(img->top));
 	}
 	return GI_OK;
 }
