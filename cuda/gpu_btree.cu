@@ -205,7 +205,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 			out = i;
 		}
 		if (!RUNS || !run_answer<K>(T, op, p, f, l))
-			answer<K, G, DYN, WALK>(T, op, p, ph, g, f, l, top_start<K, DYN>(T, op, p), GUESS);
+			answer<K, G, DYN, WALK, true, true>(T, op, p, ph, g, f, l, top_start<K, DYN, true>(T, op, p), GUESS);
 		if (g.r == 0)
 		{
 			first[out] = f;
@@ -296,15 +296,20 @@ build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves, const K *leaf_ma
  * bound of kmax: no upper-bound descent is made for kmax, answer() ends
  * those runs at n).  Any other descent for a key of the bucket ends in a
  * leaf between those two, and a node's subtree is a run of consecutive
- * leaves, so it passes that node too.  Where the two descents part at the
- * node above two neighbouring leaves (or leaves' parents: levels, the
- * tree's internal levels, tells which), the entry is split instead: the
- * left one and the separator between them (top_start).  T.arith is off:
- * children from the prefix sums.
+ * leaves, so it passes that node too.  Where the two descents end in two
+ * neighbouring leaves, the entry is split instead: the left one and the
+ * separator between them, its largest key (keys: the sorted keys) for
+ * top_start to compare with; where they end at most SPAN_MAX leaves
+ * apart, a span of those leaves, whose largest keys descend compares (in
+ * tables of 8-byte entries that reach the leaves: levels, the tree's
+ * internal levels, equals T.nint).  Else, where they part at the node above
+ * two neighbouring leaves' parents (a bucket offset of at most 32 bits),
+ * a split of the two parents.  T.arith is off: children from the prefix
+ * sums.
  */
 template <class K>
 __global__ void
-top_table_kernel(TreeDev<K> T, uint32_t *top, int levels)
+top_table_kernel(TreeDev<K> T, uint32_t *top, int levels, const K *keys)
 {
 	typedef typename KeyLimits<K>::SKey U;
 	constexpr int M = NODE_BYTES / sizeof(K);
@@ -338,12 +343,56 @@ top_table_kernel(TreeDev<K> T, uint32_t *top, int levels)
 				bool		leaves = T.top_split && l == levels - 1 && T.nint == levels,
 							parents = T.top_split && l == levels - 2 && cut == 0;
 
-				if (z == a + 1 && (leaves || parents))
+				if (z == a + 1 && leaves)
 				{
 					U			off = (U) p[a - c0] - (U) klo;	/* in [0, 2^width) */
 
 					entry = (uint64_t) (off >> cut) << 32 |
-						(uint64_t) (leaves ? TOP_LEVEL_SPLIT : TOP_LEVEL_SPLIT_PARENT) << TOP_LEVEL_SHIFT | a;
+						(uint64_t) TOP_LEVEL_SPLIT << TOP_LEVEL_SHIFT | a;
+					break;
+				}
+				if (T.top_split && T.nint == levels)
+				{
+					/*
+					 * The two descents on to the leaves: a few leaves
+					 * apart, the entry names them (a split of the two
+					 * leaves, or a span), so that no descent for a key of
+					 * the bucket starts above the leaves.
+					 */
+					uint32_t	na = a,
+								nz = z;
+
+					for (int m = l + 1; m < T.nint; m++)
+					{
+						const K    *pa = T.nodes + (size_t) na * M,
+								   *pz = T.nodes + (size_t) nz * M;
+
+						na = first_child(T, na, m) + thread_rank<K, false>(pa, klo);
+						nz = first_child(T, nz, m) +
+							(last ? thread_rank<K, false>(pz, khi) : thread_rank<K, true>(pz, khi));
+					}
+					if (nz == na + 1)
+					{			/* leaf na's largest key separates them */
+						uint32_t	li = na - T.inodes;
+						U			off = (U) keys[gi_cut_start(li + 1, T.leaf_ave, T.leaf_h) - 1] - (U) klo;
+
+						entry = (uint64_t) (off >> cut) << 32 |
+							(uint64_t) TOP_LEVEL_SPLIT << TOP_LEVEL_SHIFT | na;
+						break;
+					}
+					if (nz - na <= SPAN_MAX)
+					{
+						entry = (uint64_t) (nz - na) << 32 |
+							(uint64_t) TOP_LEVEL_SPAN << TOP_LEVEL_SHIFT | na;
+						break;
+					}
+				}
+				if (z == a + 1 && parents)
+				{
+					U			off = (U) p[a - c0] - (U) klo;	/* in [0, 2^width) */
+
+					entry = (uint64_t) (off >> cut) << 32 |
+						(uint64_t) TOP_LEVEL_SPLIT_PARENT << TOP_LEVEL_SHIFT | a;
 				}
 				break;
 			}
@@ -595,7 +644,9 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, const K *keys, K
 	T.top_shift = shift;
 	T.top_log = log;
 	T.top_split = split;
-	top_table_kernel<K><<<gi_gpu_grid(nb, 256), 256, 0, st>>>(T, (uint32_t *) buf.p, g->nint);
+	T.leaf_ave = g->leaf.ave;
+	T.leaf_h = g->leaf.h;
+	top_table_kernel<K><<<gi_gpu_grid(nb, 256), 256, 0, st>>>(T, (uint32_t *) buf.p, g->nint, keys);
 	CKL("top_table_kernel");
 	if (runs_n > 0)
 	{

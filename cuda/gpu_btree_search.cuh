@@ -628,6 +628,9 @@ first_child(const TreeDev<K> &T, uint32_t node, int l)
 #define TOP_NODE_MASK	((1u << TOP_LEVEL_SHIFT) - 1)
 #define TOP_LEVEL_SPLIT	15u		/* a split entry's level field: leaf a or a + 1 */
 #define TOP_LEVEL_SPLIT_PARENT 14u	/* ... leaves' parent a or a + 1 */
+#define TOP_LEVEL_SPAN	13u		/* a span entry's level field: leaves a ..
+								 * a + s (s, its high word: 2 .. SPAN_MAX) */
+#define SPAN_MAX		4		/* boundaries a span entry may hold */
 #define SEP_WORD_BITS	32		/* a split entry's high word: its separator's
 								 * offset in the bucket (the top 32 bits) */
 
@@ -681,6 +684,8 @@ top_bucket_lo(uint64_t b, int shift, int log)
  * (side 0), at (1) or above (2) the separator; up: 1 where the entry splits
  * leaves' parents.  descend takes node a or a + 1 from it. */
 #define START_SPLIT(side, up) (-(1 + (side) + 3 * (up)))
+/* Start.level of a span entry of leaves a .. a + s (descend picks one). */
+#define START_SPAN(s)	(-(16 + (s)))
 
 /*
  * Where the descents for probe p's own key may start: the node its bucket's
@@ -700,9 +705,19 @@ top_bucket_lo(uint64_t b, int shift, int log)
  * 2026-11-27: 17.9 active lanes of 32 on clustered int64 batches over 10^6
  * keys).  Where the offset was cut to its top 32 bits (buckets over 2^32
  * key values: int64 keys; the table then splits leaves only) and the key's
- * own top bits equal it, a's last key is loaded to decide.
+ * own top bits equal it, a's last key is loaded to decide.  A bucket
+ * whose keys span 3 to SPAN_MAX + 1 leaves has a span entry (leaf a and
+ * the count s of leaves after it): descend compares the key with the
+ * largest keys of leaves a .. a + s - 1, loaded at once, instead of
+ * descending from their common ancestor, where the lanes of such buckets
+ * (about 8 % of the probes over 10^6 uniform int64 keys) held their warps
+ * for one to three levels (ncu, H100, 2026-11-27).  Only the per-probe
+ * kernel takes spans (SPAN; descend and answer likewise): in the stream
+ * and tiled kernels, at their register caps, the span's code spilled
+ * (ptxas, sm_90: the int32 stream kernel 0 -> 12 bytes, the tiled ones up
+ * to 154 bytes more), so there a span bucket descends from the root.
  */
-template <class K, bool DYN = false>
+template <class K, bool DYN = false, bool SPAN = false>
 __device__ __forceinline__ Start
 top_start(const TreeDev<K> &T, int op, int64_t p)
 {
@@ -738,6 +753,8 @@ top_start(const TreeDev<K> &T, int op, int64_t p)
 	uint32_t	node = w & TOP_NODE_MASK,
 				code = w >> TOP_LEVEL_SHIFT;
 
+	if (code == TOP_LEVEL_SPAN)	/* (SPAN: a caller whose descents take spans) */
+		return SPAN ? Start{node, START_SPAN((int) sep_word)} : Start{0, 0};
 	if (code < TOP_LEVEL_SPLIT_PARENT)
 		return Start{node, (int) code};
 
@@ -811,7 +828,7 @@ run_answer(const TreeDev<K> &T, int op, int64_t p, uint64_t &f, uint64_t &l)
  * descent whose target lies between the two groups' targets passes it
  * too.
  */
-template <class K, int G, bool LE, bool DYN, bool TRACK = false>
+template <class K, int G, bool LE, bool DYN, bool TRACK = false, bool SPAN = false>
 __device__ __forceinline__ void
 descend(const TreeDev<K> &T, K t, const Group &g,
 		LeafView<K, NODE_BYTES / sizeof(K) / G> &L, Start S = Start{0, 0},
@@ -826,7 +843,27 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 	static_assert(G > 1 || !TRACK, "the thread search does not track");
 	if constexpr (G == 1)
 		L.guess = false;
-	if (l0 < 0)
+	if (SPAN && l0 <= START_SPAN(0))
+	{							/* a span entry: leaves a .. a + s; the
+								 * bound's leaf is the first whose largest
+								 * key is >= t (> t for an upper bound),
+								 * their largest keys loaded at once */
+		const uint32_t s = (uint32_t) (START_SPAN(0) - l0),
+					li = node - T.inodes;
+		uint32_t	c = 0;
+
+#pragma unroll
+		for (uint32_t j = 0; j < SPAN_MAX; j++)
+			if (j < s)
+			{
+				K			m = ld_key<K>(T.leaves + (size_t) (li + j) * M + leaf_size<K, false>(T, li + j) - 1);
+
+				c += (LE ? m <= t : m < t) ? 1 : 0;
+			}
+		node += c;
+		l0 = T.nint;
+	}
+	else if (l0 < 0)
 	{							/* a split top entry: node a, or a + 1 where
 								 * the key is above the separator (at it,
 								 * for an upper bound) */
@@ -930,7 +967,7 @@ leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
  * first key instead of descending again (off in the stream kernel, whose
  * rare descents would pay for it in spills: ptxas, sm_90, 12 bytes).
  */
-template <class K, int G, bool DYN, bool WALK = false, bool NEXT_LEAF = true>
+template <class K, int G, bool DYN, bool WALK = false, bool NEXT_LEAF = true, bool SPAN = false>
 __device__ __forceinline__ void
 answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 	   uint64_t &f, uint64_t &l, Start S = Start{0, 0}, bool guess = false)
@@ -953,7 +990,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 
 		if (t > kmax)			/* nothing >= p */
 			return;
-		descend<K, G, false, DYN>(T, t, g, L, S, nullptr, guess);
+		descend<K, G, false, DYN, false, SPAN>(T, t, g, L, S, nullptr, guess);
 		uint32_t	clt = leaf_rank<K, G, KPT, false>(L, t, g);
 		K			k = t;
 
@@ -981,7 +1018,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 								 * at once) */
 		else
 		{						/* the run goes on past this leaf */
-			descend<K, G, true, DYN>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0}, nullptr, guess);
+			descend<K, G, true, DYN, false, SPAN>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0}, nullptr, guess);
 			l = L.s + leaf_rank<K, G, KPT, true>(L, k, g);
 		}
 	}
@@ -999,7 +1036,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 		}
 		else
 		{
-			descend<K, G, true, DYN>(T, t, g, L, S, nullptr, guess);
+			descend<K, G, true, DYN, false, SPAN>(T, t, g, L, S, nullptr, guess);
 			uint32_t	cle = leaf_rank<K, G, KPT, true>(L, t, g);
 
 			l = L.s + cle;
@@ -1042,7 +1079,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			}
 		}
 		/* the run starts before this leaf (or leaves before) */
-		descend<K, G, false, DYN>(T, k, g, L, Start{0, 0}, nullptr, guess);
+		descend<K, G, false, DYN, false, SPAN>(T, k, g, L, Start{0, 0}, nullptr, guess);
 		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
 	}
 	else
@@ -1058,7 +1095,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			lb = T.n;
 		else
 		{
-			descend<K, G, false, DYN>(T, (K) p, g, L, S, nullptr, guess);
+			descend<K, G, false, DYN, false, SPAN>(T, (K) p, g, L, S, nullptr, guess);
 			lb = L.s + leaf_rank<K, G, KPT, false>(L, (K) p, g);
 		}
 		if (ph < KMIN)
@@ -1067,7 +1104,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			ub = T.n;
 		else
 		{
-			descend<K, G, true, DYN>(T, (K) ph, g, L, S, nullptr, guess);
+			descend<K, G, true, DYN, false, SPAN>(T, (K) ph, g, L, S, nullptr, guess);
 			ub = L.s + leaf_rank<K, G, KPT, true>(L, (K) ph, g);
 		}
 		f = lb;
