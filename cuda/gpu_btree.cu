@@ -169,6 +169,12 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 					const uint32_t *sidx, uint64_t count,
 					uint64_t *first, uint64_t *last, const int *gate)
 {
+	/* spans (top_start) where a tree's table may hold them: not in guess
+	 * trees (4-byte tables) nor the sorted batches of trees over 64x L2
+	 * (guess trees too), whose variants spilled with the span's code
+	 * (ptxas, sm_90: up to 24 bytes) */
+	constexpr bool SPANS = !GUESS && !SORTED;
+
 	Group		g = make_group<G>(threadIdx.x & 31);
 
 	if (gate)
@@ -205,7 +211,7 @@ btree_search_kernel(TreeDev<K> T, int op, const int64_t *probes,
 			out = i;
 		}
 		if (!RUNS || !run_answer<K>(T, op, p, f, l))
-			answer<K, G, DYN, WALK, true, true>(T, op, p, ph, g, f, l, top_start<K, DYN, true>(T, op, p), GUESS);
+			answer<K, G, DYN, WALK, true, SPANS>(T, op, p, ph, g, f, l, top_start<K, DYN, SPANS>(T, op, p), GUESS);
 		if (g.r == 0)
 		{
 			first[out] = f;
@@ -289,6 +295,16 @@ build_level_kernel(K *nodes, uint32_t *prefix, const K *leaves, const K *leaf_ma
 	}
 }
 
+/* A split top table entry: node a and code in the low word, the separator's
+ * offset off in its bucket (in [0, 2^width)) cut to its top bits in the high
+ * one (top_start). */
+template <class K>
+__device__ __forceinline__ uint64_t
+split_entry(typename KeyLimits<K>::SKey off, int cut, uint32_t code, uint32_t a)
+{
+	return (uint64_t) (off >> cut) << 32 | (uint64_t) code << TOP_LEVEL_SHIFT | a;
+}
+
 /*
  * The top table (TreeDev.top), a thread a bucket: the deepest node that both
  * the lower-bound descent of the bucket's smallest key and the upper-bound
@@ -337,27 +353,15 @@ top_table_kernel(TreeDev<K> T, uint32_t *top, int levels, const K *keys)
 
 			if (a != z)
 			{
-				/* two neighbouring leaves (or, where the offset is whole,
-				 * leaves' parents): a's largest key, this node's slot,
-				 * decides (top_start) */
-				bool		leaves = T.top_split && l == levels - 1 && T.nint == levels,
-							parents = T.top_split && l == levels - 2 && cut == 0;
+				bool		parents = T.top_split && l == levels - 2 && cut == 0;
 
-				if (z == a + 1 && leaves)
-				{
-					U			off = (U) p[a - c0] - (U) klo;	/* in [0, 2^width) */
-
-					entry = (uint64_t) (off >> cut) << 32 |
-						(uint64_t) TOP_LEVEL_SPLIT << TOP_LEVEL_SHIFT | a;
-					break;
-				}
 				if (T.top_split && T.nint == levels)
 				{
 					/*
-					 * The two descents on to the leaves: a few leaves
-					 * apart, the entry names them (a split of the two
-					 * leaves, or a span), so that no descent for a key of
-					 * the bucket starts above the leaves.
+					 * The two descents on to the leaves (none left where
+					 * a and z are leaves): neighbouring leaves make a
+					 * split entry, a few more a span, so that no descent
+					 * for a key of the bucket starts above the leaves.
 					 */
 					uint32_t	na = a,
 								nz = z;
@@ -374,10 +378,9 @@ top_table_kernel(TreeDev<K> T, uint32_t *top, int levels, const K *keys)
 					if (nz == na + 1)
 					{			/* leaf na's largest key separates them */
 						uint32_t	li = na - T.inodes;
-						U			off = (U) keys[gi_cut_start(li + 1, T.leaf_ave, T.leaf_h) - 1] - (U) klo;
 
-						entry = (uint64_t) (off >> cut) << 32 |
-							(uint64_t) TOP_LEVEL_SPLIT << TOP_LEVEL_SHIFT | na;
+						entry = split_entry<K>((U) keys[gi_cut_start(li + 1, T.leaf_ave, T.leaf_h) - 1] - (U) klo,
+											   cut, TOP_LEVEL_SPLIT, na);
 						break;
 					}
 					if (nz - na <= SPAN_MAX)
@@ -387,13 +390,8 @@ top_table_kernel(TreeDev<K> T, uint32_t *top, int levels, const K *keys)
 						break;
 					}
 				}
-				if (z == a + 1 && parents)
-				{
-					U			off = (U) p[a - c0] - (U) klo;	/* in [0, 2^width) */
-
-					entry = (uint64_t) (off >> cut) << 32 |
-						(uint64_t) TOP_LEVEL_SPLIT_PARENT << TOP_LEVEL_SHIFT | a;
-				}
+				if (z == a + 1 && parents)	/* a's largest key, this node's slot */
+					entry = split_entry<K>((U) p[a - c0] - (U) klo, cut, TOP_LEVEL_SPLIT_PARENT, a);
 				break;
 			}
 			node = a;
@@ -1573,7 +1571,7 @@ gi_gpu_btree_info(const GiImage *image, GiImageInfo *info)
  * insertable one's static copy once a query has built it (gpu_engine.cuh). */
 GiStatus
 gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, uint64_t *wide,
-					 int *log_bits, uint64_t *runs, GiError *err)
+					 uint64_t *spans, int *log_bits, uint64_t *runs, GiError *err)
 {
 	const GpuImage *img = (const GpuImage *) image;
 	const GpuStatic *snap = NULL;
@@ -1581,7 +1579,7 @@ gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, u
 	size_t		words;
 
 	gi_clear_error(err);
-	*entries = *split = *wide = *runs = 0;
+	*entries = *split = *wide = *spans = *runs = 0;
 	*log_bits = 0;
 	if (image->structure != GI_STRUCT_BTREE)
 		return GI_OK;
@@ -1610,7 +1608,9 @@ gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split, u
 		return gi_gpu_fail(err, e, "reading the top table");
 	}
 	for (uint32_t b = 0; b < top->n; b++)
-		if ((h[2 * b] >> TOP_LEVEL_SHIFT) >= TOP_LEVEL_SPLIT_PARENT)
+		if ((h[2 * b] >> TOP_LEVEL_SHIFT) == TOP_LEVEL_SPAN)
+			(*spans)++;
+		else if ((h[2 * b] >> TOP_LEVEL_SHIFT) >= TOP_LEVEL_SPLIT_PARENT)
 		{
 			(*split)++;
 			if (top_bucket_width(b, top->shift, top->log) > SEP_WORD_BITS)

@@ -814,6 +814,17 @@ run_answer(const TreeDev<K> &T, int op, int64_t p, uint64_t &f, uint64_t &l)
 	return true;
 }
 
+/* Key j of leaf li. */
+template <class K, bool DYN>
+__device__ __forceinline__ K
+leaf_key(const TreeDev<K> &T, uint32_t li, uint32_t j)
+{
+	if constexpr (DYN)
+		return ld_key<K>(dyn_leaf(T, li) + j);
+	else
+		return ld_key<K>(T.leaves + (size_t) li * (NODE_BYTES / sizeof(K)) + j);
+}
+
 /*
  * Descend from S (the root by default) to the leaf holding lower_bound(t)
  * (LE = false) or upper_bound(t) (LE = true): at each internal node take the
@@ -856,7 +867,7 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 		for (uint32_t j = 0; j < SPAN_MAX; j++)
 			if (j < s)
 			{
-				K			m = ld_key<K>(T.leaves + (size_t) (li + j) * M + leaf_size<K, false>(T, li + j) - 1);
+				K			m = leaf_key<K, false>(T, li + j, leaf_size<K, false>(T, li + j) - 1);
 
 				c += (LE ? m <= t : m < t) ? 1 : 0;
 			}
@@ -928,17 +939,6 @@ descend(const TreeDev<K> &T, K t, const Group &g,
 		else
 			load_slot<K, KPT>(T.leaves + (size_t) L.li * M + g.r * KPT, L.v);
 	}
-}
-
-/* Key j of leaf li. */
-template <class K, bool DYN>
-__device__ __forceinline__ K
-leaf_key(const TreeDev<K> &T, uint32_t li, uint32_t j)
-{
-	if constexpr (DYN)
-		return ld_key<K>(dyn_leaf(T, li) + j);
-	else
-		return ld_key<K>(T.leaves + (size_t) li * (NODE_BYTES / sizeof(K)) + j);
 }
 
 /* Rank of t among a leaf's keys, clamped to the leaf's size: from the
@@ -1079,7 +1079,7 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			}
 		}
 		/* the run starts before this leaf (or leaves before) */
-		descend<K, G, false, DYN, false, SPAN>(T, k, g, L, Start{0, 0}, nullptr, guess);
+		descend<K, G, false, DYN>(T, k, g, L, Start{0, 0}, nullptr, guess);
 		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
 	}
 	else

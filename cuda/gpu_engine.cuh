@@ -217,12 +217,14 @@ GiStatus	gi_gpu_dev_refresh_payloads(GiImage *image, GiError *err);
  * static copy once a query has built it (gpu_btree.cu): *entries buckets
  * (0: none), of which *split are split (a leaf, or a parent of leaves, or
  * the next one by a separator), *wide the number of those whose
- * separator was cut to its top 32 bits, *log_bits the mantissa bits of
- * its log-scale buckets (0: linear ones), and *runs the entries of its run
+ * separator was cut to its top 32 bits, *spans the span entries (leaves
+ * a .. a + s, 3 to 5 of them), *log_bits the mantissa bits of its
+ * log-scale buckets (0: linear ones), and *runs the entries of its run
  * table (TreeDev.runs; 0: none).  For tests.
  */
 GiStatus	gi_gpu_dev_top_stats(const GiImage *image, uint64_t *entries, uint64_t *split,
-								 uint64_t *wide, int *log_bits, uint64_t *runs, GiError *err);
+								 uint64_t *wide, uint64_t *spans, int *log_bits, uint64_t *runs,
+								 GiError *err);
 
 /*
  * What the order sample of the last query through scratch picked: the
