@@ -959,7 +959,13 @@ leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
  * Answer one probe of op: [*f, *l) in the sorted entry order.  The descents
  * for the probe's own keys start at S (a node all of them pass, the root by
  * default); those for a neighbouring key (the run of a successor or
- * predecessor) start at the root.  G = 1: the thread search; with WALK, its
+ * predecessor) start at the root, or with RUN_TOP at that key's own top
+ * table entry (top_start): the per-probe kernel's, where one lane's
+ * descent from the root held a whole batch of 10^5 probes (H100, ncu,
+ * 2026-11-27: in a sorted predecessor batch over 10^6 int32 keys, 2 lanes
+ * whose key's run crossed a leaf boundary searched 4 levels from the root,
+ * about 3300 cycles after the other warps had ended; the kernel took
+ * 8.3 us against the point batch's 6.8).  G = 1: the thread search; with WALK, its
  * second rank in the leaf is walked from the first (walk_le, walk_lt)
  * rather than searched anew: the same answer, fewer loads; with guess
  * (and T.guess) its leaf ranks start from a guessed sector.  NEXT_LEAF: a
@@ -967,7 +973,8 @@ leaf_rank(const LeafView<K, KPT> &L, K t, const Group &g)
  * first key instead of descending again (off in the stream kernel, whose
  * rare descents would pay for it in spills: ptxas, sm_90, 12 bytes).
  */
-template <class K, int G, bool DYN, bool WALK = false, bool NEXT_LEAF = true, bool SPAN = false>
+template <class K, int G, bool DYN, bool WALK = false, bool NEXT_LEAF = true, bool SPAN = false,
+		  bool RUN_TOP = false>
 __device__ __forceinline__ void
 answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 	   uint64_t &f, uint64_t &l, Start S = Start{0, 0}, bool guess = false)
@@ -1018,7 +1025,10 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 								 * at once) */
 		else
 		{						/* the run goes on past this leaf */
-			descend<K, G, true, DYN, false, SPAN>(T, k, g, L, op == GI_OP_POINT ? S : Start{0, 0}, nullptr, guess);
+			descend<K, G, true, DYN, false, SPAN>(T, k, g, L,
+												  op == GI_OP_POINT ? S :
+												  RUN_TOP ? top_start<K, DYN, SPAN>(T, GI_OP_POINT, (int64_t) k) :
+												  Start{0, 0}, nullptr, guess);
 			l = L.s + leaf_rank<K, G, KPT, true>(L, k, g);
 		}
 	}
@@ -1079,7 +1089,11 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			}
 		}
 		/* the run starts before this leaf (or leaves before) */
-		descend<K, G, false, DYN>(T, k, g, L, Start{0, 0}, nullptr, guess);
+		if constexpr (RUN_TOP)
+			descend<K, G, false, DYN, false, SPAN>(T, k, g, L, top_start<K, DYN, SPAN>(T, GI_OP_POINT, (int64_t) k),
+												   nullptr, guess);
+		else
+			descend<K, G, false, DYN>(T, k, g, L, Start{0, 0}, nullptr, guess);
 		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
 	}
 	else

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <atomic>
 #include <mutex>
 #include <vector>
 #include <cstdlib>
@@ -73,12 +74,16 @@ static DevState g_dev;
 
 static std::mutex g_dev_lock;
 
+/* The probe's settled answer (1 usable, -1 not, 0 not probed yet): every
+ * engine call asks, and after the first answer needs no lock. */
+static std::atomic<int> g_dev_settled(0);
+
 /*
  * Initialize CUDA lazily and remember what the device offers.  Threads that
- * race to the first probe take turns; later calls read the settled state.
+ * race to the first probe take turns (dev_probe reads the settled state).
  */
 static bool
-dev_probe(void)
+dev_probe_locked(void)
 {
 	int			count = 0;
 	cudaError_t e;
@@ -131,6 +136,21 @@ dev_probe(void)
 	snprintf(g_dev.name, sizeof(g_dev.name), "%.*s", (int) sizeof(g_dev.name) - 1, prop.name);
 	g_dev.ok = true;
 	return true;
+}
+
+/* Is a GPU usable?  The first call probes (dev_probe_locked). */
+static bool
+dev_probe(void)
+{
+	int			settled = g_dev_settled.load(std::memory_order_acquire);
+
+	if (settled != 0)
+		return settled > 0;
+
+	bool		ok = dev_probe_locked();
+
+	g_dev_settled.store(ok ? 1 : -1, std::memory_order_release);
+	return ok;
 }
 
 /* Fail with GI_ERR_NO_DEVICE unless a GPU is usable. */
