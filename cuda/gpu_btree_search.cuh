@@ -1089,11 +1089,9 @@ answer(const TreeDev<K> &T, int op, int64_t p, int64_t ph, const Group &g,
 			}
 		}
 		/* the run starts before this leaf (or leaves before) */
-		if constexpr (RUN_TOP)
-			descend<K, G, false, DYN, false, SPAN>(T, k, g, L, top_start<K, DYN, SPAN>(T, GI_OP_POINT, (int64_t) k),
-												   nullptr, guess);
-		else
-			descend<K, G, false, DYN>(T, k, g, L, Start{0, 0}, nullptr, guess);
+		descend<K, G, false, DYN, false, SPAN && RUN_TOP>(T, k, g, L,
+														  RUN_TOP ? top_start<K, DYN, SPAN>(T, GI_OP_POINT, (int64_t) k) :
+														  Start{0, 0}, nullptr, guess);
 		f = L.s + leaf_rank<K, G, KPT, false>(L, k, g);
 	}
 	else
