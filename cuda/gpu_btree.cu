@@ -44,7 +44,8 @@
 #include <cstring>
 #include <new>
 
-#define QCHUNK			(1u << 25)	/* probes per device pass (< 2^30) */
+#define QCHUNK			(1u << 25)	/* a scratch's room: probes a sorted pass, or a
+									 * sampled segment, takes at most (< 2^30) */
 #define SORT_MIN_PROBES	(1u << 20)	/* smaller batches are not sorted */
 #define SORT_TREE_L2X	64			/* nor are trees under 64x the L2 size */
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
@@ -673,7 +674,8 @@ build_top(const Geo *g, const K *nodes, const uint32_t *prefix, const K *keys, K
 
 struct GiGpuScratch
 {
-	size_t		cap;			/* probes per pass */
+	size_t		cap;			/* probes a sorted pass or a sampled segment
+								 * takes (query_chunk) */
 	int			kw;
 	void	   *skeys[2];
 	uint32_t   *sidx[2];
@@ -1169,19 +1171,24 @@ sort_bit_range(const GpuImage *img, int *begin, int *end)
 }
 
 /*
- * Answer a chunk of probes already on the device (count <= scratch cap) on
- * stream st, the calling thread's: the image is only read, and every buffer
- * written is the call's own (its scratch and results), so threads may
- * answer chunks on one image at once.  *clock: the time (gi_now_ms) the
- * chunk starts, on return the time it ended; the caller's reading is
- * reused rather than the clock read again (H100 host, 2026-11-27: each
- * read 60-80 ns, in a call of 15 us at 10^5 probes).
+ * Answer the first of count probes already on the device on stream st, the
+ * calling thread's: all of them, unless they may be sorted first (a large
+ * batch over a tree many times L2), then as many as the scratch holds (its
+ * cap); *done gets how many.  Only the sort needs the scratch's room: a
+ * batch answered in its own order is one pass however long, waited for
+ * once at its end.  The image is only read, and every buffer written is the
+ * call's own (its scratch and results), so threads may answer batches on
+ * one image at once.  *clock: the time (gi_now_ms) the pass starts, on
+ * return the time it ended; the caller's reading is reused rather than the
+ * clock read again (H100 host, 2026-11-27: each read 60-80 ns, in a call
+ * of 15 us at 10^5 probes).
  */
 template <class K>
 static GiStatus
 query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *probes,
 			const int64_t *hi, uint64_t count, uint64_t *first, uint64_t *last, GiGpuScratch *s,
-			cudaStream_t st, double *clock, double *sort_ms, double *search_ms, GiError *err)
+			cudaStream_t st, double *clock, double *sort_ms, double *search_ms, uint64_t *done,
+			GiError *err)
 {
 	typedef typename KeyLimits<K>::SKey SKey;
 	const Geo  *g = snap ? &snap->geo : &img->geo;
@@ -1190,6 +1197,7 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	bool		do_sort = false;
 	double		t0 = *clock;
 
+	*done = count;
 	T.leaves = (const K *) (snap ? snap->leaves : img->d_leaves);
 	T.nodes = (const K *) (snap ? snap->nodes : img->d_nodes);
 	T.prefix = snap ? snap->prefix : img->d_prefix;
@@ -1280,6 +1288,13 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 			do_sort = count >= SORT_MIN_PROBES && tree_bytes > SORT_TREE_L2X * gi_gpu_l2_bytes();
 		}
 	}
+	if (do_sort)
+	{							/* a batch that may be sorted: chunks of the
+								 * scratch's room, each checked and sampled
+								 * on its own */
+		count = std::min<uint64_t>(count, s->cap);
+		*done = count;
+	}
 	if (do_sort && g_policy.sort_mode < 0)
 	{							/* already in order? then sorting buys nothing */
 		int			h = 0;
@@ -1342,12 +1357,29 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		int			min_blocks = gi_setting_gpu_tile_min_blocks(g_policy.tile_min_blocks);
 		bool		stream = group == 1 && run < 0 && gi_setting_gpu_stream(g_policy.stream) >= 0;
 
-		if (dyn)
-			CKS((launch_tiles<K, true>(st, T, op, probes, hi, count, first, last, stream, group, walk,
-									   run, dedup, min_blocks, gate, err)));
-		else
-			CKS((launch_tiles<K, false>(st, T, op, probes, hi, count, first, last, stream, group, walk,
-										run, dedup, min_blocks, gate, err)));
+		/*
+		 * Segments of the scratch's room (at most QCHUNK probes), each
+		 * sampled for its own kernels, one after another on the stream
+		 * (each segment's gate is read in stream order), and one wait.
+		 * H100, 2026-11-27 (bench/kernel, sorted and clustered batches of
+		 * 10^8 probes): 0-1.4 % faster than a wait a segment.  One pass
+		 * for the whole batch was 4-22 % faster on most of them, but 4-18
+		 * % slower on sorted lognormal ones: the stream kernel's equal
+		 * stretches of tiles over a skewed batch (dense small keys, then
+		 * sparse large ones) leave its sparse end's warps working alone.
+		 */
+		for (uint64_t o = 0; o < count; o += s->cap)
+		{
+			uint64_t	c = std::min<uint64_t>(count - o, s->cap);
+			const int64_t *ho = hi ? hi + o : NULL;
+
+			if (dyn)
+				CKS((launch_tiles<K, true>(st, T, op, probes + o, ho, c, first + o, last + o, stream, group,
+										   walk, run, dedup, min_blocks, gate, err)));
+			else
+				CKS((launch_tiles<K, false>(st, T, op, probes + o, ho, c, first + o, last + o, stream, group,
+											walk, run, dedup, min_blocks, gate, err)));
+		}
 		CK(cudaStreamSynchronize(st));
 		*clock = gi_now_ms();
 		*search_ms += *clock - t0;
@@ -1396,22 +1428,26 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 	return GI_OK;
 }
 
-/* Answer a device-resident batch in chunks of the scratch's capacity. */
+/* Answer a device-resident batch: in one pass, or in chunks of the
+ * scratch's capacity where query_chunk sorts them. */
 static GiStatus
 query_device(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *probes,
 			 const int64_t *hi, size_t n, uint64_t *first, uint64_t *last, GiGpuScratch *s,
 			 cudaStream_t st, double *clock, double *sort_ms, double *search_ms, GiError *err)
 {
-	for (size_t off = 0; off < n; off += s->cap)
+	for (size_t off = 0; off < n;)
 	{
-		size_t		cnt = std::min(s->cap, n - off);
+		uint64_t	done = 0;
 
 		if (img->kw == 4)
-			CKS((query_chunk<int32_t>(img, snap, op, probes + off, hi ? hi + off : NULL, cnt,
-									  first + off, last + off, s, st, clock, sort_ms, search_ms, err)));
+			CKS((query_chunk<int32_t>(img, snap, op, probes + off, hi ? hi + off : NULL, n - off,
+									  first + off, last + off, s, st, clock, sort_ms, search_ms, &done,
+									  err)));
 		else
-			CKS((query_chunk<int64_t>(img, snap, op, probes + off, hi ? hi + off : NULL, cnt,
-									  first + off, last + off, s, st, clock, sort_ms, search_ms, err)));
+			CKS((query_chunk<int64_t>(img, snap, op, probes + off, hi ? hi + off : NULL, n - off,
+									  first + off, last + off, s, st, clock, sort_ms, search_ms, &done,
+									  err)));
+		off += done;
 	}
 	return GI_OK;
 }

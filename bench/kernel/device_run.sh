@@ -35,7 +35,7 @@ want bench && { step bench; timeout ${BENCH_TIMEOUT:-300} bench/kernel/kernel_be
 [ -n "$SKIP_SANITIZER" ] || ! want sanitizer || {
 step sanitizer
 GI_UNIT_MAX=20000 timeout ${SANITIZER_UNIT_TIMEOUT:-100} compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 $UT/test/unit/test_engine 2>&1 | tail -6; echo "memcheck unittest rc=${PIPESTATUS[0]}"
-timeout ${SANITIZER_CHECK_TIMEOUT:-120} compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bench/kernel/gpu_check 260 88172645463325252 quick 2>&1 | tail -4; echo "memcheck gpu_check rc=${PIPESTATUS[0]}"
+timeout ${SANITIZER_CHECK_TIMEOUT:-300} compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bench/kernel/gpu_check 260 88172645463325252 quick 2>&1 | tail -4; echo "memcheck gpu_check rc=${PIPESTATUS[0]}"
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 bench/kernel/kernel_bench --small 2>&1 | tail -4; echo "memcheck bench rc=${PIPESTATUS[0]}"
 step done
 } 2>&1 | tee "$OUT/sanitizer.log"

@@ -484,6 +484,65 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 						   op == GI_OP_RANGE ? ph[bad] : 0, f[bad], l[bad], rf[bad], rl[bad]);
 				test_record(&tr, st == GI_OK && bad == q, tag);
 			}
+			if (!snap_only && q >= 64)
+			{					/* through a scratch of a seventh of the
+								 * batch: sorted in chunks of its room (sort
+								 * 1), answered in one pass (the per-probe
+								 * kernel), and behind the order sample at
+								 * every size (gate_min 1; the engine's
+								 * default, and the tiled kernel, groups of
+								 * 2) in segments of its room, each sampled
+								 * for its own kernels */
+				GiGpuScratch *small = NULL;
+				GiGpuPolicy dflt;
+
+				gi_gpu_dev_get_policy(&dflt);
+				dflt.gate_min = 1;
+				GiGpuPolicy chunked[4] = {{1, 0, 2, -1, 0, -1}, {0, 0, 2, -1, 0, -1}, dflt, {0, 0, 2, 0, 0, -1, 1}};
+
+				st = gi_gpu_dev_scratch_create(img, q / 7 + 1, &small, &err);
+				for (int c = 0; c < 4 && st == GI_OK; c++)
+				{
+					size_t		bad = q;
+					GiStatus	qs = dev_query(img, op, chunked[c], dpr, dph, q, df, dl, f, l, &err, small);
+
+					for (size_t i = 0; i < q && bad == q; i++)
+						if (f[i] != rf[i] || l[i] != rl[i])
+							bad = i;
+					snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d through a scratch of %zu probes, sort=%d group=%d tile=%d gate_min=%d",
+							 form, op, n, w, shape, order, q / 7 + 1, chunked[c].sort_mode, chunked[c].group,
+							 chunked[c].tile, chunked[c].gate_min);
+					if (bad < q)
+						printf("  %s: probe[%zu]=%" PRId64 " got [%" PRIu64 ",%" PRIu64 ") per-probe [%" PRIu64
+							   ",%" PRIu64 ")\n", tag, bad, p[bad], f[bad], l[bad], rf[bad], rl[bad]);
+					test_record(&tr, qs == GI_OK && bad == q, tag);
+				}
+				if (st == GI_OK && order == 0)
+				{				/* half the batch sorted, half as drawn: its
+								 * segments' samples differ (tiles, then
+								 * scattered), each segment behind its own
+								 * answer; against brute force */
+					std::vector<size_t> idx(q / 2);
+					std::vector<int64_t> pm(p), phm(ph);
+
+					for (size_t i = 0; i < q / 2; i++)
+						idx[i] = i;
+					std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+					for (size_t i = 0; i < q / 2; i++)
+						pm[i] = p[idx[i]], phm[i] = ph[idx[i]];
+					cudaMemcpy(dpr, pm.data(), q * 8, cudaMemcpyHostToDevice);
+					cudaMemcpy(dph, phm.data(), q * 8, cudaMemcpyHostToDevice);
+					GiStatus	qs = dev_query(img, op, dflt, dpr, dph, q, df, dl, f, l, &err, small);
+
+					snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d half sorted, through a scratch of %zu probes",
+							 form, op, n, w, shape, q / 7 + 1);
+					test_record(&tr, qs == GI_OK && same(keys, op, pm, phm, f.data(), l.data(), tag), tag);
+					cudaMemcpy(dpr, p.data(), q * 8, cudaMemcpyHostToDevice);
+					cudaMemcpy(dph, ph.data(), q * 8, cudaMemcpyHostToDevice);
+				}
+				test_record(&tr, st == GI_OK, "a scratch of a seventh of the batch");
+				gi_gpu_dev_scratch_free(small);
+			}
 		}
 	}
 	cudaFree(dpr);
