@@ -465,24 +465,30 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 					pols.push_back(pol);
 				}
 			}
-			for (const GiGpuPolicy &pol : pols)
-			{
+			/* pol's answers (through scratch scr, if given) against the
+			 * per-probe kernel's to the letter, recorded under tag */
+			auto		against_ref = [&](const GiGpuPolicy &pol, GiGpuScratch *scr) {
 				size_t		bad = q;
+				GiStatus	qs = dev_query(img, op, pol, dpr, dph, q, df, dl, f, l, &err, scr);
 
-				st = dev_query(img, op, pol, dpr, dph, q, df, dl, f, l, &err);
 				for (size_t i = 0; i < q && bad == q; i++)
 					if (f[i] != rf[i] || l[i] != rl[i])
 						bad = i;
+				if (bad < q)
+					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
+						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],
+						   op == GI_OP_RANGE ? ph[bad] : 0, f[bad], l[bad], rf[bad], rl[bad]);
+				test_record(&tr, qs == GI_OK && bad == q, tag);
+			};
+
+			for (const GiGpuPolicy &pol : pols)
+			{
 				snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d sort=%d bits=%d group=%d tile=%d window=%d run=%d gate_min=%d child_arith=%d dedup=%d sample_leaves=%d snapshot=%d tile_min_blocks=%d leaf_walk=%d top=%d wide=%d leaf_guess=%d stream=%d row_hint=%d",
 						 form, op, n, w, shape, order, pol.sort_mode, pol.sort_bits, pol.group,
 						 pol.tile, pol.window, pol.run, pol.gate_min, pol.child_arith, pol.dedup,
 						 pol.sample_leaves, pol.snapshot, pol.tile_min_blocks, pol.leaf_walk,
 						 pol.top, pol.wide, pol.leaf_guess, pol.stream, pol.row_hint);
-				if (bad < q)
-					printf("  %s: probe[%zu]=%" PRId64 " hi=%" PRId64 " got [%" PRIu64 ",%" PRIu64
-						   ") per-probe [%" PRIu64 ",%" PRIu64 ")\n", tag, bad, p[bad],
-						   op == GI_OP_RANGE ? ph[bad] : 0, f[bad], l[bad], rf[bad], rl[bad]);
-				test_record(&tr, st == GI_OK && bad == q, tag);
+				against_ref(pol, NULL);
 			}
 			if (!snap_only && q >= 64)
 			{					/* through a scratch of a seventh of the
@@ -503,33 +509,24 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 				st = gi_gpu_dev_scratch_create(img, q / 7 + 1, &small, &err);
 				for (int c = 0; c < 4 && st == GI_OK; c++)
 				{
-					size_t		bad = q;
-					GiStatus	qs = dev_query(img, op, chunked[c], dpr, dph, q, df, dl, f, l, &err, small);
-
-					for (size_t i = 0; i < q && bad == q; i++)
-						if (f[i] != rf[i] || l[i] != rl[i])
-							bad = i;
 					snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d through a scratch of %zu probes, sort=%d group=%d tile=%d gate_min=%d",
 							 form, op, n, w, shape, order, q / 7 + 1, chunked[c].sort_mode, chunked[c].group,
 							 chunked[c].tile, chunked[c].gate_min);
-					if (bad < q)
-						printf("  %s: probe[%zu]=%" PRId64 " got [%" PRIu64 ",%" PRIu64 ") per-probe [%" PRIu64
-							   ",%" PRIu64 ")\n", tag, bad, p[bad], f[bad], l[bad], rf[bad], rl[bad]);
-					test_record(&tr, qs == GI_OK && bad == q, tag);
+					against_ref(chunked[c], small);
 				}
 				if (st == GI_OK && order == 0)
 				{				/* half the batch sorted, half as drawn: its
-								 * segments' samples differ (tiles, then
+								 * segments' samples may differ (tiles, then
 								 * scattered), each segment behind its own
 								 * answer; against brute force */
-					std::vector<size_t> idx(q / 2);
-					std::vector<int64_t> pm(p), phm(ph);
+					std::vector<int64_t> h(p.begin(), p.begin() + q / 2),
+								hh(ph.begin(), ph.begin() + q / 2),
+								pm(p),
+								phm(ph);
 
-					for (size_t i = 0; i < q / 2; i++)
-						idx[i] = i;
-					std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
-					for (size_t i = 0; i < q / 2; i++)
-						pm[i] = p[idx[i]], phm[i] = ph[idx[i]];
+					order_probes(h, hh, 1);
+					std::copy(h.begin(), h.end(), pm.begin());
+					std::copy(hh.begin(), hh.end(), phm.begin());
 					cudaMemcpy(dpr, pm.data(), q * 8, cudaMemcpyHostToDevice);
 					cudaMemcpy(dph, phm.data(), q * 8, cudaMemcpyHostToDevice);
 					GiStatus	qs = dev_query(img, op, dflt, dpr, dph, q, df, dl, f, l, &err, small);
