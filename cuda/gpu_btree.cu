@@ -46,6 +46,8 @@
 
 #define QCHUNK			(1u << 25)	/* a scratch's room: probes a sorted pass, or a
 									 * sampled segment, takes at most (< 2^30) */
+#define GATE_SEGMENTS	64			/* segments a batch samples in one launch
+									 * (their gates: the scratch's flag) */
 #define SORT_MIN_PROBES	(1u << 20)	/* smaller batches are not sorted */
 #define SORT_TREE_L2X	64			/* nor are trees under 64x the L2 size */
 #define SORT_MAX_BITS	16			/* default cap on the sorted bits */
@@ -681,7 +683,8 @@ struct GiGpuScratch
 	uint32_t   *sidx[2];
 	void	   *temp;
 	size_t		temp_bytes;
-	int		   *flag;
+	int		   *flag;			/* GATE_SEGMENTS ints: the order sample's
+								 * answers, a segment each */
 };
 
 /* Device bytes the image itself will hold. */
@@ -887,8 +890,8 @@ scratch_create(size_t cap, GiGpuScratch **out, GiError *err)
 	CKS(gi_gpu_alloc(b[2], cap * sizeof(uint32_t), "probe sort indexes", err));
 	CKS(gi_gpu_alloc(b[3], cap * sizeof(uint32_t), "probe sort indexes", err));
 	CKS(gi_gpu_alloc(b[4], tb ? tb : 16, "probe sort scratch", err));
-	CKS(gi_gpu_alloc(b[5], sizeof(int), "a flag", err));
-	CK(cudaMemset(b[5].p, 0, sizeof(int)));	/* GATE_PER_PROBE until a sample */
+	CKS(gi_gpu_alloc(b[5], GATE_SEGMENTS * sizeof(int), "the order sample's gates", err));
+	CK(cudaMemset(b[5].p, 0, GATE_SEGMENTS * sizeof(int)));	/* GATE_PER_PROBE until a sample */
 	s = (GiGpuScratch *) calloc(1, sizeof(GiGpuScratch));
 	if (!s)
 		return gi_set_error(err, GI_ERR_HOST_OOM, "out of host memory");
@@ -1113,7 +1116,8 @@ launch_search_g(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *pro
  * A batch the engine does not sort, in tiles (cuda/gpu_btree_tile.cuh,
  * gpu_btree_stream.cuh): the stream kernel (stream) or the tiled kernel,
  * and behind the order sample (gate) the per-probe kernel for the batches
- * the sample does not tile.  The other arguments as query_chunk passes
+ * the sample does not tile; sample: the sample runs first (else *gate
+ * holds its answer already).  The other arguments as query_chunk passes
  * them: the policy's window and sample rule, and for the tiled kernel its
  * group, run search, dedup and register cap.
  */
@@ -1121,16 +1125,17 @@ template <class K, bool DYN>
 static GiStatus
 launch_tiles(cudaStream_t st, const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *hi,
 			 uint64_t count, uint64_t *first, uint64_t *last, bool stream, int group, bool walk,
-			 int run, bool dedup, int min_blocks, int *gate, GiError *err)
+			 int run, bool dedup, int min_blocks, int *gate, bool sample, GiError *err)
 {
 	if (stream)
 		CKS((gi_gpu_btree_stream_search<K, DYN>(T, st, op, probes, hi, count, first, last,
 												g_policy.window, g_policy.sample_leaves,
-												gi_setting_gpu_row_hint(g_policy.row_hint), gate, err)));
+												gi_setting_gpu_row_hint(g_policy.row_hint), gate, sample,
+												err)));
 	else
 		CKS((gi_gpu_btree_tile_search<K, DYN>(T, st, op, probes, hi, count, first, last, group,
 											  g_policy.window, run, dedup, g_policy.sample_leaves,
-											  min_blocks, gate, err)));
+											  min_blocks, gate, sample, err)));
 	if (gate)
 		CKS((launch_search_g<K, false, DYN>(st, T, op, probes, hi, NULL, NULL, count, first, last,
 											group, walk, gate, err)));
@@ -1175,13 +1180,15 @@ sort_bit_range(const GpuImage *img, int *begin, int *end)
  * calling thread's: all of them, unless they may be sorted first (a large
  * batch over a tree many times L2), then as many as the scratch holds (its
  * cap); *done gets how many.  Only the sort needs the scratch's room: a
- * batch answered in its own order is one pass however long, waited for
- * once at its end.  The image is only read, and every buffer written is the
- * call's own (its scratch and results), so threads may answer batches on
- * one image at once.  *clock: the time (gi_now_ms) the pass starts, on
- * return the time it ended; the caller's reading is reused rather than the
- * clock read again (H100 host, 2026-11-27: each read 60-80 ns, in a call
- * of 15 us at 10^5 probes).
+ * batch answered in its own order is one pass however long, with one wait
+ * at its end (H100, 2026-11-27: sorted batches of 10^8 int32 probes over
+ * 10^8 keys in chunks of 2^25, each waited for, spent 0.11 of 1.41 ms
+ * outside the search kernels).  The image is only read, and every
+ * buffer written is the call's own (its scratch and results), so threads
+ * may answer batches on one image at once.  *clock:
+ * the time (gi_now_ms) the pass starts, on return the time it ended; the
+ * caller's reading is reused rather than the clock read again (H100 host,
+ * 2026-11-27: each read 60-80 ns, in a call of 15 us at 10^5 probes).
  */
 template <class K>
 static GiStatus
@@ -1340,7 +1347,7 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		 */
 		int			h = GATE_SCATTERED;
 
-		CKS((gi_gpu_btree_order_sample<K, false>(T, st, op, probes, hi, count,
+		CKS((gi_gpu_btree_order_sample<K, false>(T, st, op, probes, hi, count, count,
 												 g_policy.sample_leaves, s->flag, err)));
 		CK(cudaMemcpyAsync(&h, s->flag, sizeof(int), cudaMemcpyDeviceToHost, st));
 		CK(cudaStreamSynchronize(st));
@@ -1357,28 +1364,81 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		int			min_blocks = gi_setting_gpu_tile_min_blocks(g_policy.tile_min_blocks);
 		bool		stream = group == 1 && run < 0 && gi_setting_gpu_stream(g_policy.stream) >= 0;
 
+		uint64_t	nseg = (count + s->cap - 1) / s->cap;
+		/* GI_GPU_ONE_PASS -1: a segment at a time (below), for comparison */
+		bool		one_pass = gi_setting_gpu_one_pass(0) >= 0;
+
 		/*
-		 * Segments of the scratch's room (at most QCHUNK probes), each
-		 * sampled for its own kernels, one after another on the stream
-		 * (each segment's gate is read in stream order), and one wait.
-		 * H100, 2026-11-27 (bench/kernel, sorted and clustered batches of
-		 * 10^8 probes): 0-1.4 % faster than a wait a segment.  One pass
-		 * for the whole batch was 4-22 % faster on most of them, but 4-18
-		 * % slower on sorted lognormal ones: the stream kernel's equal
-		 * stretches of tiles over a skewed batch (dense small keys, then
-		 * sparse large ones) leave its sparse end's warps working alone.
+		 * A batch of several segments of the scratch's room (at most
+		 * QCHUNK probes) samples each of them in one launch and reads the
+		 * answers back: where they agree it is one pass, else a pass a
+		 * segment, each behind its own answer.  H100, 2026-11-27, sorted
+		 * batches of 10^8 probes (bench/kernel): in chunks of 2^25, each
+		 * sampled and waited for, 0.11 of 1.41 ms (int32 over 10^8 keys)
+		 * went outside the search kernels, mostly to each chunk's sample
+		 * (one block, the GPU otherwise idle) and kernel tails, and one
+		 * pass was 6-9 % faster; but one sample over 10^8 sorted lognormal
+		 * int64 probes (dense small keys, then sparse large ones) sent the
+		 * whole batch to the per-probe kernel, 17 % slower.  With the stream
+		 * kernel's grid over its resident blocks (stream_search_grid), one
+		 * pass ran every sorted and clustered 10^8-probe row of the bench over
+		 * 10^7 and 10^8 keys 1.01-1.17x faster than a segment at a time
+		 * (H100, 2026-11-27).
 		 */
-		for (uint64_t o = 0; o < count; o += s->cap)
+		for (uint64_t g0 = 0; one_pass && g0 < nseg; g0 += GATE_SEGMENTS)
+		{
+			uint64_t	ng = std::min<uint64_t>(nseg - g0, GATE_SEGMENTS),
+						o = g0 * s->cap,
+						c = std::min<uint64_t>(count - o, ng * s->cap);
+			const int64_t *ho = hi ? hi + o : NULL;
+			int			h[GATE_SEGMENTS];
+			bool		agree = true;
+
+			if (gate && nseg > 1)
+			{
+				int			rule = stream ? stream_sample_leaves(g_policy.sample_leaves) : g_policy.sample_leaves;
+
+				if (dyn)
+					CKS((gi_gpu_btree_order_sample<K, true>(T, st, op, probes + o, ho, c, s->cap, rule, gate, err)));
+				else
+					CKS((gi_gpu_btree_order_sample<K, false>(T, st, op, probes + o, ho, c, s->cap, rule, gate, err)));
+				CK(cudaMemcpyAsync(h, gate, ng * sizeof(int), cudaMemcpyDeviceToHost, st));
+				CK(cudaStreamSynchronize(st));
+				for (uint64_t i = 1; i < ng; i++)
+					agree = agree && h[i] == h[0];
+			}
+			for (uint64_t i = 0; i < (agree ? 1 : ng); i++)
+			{
+				uint64_t	oi = o + i * s->cap,
+							ci = agree ? c : std::min<uint64_t>(count - oi, s->cap);
+				const int64_t *hoi = hi ? hi + oi : NULL;
+				int		   *gi = gate ? gate + i : NULL;
+
+				if (dyn)
+					CKS((launch_tiles<K, true>(st, T, op, probes + oi, hoi, ci, first + oi, last + oi, stream,
+											   group, walk, run, dedup, min_blocks, gi, nseg == 1, err)));
+				else
+					CKS((launch_tiles<K, false>(st, T, op, probes + oi, hoi, ci, first + oi, last + oi, stream,
+												group, walk, run, dedup, min_blocks, gi, nseg == 1, err)));
+			}
+		}
+		/*
+		 * (GI_GPU_ONE_PASS -1) Segments of the scratch's room, each sampled
+		 * for its own kernels, one after another on the stream (each
+		 * segment's gate is read in stream order), and one wait: the
+		 * engine's way until 2026-11-27.
+		 */
+		for (uint64_t o = 0; !one_pass && o < count; o += s->cap)
 		{
 			uint64_t	c = std::min<uint64_t>(count - o, s->cap);
 			const int64_t *ho = hi ? hi + o : NULL;
 
 			if (dyn)
 				CKS((launch_tiles<K, true>(st, T, op, probes + o, ho, c, first + o, last + o, stream, group,
-										   walk, run, dedup, min_blocks, gate, err)));
+										   walk, run, dedup, min_blocks, gate, true, err)));
 			else
 				CKS((launch_tiles<K, false>(st, T, op, probes + o, ho, c, first + o, last + o, stream, group,
-											walk, run, dedup, min_blocks, gate, err)));
+											walk, run, dedup, min_blocks, gate, true, err)));
 		}
 		CK(cudaStreamSynchronize(st));
 		*clock = gi_now_ms();

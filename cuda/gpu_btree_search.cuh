@@ -1190,19 +1190,31 @@ decode_probe(uint64_t sk, uint32_t &idx)
  * and the tiled kernel runs only then; the caller launches the per-probe
  * kernel after this call, which runs unless GATE_IS_TILES(*gate).
  */
-/* The order sample alone (tile_sample_kernel): *gate on stream st, for
- * the caller to read. */
+/* The order sample alone (tile_sample_kernel): of each segment of seg
+ * probes (the last may be shorter) into gate[segment], on stream st, for
+ * the caller to read or the kernels to take. */
 template <class K, bool DYN>
 GiStatus	gi_gpu_btree_order_sample(const TreeDev<K> &T, cudaStream_t st, int op,
 									  const int64_t *probes, const int64_t *hi, uint64_t count,
-									  int sample_leaves, int *gate, GiError *err);
+									  uint64_t seg, int sample_leaves, int *gate, GiError *err);
 
 template <class K, bool DYN>
 GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									 const int64_t *probes, const int64_t *hi, uint64_t count,
 									 uint64_t *first, uint64_t *last, int group, int window,
 									 int run, bool dedup, int sample_leaves, int min_blocks,
-									 int *gate, GiError *err);
+									 int *gate, bool sample, GiError *err);
+
+#define STREAM_MAX_LEAVES	48		/* leaves a stream kernel's warp stages at
+									 * most: 48 KB a block */
+
+/* The order sample's leaf rule for the stream kernel (sample_leaves 0: its
+ * window's STREAM_MAX_LEAVES). */
+static inline int
+stream_sample_leaves(int sample_leaves)
+{
+	return sample_leaves == 0 ? (int) STREAM_MAX_LEAVES : sample_leaves;
+}
 
 /*
  * The stream search (cuda/gpu_btree_stream.cuh): the tiled search's narrow
@@ -1211,12 +1223,14 @@ GiStatus	gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
  * off; GiGpuPolicy.stream).  window, sample_leaves and gate as for
  * gi_gpu_btree_tile_search (window and sample_leaves 0: 48 leaves);
  * row_hints >= 0: each row's bounds narrow the next row's search
- * (GiGpuPolicy.row_hint).
+ * (GiGpuPolicy.row_hint); sample: the sample runs first (else *gate
+ * holds its answer already).
  */
 template <class K, bool DYN>
 GiStatus	gi_gpu_btree_stream_search(const TreeDev<K> &T, cudaStream_t st, int op,
 									   const int64_t *probes, const int64_t *hi, uint64_t count,
 									   uint64_t *first, uint64_t *last, int window,
-									   int sample_leaves, int row_hints, int *gate, GiError *err);
+									   int sample_leaves, int row_hints, int *gate, bool sample,
+									   GiError *err);
 
 #endif							/* GPUIDX_GPU_BTREE_SEARCH_CUH */

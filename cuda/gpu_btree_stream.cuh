@@ -33,9 +33,10 @@
 #include "gpu_btree_tile.cuh"
 
 #define STREAM_WARPS		8		/* warps a block */
-#define STREAM_MAX_LEAVES	48		/* leaves a warp stages at most: 48 KB a
-									 * block */
 #define STREAM_MIN_BLOCKS	4		/* blocks an SM: 32 warps, 64 registers */
+#define STREAM_GRIDS		4		/* a large batch's grid: this many times
+									 * the blocks the GPU holds at once
+									 * (stream_search_grid) */
 #define STREAM_AHEAD		2		/* a tile in order stages its leaves
 									 * times this */
 
@@ -219,7 +220,8 @@ stream_descend(const TreeDev<K> &T, int op, int64_t p, int64_t ph, uint32_t need
 
 /*
  * The stream kernel: warp w takes the w-th of nwarps equal stretches of
- * consecutive tiles.  A narrow tile whose keys lie inside the warp's
+ * consecutive tiles (nwarps: up to STREAM_GRIDS times the resident warps,
+ * stream_search_grid).  A narrow tile whose keys lie inside the warp's
  * window (kept from tile to tile) stages nothing; another finds its
  * leaves from the last leaf the warp staged (tile_slide: the next tile of
  * a sorted batch) or by descents from the top table's nodes (tile_bounds
@@ -466,13 +468,37 @@ stream_grid(void)
 	return resident_grid(btree_stream_kernel<K, DYN, WALK, RANGE, ROWS>, STREAM_WARPS * 32, most, &cached);
 }
 
+/*
+ * Blocks for a stream kernel over want blocks' worth of tiles (a warp a
+ * tile), of which the GPU holds resident at once: at most STREAM_GRIDS
+ * (GI_GPU_STREAM_GRIDS) times that, so a large batch's warps take shorter
+ * stretches and the block scheduler hands the later ones to the SMs that
+ * finish first.  Why: a skewed sorted batch (lognormal keys: dense small
+ * keys, then sparse large ones) in one pass of resident warps, each with
+ * an equal stretch, left the sparse end's warps working long after the
+ * rest.  H100, 2026-11-27, one pass over sorted 10^8-probe batches: 4x the
+ * grid took int64 lognormal over 10^8 keys from 0.83 to 1.09-1.11x main's
+ * segments of 2^25 probes and int32 lognormal (the kernel of runs) from
+ * 0.93-0.94 to 1.04-1.07x; 16x lost 0-25 % of that on the uniform and
+ * clustered rows.  Stretches of equal estimated cost (costed from each
+ * granule's first and last probe) were tried instead and lost: the cost
+ * of a stretch is not its bytes (bench/kernel/results-h100-2026-11-27k-grids.md).
+ */
+static inline unsigned
+stream_search_grid(uint64_t want, int resident)
+{
+	uint64_t	most = (uint64_t) gi_setting_gpu_stream_grids(STREAM_GRIDS) * (uint64_t) resident;
+
+	return (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1), std::max<uint64_t>(most, 1));
+}
+
 /* The stream search of a batch (gpu_btree_search.cuh). */
 template <class K, bool DYN>
 GiStatus
 gi_gpu_btree_stream_search(const TreeDev<K> &T, cudaStream_t st, int op,
 						   const int64_t *probes, const int64_t *hi, uint64_t count,
 						   uint64_t *first, uint64_t *last, int window, int sample_leaves,
-						   int row_hints, int *gate, GiError *err)
+						   int row_hints, int *gate, bool sample, GiError *err)
 {
 	constexpr bool WALK = LEAF_WALK_DEFAULT(K);
 	uint32_t	max_leaves = window < 0 ? 0 : window == 0 ? STREAM_MAX_LEAVES :
@@ -481,18 +507,16 @@ gi_gpu_btree_stream_search(const TreeDev<K> &T, cudaStream_t st, int op,
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
 	uint64_t	want = (tiles + STREAM_WARPS - 1) / STREAM_WARPS;
 	bool		range = op == GI_OP_RANGE;
-	unsigned	grid = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1),
-													 range ? stream_grid<K, DYN, WALK, true>() :
-													 stream_grid<K, DYN, WALK, false>());
+	unsigned	grid = stream_search_grid(want, range ? stream_grid<K, DYN, WALK, true>() :
+										  stream_grid<K, DYN, WALK, false>());
 
 	/* the sample's narrow rule at this kernel's window (0: 48 leaves, where
 	 * the tiled kernel's is 32): H100, 2026-11-26, clustered 10^8-probe
 	 * batches over 10^8 int32 keys (a cluster spans 33 leaves) ran at 52.06
 	 * against 34.19 x 10^9 q/s in the per-probe kernel */
-	if (gate)
-		CKS((gi_gpu_btree_order_sample<K, DYN>(T, st, op, probes, hi, count,
-												 sample_leaves == 0 ? (int) STREAM_MAX_LEAVES : sample_leaves,
-												 gate, err)));
+	if (gate && sample)
+		CKS((gi_gpu_btree_order_sample<K, DYN>(T, st, op, probes, hi, count, count,
+												 stream_sample_leaves(sample_leaves), gate, err)));
 	if (range)
 		btree_stream_kernel<K, DYN, WALK, true><<<grid, STREAM_WARPS * 32, smem, st>>>(
 			T, op, probes, hi, count, first, last, max_leaves, row_hints >= 0, gate);
@@ -506,8 +530,7 @@ gi_gpu_btree_stream_search(const TreeDev<K> &T, cudaStream_t st, int op,
 								 * not */
 		if (gate && !range)
 		{
-			unsigned	grid_rows = (unsigned) std::min<uint64_t>(std::max<uint64_t>(want, 1),
-																  stream_grid<K, DYN, WALK, false, true>());
+			unsigned	grid_rows = stream_search_grid(want, stream_grid<K, DYN, WALK, false, true>());
 
 			btree_stream_kernel<K, DYN, WALK, false, true><<<grid_rows, STREAM_WARPS * 32, smem, st>>>(
 				T, op, probes, hi, count, first, last, max_leaves, row_hints >= 0, gate);

@@ -1136,11 +1136,19 @@ sample_class(const TreeDev<K> &T, int op, const int64_t *probes, const int64_t *
 template <class K, bool DYN>
 __global__ void __launch_bounds__(SAMPLE_WARPS * 32)
 tile_sample_kernel(TreeDev<K> T, int op, const int64_t *probes, const int64_t *probes_hi,
-				   uint64_t count, int sample_leaves, int *gate)
+				   uint64_t count, uint64_t seg, int sample_leaves, int *gate)
 {
 	__shared__ int narrow,
 				scattered,
 				repeats;
+	uint64_t	from = (uint64_t) blockIdx.x * seg;	/* block b: segment b */
+
+	probes += from;
+	if (probes_hi)
+		probes_hi += from;
+	count = std::min<uint64_t>(count - from, seg);
+	gate += blockIdx.x;
+
 	uint64_t	tiles = (count + TILE_PROBES - 1) / TILE_PROBES;
 	uint64_t	sampled = std::min<uint64_t>(tiles, SAMPLE_TILES);
 	uint32_t	max_leaves = sample_leaves < 0 ? 0 : sample_leaves == 0 ? TILE_MAX_LEAVES :
@@ -1295,10 +1303,13 @@ template <class K, bool DYN>
 GiStatus
 gi_gpu_btree_order_sample(const TreeDev<K> &T, cudaStream_t st, int op,
 						  const int64_t *probes, const int64_t *hi, uint64_t count,
-						  int sample_leaves, int *gate, GiError *err)
+						  uint64_t seg, int sample_leaves, int *gate, GiError *err)
 {
-	tile_sample_kernel<K, DYN><<<1, SAMPLE_WARPS * 32, 0, st>>>(T, op, probes, hi, count,
-																sample_leaves, gate);
+	uint64_t	blocks = seg > 0 && count > seg ? (count + seg - 1) / seg : 1;
+
+	tile_sample_kernel<K, DYN><<<(unsigned) blocks, SAMPLE_WARPS * 32, 0, st>>>(T, op, probes, hi, count,
+																			   blocks > 1 ? seg : count,
+																			   sample_leaves, gate);
 	CKL("tile_sample_kernel");
 	return GI_OK;
 }
@@ -1310,13 +1321,14 @@ gi_gpu_btree_tile_search(const TreeDev<K> &T, cudaStream_t st, int op,
 						 const int64_t *probes, const int64_t *hi, uint64_t count,
 						 uint64_t *first, uint64_t *last, int group, int window,
 						 int run, bool dedup, int sample_leaves, int min_blocks, int *gate,
-						 GiError *err)
+						 bool sample, GiError *err)
 {
 	uint32_t	max_leaves = window < 0 ? 0 : window == 0 ? TILE_MAX_LEAVES :
 		(uint32_t) std::min(window, TILE_MAX_LEAVES);
 
-	if (gate)
-		CKS((gi_gpu_btree_order_sample<K, DYN>(T, st, op, probes, hi, count, sample_leaves, gate, err)));
+	if (gate && sample)
+		CKS((gi_gpu_btree_order_sample<K, DYN>(T, st, op, probes, hi, count, count, sample_leaves, gate,
+												 err)));
 	switch (group)
 	{
 		case 4:

@@ -132,11 +132,11 @@ env_mode(const char *name, int dflt)
 enum
 {
 	GS_RUN_SEARCH, GS_CHILD_ARITH, GS_DEDUP, GS_GROUP, GS_GATE_MIN, GS_TILE_MIN_BLOCKS,
-	GS_LEAF_WALK, GS_TOP, GS_WIDE, GS_LEAF_GUESS, GS_STREAM, GS_ROW_HINT, GS_COUNT
+	GS_LEAF_WALK, GS_TOP, GS_WIDE, GS_LEAF_GUESS, GS_STREAM, GS_ROW_HINT, GS_ONE_PASS, GS_STREAM_GRIDS, GS_COUNT
 };
 static _Atomic long long gpu_settings[GS_COUNT] = {
 	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD,
-	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD
+	GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD, GPU_UNREAD
 };
 
 /* A mode setting (env_mode) as a slot value. */
@@ -171,6 +171,14 @@ gpu_setting_parse(int slot)
 			return mode_slot("GI_GPU_STREAM");
 		case GS_ROW_HINT:
 			return mode_slot("GI_GPU_ROW_HINT");
+		case GS_ONE_PASS:
+			return mode_slot("GI_GPU_ONE_PASS");
+		case GS_STREAM_GRIDS:
+			{
+				long long	g = env_count("GI_GPU_STREAM_GRIDS", 0);
+
+				return (g >= 1 && g <= 64) ? g : GPU_UNSET;
+			}
 		case GS_GROUP:
 			{
 				long long	g = env_count("GI_GPU_GROUP", 0);
@@ -290,6 +298,20 @@ int
 gi_setting_gpu_leaf_walk(int dflt)
 {
 	return (int) gpu_setting(GS_LEAF_WALK, dflt);
+}
+
+/* GI_GPU_ONE_PASS as -1 / 0 / 1, or dflt (engine_util.h). */
+int
+gi_setting_gpu_one_pass(int dflt)
+{
+	return (int) gpu_setting(GS_ONE_PASS, dflt);
+}
+
+/* GI_GPU_STREAM_GRIDS when it is 1 to 64, else dflt (engine_util.h). */
+int
+gi_setting_gpu_stream_grids(int dflt)
+{
+	return (int) gpu_setting(GS_STREAM_GRIDS, dflt);
 }
 
 /* GI_GPU_GATE_MIN, or dflt (engine_util.h). */

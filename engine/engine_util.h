@@ -95,6 +95,14 @@ void		gi_timings_load(GiTimings *dst, const GiTimings *src);
  *                    row's search of its window to where the row before
  *                    hints ("on", 1, or "auto", 0) or searches the whole
  *                    window ("off", -1); dflt otherwise
+ *   GI_GPU_ONE_PASS  how the GPU B+ tree answers a tiled batch larger than
+ *                    its scratch's room: in one pass where the order
+ *                    samples of its segments agree ("on", 1, or "auto",
+ *                    0), or a segment at a time, each behind its own
+ *                    sample ("off", -1); dflt otherwise
+ *   GI_GPU_STREAM_GRIDS  the most blocks the GPU B+ tree's stream kernels
+ *                    launch, in multiples (1 to 64) of the blocks the GPU
+ *                    holds at once; dflt otherwise
  */
 long		gi_setting_cpu_threads(void);
 size_t		gi_setting_cpu_sort_min(size_t dflt);
@@ -105,6 +113,8 @@ int			gi_setting_gpu_dedup(int dflt);
 int			gi_setting_gpu_group(int dflt);
 int			gi_setting_gpu_tile_min_blocks(int dflt);
 int			gi_setting_gpu_leaf_walk(int dflt);
+int			gi_setting_gpu_one_pass(int dflt);
+int			gi_setting_gpu_stream_grids(int dflt);
 int			gi_setting_gpu_top(int dflt);
 int			gi_setting_gpu_wide(int dflt);
 int			gi_setting_gpu_leaf_guess(int dflt);

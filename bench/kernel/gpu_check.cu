@@ -14,6 +14,7 @@
  *   gpu_check [max_n] [seed] [quick]   (exit status 0 when everything matches)
  */
 #include "gpu_engine.cuh"
+#include "engine_util.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -498,16 +499,19 @@ check_orders(GiImage *img, const std::vector<int64_t> &keys, std::vector<int64_t
 								 * every size (gate_min 1; the engine's
 								 * default, and the tiled kernel, groups of
 								 * 2) in segments of its room, each sampled
-								 * for its own kernels */
+								 * for its own kernels; and without the
+								 * sample (tile 1), the stream kernel and
+								 * the tiled kernel */
 				GiGpuScratch *small = NULL;
 				GiGpuPolicy dflt;
 
 				gi_gpu_dev_get_policy(&dflt);
 				dflt.gate_min = 1;
-				GiGpuPolicy chunked[4] = {{1, 0, 2, -1, 0, -1}, {0, 0, 2, -1, 0, -1}, dflt, {0, 0, 2, 0, 0, -1, 1}};
+				GiGpuPolicy chunked[6] = {{1, 0, 2, -1, 0, -1}, {0, 0, 2, -1, 0, -1}, dflt, {0, 0, 2, 0, 0, -1, 1},
+				{0, 0, 1, 1, 0, -1}, {0, 0, 2, 1, 0, -1}};
 
 				st = gi_gpu_dev_scratch_create(img, q / 7 + 1, &small, &err);
-				for (int c = 0; c < 4 && st == GI_OK; c++)
+				for (int c = 0; c < 6 && st == GI_OK; c++)
 				{
 					snprintf(tag, sizeof(tag), "gpu dev %s op=%d n=%zu w=%d shape=%d order=%d through a scratch of %zu probes, sort=%d group=%d tile=%d gate_min=%d",
 							 form, op, n, w, shape, order, q / 7 + 1, chunked[c].sort_mode, chunked[c].group,
@@ -822,6 +826,95 @@ run_errors(void)
 	gi_image_free(img);
 }
 
+/*
+ * Batches of 2^22 sorted and clustered probes over 10^5 lognormal keys
+ * (dense runs of equal small keys, then sparse ones; int32, whose runs
+ * take the stream kernel of runs, and int64), every operation, the
+ * engine's default policy, against brute force: with the stream kernel's
+ * grid at the blocks the GPU holds at once (GI_GPU_STREAM_GRIDS 1: a warp
+ * takes a stretch of about 4 tiles, its window and carry kept from tile
+ * to tile), at the default (up to 4 times as many blocks), and a segment
+ * at a time (GI_GPU_ONE_PASS -1).  The other cases' batches (at most
+ * 300000 probes) give each warp a tile.
+ */
+static void
+check_long_stretches(void)
+{
+	const size_t n = 100000,
+				q = (size_t) 1 << 22;
+	static const char *const modes[][2] = {{"1", NULL}, {NULL, NULL}, {NULL, "-1"}};
+	char		tag[200];
+	GiError		err;
+
+	for (int w = 4; w <= 8; w *= 4)
+	{
+		std::vector<int64_t> keys = make_keys(n, w, 4);
+		std::vector<int32_t> k32(n);
+		GiBuildParams params = {GI_ENGINE_GPU, GI_STRUCT_BTREE, w, 0};
+		GiImage    *img = NULL;
+		void	   *dk = NULL;
+		int64_t    *dpr = NULL,
+				   *dph = NULL;
+		uint64_t   *df = NULL,
+				   *dl = NULL;
+		GiGpuPolicy dflt;
+
+		std::sort(keys.begin(), keys.end());
+		for (size_t i = 0; i < n; i++)
+			k32[i] = (int32_t) keys[i];
+		cudaMalloc(&dk, n * w);
+		cudaMemcpy(dk, w == 8 ? (void *) keys.data() : (void *) k32.data(), n * w, cudaMemcpyHostToDevice);
+		test_record(&tr, gi_gpu_dev_build(&params, dk, NULL, n, true, NULL, &img, &err) == GI_OK,
+					"gi_gpu_dev_build of 10^5 lognormal keys");
+		cudaFree(dk);
+		if (!img)
+		{
+			printf("  build: %s\n", err.message);
+			continue;
+		}
+		gi_gpu_dev_get_policy(&dflt);
+		cudaMalloc(&dpr, q * 8);
+		cudaMalloc(&dph, q * 8);
+		cudaMalloc(&df, q * 8);
+		cudaMalloc(&dl, q * 8);
+		for (int order = 1; order <= 2; order++)
+		{
+			std::vector<int64_t> p = make_probes(keys, q),
+						ph = make_probes(keys, q);
+			std::vector<uint64_t> f(q), l(q);
+
+			for (size_t i = 0; i < q; i++)
+				if ((i & 7) == 0)
+					ph[i] = p[i] + (int64_t) (next_rand() % 50);
+			order_probes(p, ph, order);
+			cudaMemcpy(dpr, p.data(), q * 8, cudaMemcpyHostToDevice);
+			cudaMemcpy(dph, ph.data(), q * 8, cudaMemcpyHostToDevice);
+			for (int op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
+				for (const auto &m : modes)
+				{
+					if (m[0])
+						setenv("GI_GPU_STREAM_GRIDS", m[0], 1);
+					if (m[1])
+						setenv("GI_GPU_ONE_PASS", m[1], 1);
+					gi_settings_reload();
+					snprintf(tag, sizeof(tag), "gpu dev 2^22 probes over 10^5 lognormal keys w=%d order=%d op=%d, stream grids %s, one pass %s",
+							 w, order, op, m[0] ? m[0] : "(default)", m[1] ? m[1] : "(default)");
+					GiStatus	st = dev_query(img, op, dflt, dpr, dph, q, df, dl, f, l, &err);
+
+					test_record(&tr, st == GI_OK && same(keys, op, p, ph, f.data(), l.data(), tag), tag);
+					unsetenv("GI_GPU_STREAM_GRIDS");
+					unsetenv("GI_GPU_ONE_PASS");
+					gi_settings_reload();
+				}
+		}
+		cudaFree(dpr);
+		cudaFree(dph);
+		cudaFree(df);
+		cudaFree(dl);
+		gi_image_free(img);
+	}
+}
+
 /* Run all cases up to max_n keys. */
 int
 main(int argc, char **argv)
@@ -861,6 +954,8 @@ main(int argc, char **argv)
 	 * run built some, and their answers were checked against brute force
 	 * with the rest.
 	 */
+	if (max_n >= 16385)
+		check_long_stretches();
 	if (max_n >= 16385)
 	{
 		test_record(&tr, g_span_tables > 0, "some trees' top tables have span entries");

@@ -843,6 +843,51 @@ run_settings_cases(void)
 	unsetenv("GI_GPU_STREAM");
 	unsetenv("GI_GPU_ROW_HINT");
 	gi_settings_reload();
+
+	/*
+	 * GI_GPU_ONE_PASS is a mode as the ones above; GI_GPU_STREAM_GRIDS a
+	 * count of 1 to 64 and nothing else
+	 */
+	{
+		static const struct
+		{
+			const char *value;	/* NULL: unset */
+			int			one_pass;	/* gi_setting_gpu_one_pass(7) */
+			int			grids;	/* gi_setting_gpu_stream_grids(7) */
+		}			more[] = {
+			{NULL, 7, 7}, {"", 7, 7}, {"off", -1, 7}, {"-1", -1, 7}, {"auto", 0, 7}, {"0", 0, 7},
+			{"on", 1, 7}, {"1", 1, 1}, {"4", 7, 4}, {"64", 7, 64}, {"65", 7, 7}, {"2x", 7, 7},
+		};
+
+		for (i = 0; i < sizeof(more) / sizeof(more[0]); i++)
+		{
+			int			one_pass,
+						grids;
+
+			if (more[i].value)
+			{
+				setenv("GI_GPU_ONE_PASS", more[i].value, 1);
+				setenv("GI_GPU_STREAM_GRIDS", more[i].value, 1);
+			}
+			else
+			{
+				unsetenv("GI_GPU_ONE_PASS");
+				unsetenv("GI_GPU_STREAM_GRIDS");
+			}
+			gi_settings_reload();
+			one_pass = gi_setting_gpu_one_pass(7);
+			grids = gi_setting_gpu_stream_grids(7);
+			snprintf(what, sizeof(what), "GI_GPU_ONE_PASS / STREAM_GRIDS = %s",
+					 more[i].value ? more[i].value : "(unset)");
+			if (one_pass != more[i].one_pass || grids != more[i].grids)
+				printf("FAIL %s: one pass %d (want %d), stream grids %d (want %d)\n",
+					   what, one_pass, more[i].one_pass, grids, more[i].grids);
+			test_record(&tr, one_pass == more[i].one_pass && grids == more[i].grids, what);
+		}
+		unsetenv("GI_GPU_ONE_PASS");
+		unsetenv("GI_GPU_STREAM_GRIDS");
+		gi_settings_reload();
+	}
 }
 
 int			gi_test_space_main(void);
