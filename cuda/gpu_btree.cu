@@ -1368,6 +1368,18 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		/* GI_GPU_ONE_PASS -1: a segment at a time (below), for comparison */
 		bool		one_pass = gi_setting_gpu_one_pass(0) >= 0;
 
+		/* the tiled kernels over probes [o, o + c), behind gate gt (its
+		 * sample run first when smp) */
+		auto		tiles_at = [&](uint64_t o, uint64_t c, int *gt, bool smp) -> GiStatus {
+			const int64_t *ho = hi ? hi + o : NULL;
+
+			if (dyn)
+				return launch_tiles<K, true>(st, T, op, probes + o, ho, c, first + o, last + o, stream,
+											 group, walk, run, dedup, min_blocks, gt, smp, err);
+			return launch_tiles<K, false>(st, T, op, probes + o, ho, c, first + o, last + o, stream,
+										  group, walk, run, dedup, min_blocks, gt, smp, err);
+		};
+
 		/*
 		 * A batch of several segments of the scratch's room (at most
 		 * QCHUNK probes) samples each of them in one launch and reads the
@@ -1398,10 +1410,8 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 			{
 				int			rule = stream ? stream_sample_leaves(g_policy.sample_leaves) : g_policy.sample_leaves;
 
-				if (dyn)
-					CKS((gi_gpu_btree_order_sample<K, true>(T, st, op, probes + o, ho, c, s->cap, rule, gate, err)));
-				else
-					CKS((gi_gpu_btree_order_sample<K, false>(T, st, op, probes + o, ho, c, s->cap, rule, gate, err)));
+				CKS((dyn ? gi_gpu_btree_order_sample<K, true>(T, st, op, probes + o, ho, c, s->cap, rule, gate, err) :
+					 gi_gpu_btree_order_sample<K, false>(T, st, op, probes + o, ho, c, s->cap, rule, gate, err)));
 				CK(cudaMemcpyAsync(h, gate, ng * sizeof(int), cudaMemcpyDeviceToHost, st));
 				CK(cudaStreamSynchronize(st));
 				for (uint64_t i = 1; i < ng; i++)
@@ -1409,17 +1419,10 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 			}
 			for (uint64_t i = 0; i < (agree ? 1 : ng); i++)
 			{
-				uint64_t	oi = o + i * s->cap,
-							ci = agree ? c : std::min<uint64_t>(count - oi, s->cap);
-				const int64_t *hoi = hi ? hi + oi : NULL;
-				int		   *gi = gate ? gate + i : NULL;
+				uint64_t	oi = o + i * s->cap;
 
-				if (dyn)
-					CKS((launch_tiles<K, true>(st, T, op, probes + oi, hoi, ci, first + oi, last + oi, stream,
-											   group, walk, run, dedup, min_blocks, gi, nseg == 1, err)));
-				else
-					CKS((launch_tiles<K, false>(st, T, op, probes + oi, hoi, ci, first + oi, last + oi, stream,
-												group, walk, run, dedup, min_blocks, gi, nseg == 1, err)));
+				CKS(tiles_at(oi, agree ? c : std::min<uint64_t>(count - oi, s->cap), gate ? gate + i : NULL,
+							 nseg == 1));
 			}
 		}
 		/*
@@ -1429,17 +1432,7 @@ query_chunk(const GpuImage *img, const GpuStatic *snap, GiOp op, const int64_t *
 		 * engine's way until 2026-11-27.
 		 */
 		for (uint64_t o = 0; !one_pass && o < count; o += s->cap)
-		{
-			uint64_t	c = std::min<uint64_t>(count - o, s->cap);
-			const int64_t *ho = hi ? hi + o : NULL;
-
-			if (dyn)
-				CKS((launch_tiles<K, true>(st, T, op, probes + o, ho, c, first + o, last + o, stream, group,
-										   walk, run, dedup, min_blocks, gate, true, err)));
-			else
-				CKS((launch_tiles<K, false>(st, T, op, probes + o, ho, c, first + o, last + o, stream, group,
-											walk, run, dedup, min_blocks, gate, true, err)));
-		}
+			CKS(tiles_at(o, std::min<uint64_t>(count - o, s->cap), gate, true));
 		CK(cudaStreamSynchronize(st));
 		*clock = gi_now_ms();
 		*search_ms += *clock - t0;

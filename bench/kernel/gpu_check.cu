@@ -833,16 +833,23 @@ run_errors(void)
  * engine's default policy, against brute force: with the stream kernel's
  * grid at the blocks the GPU holds at once (GI_GPU_STREAM_GRIDS 1: a warp
  * takes a stretch of about 4 tiles, its window and carry kept from tile
- * to tile), at the default (up to 4 times as many blocks), and a segment
- * at a time (GI_GPU_ONE_PASS -1).  The other cases' batches (at most
- * 300000 probes) give each warp a tile.
+ * to tile) and at the default (up to 4 times as many blocks); and through
+ * a scratch of a third of the batch, in one pass where its segments'
+ * samples agree (the default) and a segment at a time (GI_GPU_ONE_PASS
+ * -1).  The other cases' batches (at most 300000 probes) give each warp a
+ * tile.
  */
 static void
 check_long_stretches(void)
 {
 	const size_t n = 100000,
 				q = (size_t) 1 << 22;
-	static const char *const modes[][2] = {{"1", NULL}, {NULL, NULL}, {NULL, "-1"}};
+	static const struct
+	{
+		const char *grids;		/* GI_GPU_STREAM_GRIDS (NULL: unset) */
+		const char *one_pass;	/* GI_GPU_ONE_PASS (NULL: unset) */
+		bool		third;		/* through a scratch of q / 3 + 1 probes */
+	}			modes[] = {{"1", NULL, false}, {NULL, NULL, false}, {NULL, NULL, true}, {NULL, "-1", true}};
 	char		tag[200];
 	GiError		err;
 
@@ -858,6 +865,7 @@ check_long_stretches(void)
 		uint64_t   *df = NULL,
 				   *dl = NULL;
 		GiGpuPolicy dflt;
+		GiGpuScratch *third = NULL;
 
 		std::sort(keys.begin(), keys.end());
 		for (size_t i = 0; i < n; i++)
@@ -873,6 +881,8 @@ check_long_stretches(void)
 			continue;
 		}
 		gi_gpu_dev_get_policy(&dflt);
+		test_record(&tr, gi_gpu_dev_scratch_create(img, q / 3 + 1, &third, &err) == GI_OK,
+					"a scratch of a third of 2^22 probes");
 		cudaMalloc(&dpr, q * 8);
 		cudaMalloc(&dph, q * 8);
 		cudaMalloc(&df, q * 8);
@@ -892,14 +902,18 @@ check_long_stretches(void)
 			for (int op = GI_OP_POINT; op <= GI_OP_RANGE; op++)
 				for (const auto &m : modes)
 				{
-					if (m[0])
-						setenv("GI_GPU_STREAM_GRIDS", m[0], 1);
-					if (m[1])
-						setenv("GI_GPU_ONE_PASS", m[1], 1);
+					if (m.third && !third)
+						continue;
+					if (m.grids)
+						setenv("GI_GPU_STREAM_GRIDS", m.grids, 1);
+					if (m.one_pass)
+						setenv("GI_GPU_ONE_PASS", m.one_pass, 1);
 					gi_settings_reload();
-					snprintf(tag, sizeof(tag), "gpu dev 2^22 probes over 10^5 lognormal keys w=%d order=%d op=%d, stream grids %s, one pass %s",
-							 w, order, op, m[0] ? m[0] : "(default)", m[1] ? m[1] : "(default)");
-					GiStatus	st = dev_query(img, op, dflt, dpr, dph, q, df, dl, f, l, &err);
+					snprintf(tag, sizeof(tag), "gpu dev 2^22 probes over 10^5 lognormal keys w=%d order=%d op=%d, stream grids %s, one pass %s%s",
+							 w, order, op, m.grids ? m.grids : "(default)", m.one_pass ? m.one_pass : "(default)",
+							 m.third ? ", through a scratch of a third" : "");
+					GiStatus	st = dev_query(img, op, dflt, dpr, dph, q, df, dl, f, l, &err,
+											   m.third ? third : NULL);
 
 					test_record(&tr, st == GI_OK && same(keys, op, p, ph, f.data(), l.data(), tag), tag);
 					unsetenv("GI_GPU_STREAM_GRIDS");
@@ -911,6 +925,7 @@ check_long_stretches(void)
 		cudaFree(dph);
 		cudaFree(df);
 		cudaFree(dl);
+		gi_gpu_dev_scratch_free(third);
 		gi_image_free(img);
 	}
 }
@@ -946,6 +961,8 @@ main(int argc, char **argv)
 			for (int shape = 0; shape < 5; shape++)
 				run_case(s, w, shape, std::min<size_t>(std::max<size_t>(s * 2, 2000), 300000));
 	}
+	if (max_n >= 16385)
+		check_long_stretches();
 	/*
 	 * About two buckets a leaf: where a leaf's keys span less than half a
 	 * bucket, a bucket holds 3 to 5 leaves' keys (a span entry, read only
@@ -954,8 +971,6 @@ main(int argc, char **argv)
 	 * run built some, and their answers were checked against brute force
 	 * with the rest.
 	 */
-	if (max_n >= 16385)
-		check_long_stretches();
 	if (max_n >= 16385)
 	{
 		test_record(&tr, g_span_tables > 0, "some trees' top tables have span entries");
