@@ -853,7 +853,7 @@ check_long_stretches(void)
 	char		tag[200];
 	GiError		err;
 
-	for (int w = 4; w <= 8; w *= 4)
+	for (int w = 4; w <= 8; w *= 2)
 	{
 		std::vector<int64_t> keys = make_keys(n, w, 4);
 		std::vector<int32_t> k32(n);
