@@ -91,7 +91,11 @@ static const PathVariant path_variants[] = {
 
 #define HUGE_N 1000000000ull	/* from here on: device-resident parts only */
 #define SMALL_Q 1000000			/* query batches up to this many probes ... */
-#define SMALL_REPS 21			/* ... are timed this many times (the median) */
+#define SMALL_REPS 201			/* ... are timed this many times by default (the median):
+								 * a 10^5-probe call is ~15 us, ~10 of them launch
+								 * and wait, and the host's speed drifts within a
+								 * call; 21 left ratios 2-4 % apart from run to run */
+static int g_small_reps = SMALL_REPS;	/* --small-reps */
 
 /* One draw of the distribution: 0 uniform over the type, 1 lognormal, 2
  * long runs (a narrow lognormal, the same for both widths: about 10^5
@@ -584,8 +588,8 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 							ts,
 							tb;
 				/* batches of tens of microseconds: a median of 3 moved by
-				 * 10-25 % from run to run, so they take SMALL_REPS */
-				const int	qreps = q <= SMALL_Q && reps > 1 ? std::max(reps, SMALL_REPS) : reps;
+				 * 10-25 % from run to run, so they take g_small_reps */
+				const int	qreps = q <= SMALL_Q && reps > 1 ? std::max(reps, g_small_reps) : reps;
 
 				/*
 				 * Alternating, each timed run right after an untimed one of
@@ -629,7 +633,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 				double		must = q * 24.0 + std::min((double) info.device_bytes, q * 128.0);
 				double		bound_ms = must / (g_copy_gbs * 1e9) * 1e3;
 
-				t_query.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %s | %.3f | %.2f | %.2f | %.3f | %.2f | **%.2fx** | %.0f%% | %llu |",
+				t_query.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %s | %.3f | %.2f | %.2f | %.3f | %.2f | **%.3fx** | %.0f%% | %llu |",
 									  kname, (double) n, dist_name[dist], (double) q,
 									  op == GI_OP_POINT ? "point" : "pred", order_name[order],
 									  median(tt), median(ts), tq / 1e9, median(tb), bq / 1e9, tq / bq,
@@ -807,6 +811,8 @@ main(int argc, char **argv)
 			max_q = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--min-n") && i + 1 < argc)
 			min_n = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--small-reps") && i + 1 < argc)
+			g_small_reps = std::max(1, atoi(argv[++i]));
 		else if (!strcmp(argv[i], "--paths"))
 			g_paths = true;
 		else if (!strcmp(argv[i], "--insertable"))
@@ -881,7 +887,7 @@ main(int argc, char **argv)
 
 	printf("\n### Builds (ms; median of %d after a warm-up)\n\n", reps);
 	print_table("| key | n | dist | host unsorted pairs -> image, sorted pairs back: total (transfer / sort / build) | same, nothing back | device unsorted pairs: total (sort / build) | device sorted keys | device B/key | levels |", t_build);
-	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9; host clock: the binary search's launch and a device synchronisation, the engine's synchronous call; the median of %d runs, of %d for batches of up to %d probes; the tree and the binary search alternate, each timed run right after an untimed one of its own)\n\n", reps, reps > 1 ? std::max(reps, SMALL_REPS) : reps, SMALL_Q);
+	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9; host clock: the binary search's launch and a device synchronisation, the engine's synchronous call; the median of %d runs, of %d for batches of up to %d probes; the tree and the binary search alternate, each timed run right after an untimed one of its own)\n\n", reps, reps > 1 ? std::max(reps, g_small_reps) : reps, SMALL_Q);
 	print_table("| key | n | dist | probes | op | probe order | tree ms | of which sort ms | tree Gq/s | bsearch ms | bsearch Gq/s | tree/bsearch | of bandwidth bound | mismatches |", t_query);
 	printf("\nBandwidth bound: probes (8 B) + answers (16 B) + the leaves touched (at most all, at most 128 B a probe) over the measured copy bandwidth; the column is bound time / tree time.\n");
 	if (g_paths)
