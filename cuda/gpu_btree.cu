@@ -1534,36 +1534,36 @@ finish_build(GpuImage *img, const void *sorted, bool check, GiError *err)
 	return build_levels<int64_t>(img, (const int64_t *) sorted, err);
 }
 
-/* Build from sorted host keys: pinned async upload, then the levels. */
-GiStatus
-gi_gpu_btree_build(const GiBuildParams *params, const int64_t *keys, size_t n,
-				   GiImage **out, GiError *err)
+/* The host builds (gi_gpu_build_from_host): the levels, the order checked
+ * where the caller promised it. */
+static GiStatus
+btree_build_from(const GiBuildParams *params, const int64_t *keys, const uint64_t *payloads,
+				 size_t n, bool sorted, int64_t *sorted_keys_out,
+				 uint64_t *sorted_payloads_out, GiImage **out, GiError *err)
 {
 	ImageGuard	guard;
-	DevBuf		ks;
-	double		t0 = gi_now_ms(),
-				t1,
-				t2;
-	bool		bad = false;
+	double		t0 = gi_now_ms();
 
 	*out = NULL;
 	CKS(image_create(params, n, guard, err));
 	GpuImage   *img = guard.img;
 
-	CKS(gi_gpu_alloc(ks, n * img->kw, "the sorted keys", err));
-	CKS(gi_gpu_upload(ks.p, keys, n, img->kw, img->stream, &bad, err));
-	if (bad)
-		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
-	CK(cudaStreamSynchronize(img->stream));
-	t1 = gi_now_ms();
-	CKS(finish_build(img, ks.p, true, err));
-	t2 = gi_now_ms();
-	img->hdr.build.transfer_ms = t1 - t0;
-	img->hdr.build.build_ms = t2 - t1;
-	img->hdr.build.total_ms = t2 - t0;
+	CKS(gi_gpu_build_from_host(img->stream, img->kw, params->key_bytes, keys, payloads, n, sorted,
+							   sorted_keys_out, sorted_payloads_out,
+							   [img] (const void *k, bool promised, GiError *e) {
+								   return finish_build(img, k, promised, e);
+							   }, t0, &img->hdr.build, err));
 	*out = &img->hdr;
 	guard.img = NULL;
 	return GI_OK;
+}
+
+/* Build from sorted host keys: pinned async upload, then the levels. */
+GiStatus
+gi_gpu_btree_build(const GiBuildParams *params, const int64_t *keys, size_t n,
+				   GiImage **out, GiError *err)
+{
+	return btree_build_from(params, keys, NULL, n, true, NULL, NULL, out, err);
 }
 
 /* Build from unsorted host pairs: upload, CUB sort on the device, levels,
@@ -1574,56 +1574,8 @@ gi_gpu_btree_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 							int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
 							GiImage **out, GiError *err)
 {
-	ImageGuard	guard;
-	DevBuf		kin,
-				ks,
-				pin,
-				pout;
-	double		t0 = gi_now_ms(),
-				t1,
-				t2,
-				t3,
-				t4;
-	bool		bad = false;
-	bool		want_pay = payloads && sorted_payloads_out;
-
-	*out = NULL;
-	CKS(image_create(params, n, guard, err));
-	GpuImage   *img = guard.img;
-
-	CKS(gi_gpu_alloc(kin, n * img->kw, "the unsorted keys", err));
-	CKS(gi_gpu_alloc(ks, n * img->kw, "the sorted keys", err));
-	if (want_pay)
-	{
-		CKS(gi_gpu_alloc(pin, n * 8, "the unsorted payloads", err));
-		CKS(gi_gpu_alloc(pout, n * 8, "the sorted payloads", err));
-	}
-	CKS(gi_gpu_upload(kin.p, keys, n, img->kw, img->stream, &bad, err));
-	if (bad)
-		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
-	if (want_pay)
-		CKS(gi_gpu_upload(pin.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
-	CK(cudaStreamSynchronize(img->stream));
-	t1 = gi_now_ms();
-	CKS(gi_gpu_sort_pairs(img->kw, img->geo.n, img->stream, kin.p, (const uint64_t *) pin.p, (uint64_t *) pout.p, ks.p, err));
-	CK(cudaStreamSynchronize(img->stream));
-	t2 = gi_now_ms();
-	cudaFree(kin.release());
-	cudaFree(pin.release());
-	CKS(finish_build(img, ks.p, false, err));
-	t3 = gi_now_ms();
-	if (sorted_keys_out)
-		CKS(gi_gpu_download(sorted_keys_out, ks.p, n, img->kw, img->stream, err));
-	if (want_pay)				/* (without payloads there are none to return) */
-		CKS(gi_gpu_download((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
-	t4 = gi_now_ms();
-	img->hdr.build.transfer_ms = (t1 - t0) + (t4 - t3);
-	img->hdr.build.sort_ms = t2 - t1;
-	img->hdr.build.build_ms = t3 - t2;
-	img->hdr.build.total_ms = t4 - t0;
-	*out = &img->hdr;
-	guard.img = NULL;
-	return GI_OK;
+	return btree_build_from(params, keys, payloads, n, false, sorted_keys_out,
+							sorted_payloads_out, out, err);
 }
 
 /* Free an image and its device memory. */
@@ -1763,30 +1715,16 @@ gi_gpu_btree_dev_build(const GiBuildParams *params, const void *d_keys,
 					   uint64_t *d_payloads_out, GiImage **out, GiError *err)
 {
 	ImageGuard	guard;
-	DevBuf		ks;
-	double		t0 = gi_now_ms(),
-				t1;
+	double		t0 = gi_now_ms();
 
 	*out = NULL;
 	CKS(image_create(params, n, guard, err));
 	GpuImage   *img = guard.img;
 
-	if (sorted)
-	{
-		if (d_payloads && d_payloads_out && n)
-			CK(cudaMemcpyAsync(d_payloads_out, d_payloads, n * 8, cudaMemcpyDeviceToDevice, img->stream));
-	}
-	else
-	{
-		CKS(gi_gpu_alloc(ks, n * img->kw, "the sorted keys", err));
-		CKS(gi_gpu_sort_pairs(img->kw, img->geo.n, img->stream, d_keys, d_payloads, d_payloads_out, ks.p, err));
-	}
-	CK(cudaStreamSynchronize(img->stream));
-	t1 = gi_now_ms();
-	CKS(finish_build(img, sorted ? d_keys : ks.p, sorted, err));
-	img->hdr.build.sort_ms = sorted ? 0 : t1 - t0;
-	img->hdr.build.build_ms = gi_now_ms() - t1;
-	img->hdr.build.total_ms = gi_now_ms() - t0;
+	CKS(gi_gpu_build_from_device(img->stream, img->kw, d_keys, d_payloads, n, sorted, d_payloads_out,
+								 [img] (const void *k, bool promised, GiError *e) {
+									 return finish_build(img, k, promised, e);
+								 }, t0, &img->hdr.build, err));
 	*out = &img->hdr;
 	guard.img = NULL;
 	return GI_OK;

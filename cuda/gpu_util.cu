@@ -566,3 +566,88 @@ gi_gpu_sort_pairs(int kw, size_t n, cudaStream_t stream, const void *keys_in,
 	return sort_pairs<int64_t>(n, stream, (const int64_t *) keys_in, pay_in, pay_out,
 							   (int64_t *) keys_out, err);
 }
+
+/* Build from host keys (gpu_util.cuh). */
+GiStatus
+gi_gpu_build_from_host(cudaStream_t st, int kw, int key_bytes, const int64_t *keys,
+					   const uint64_t *payloads, size_t n, bool sorted,
+					   int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
+					   const GiGpuFinish &finish, double t0, GiTimings *t, GiError *err)
+{
+	DevBuf		kin,
+				ks,
+				pin,
+				pout;
+	double		t1,
+				t2,
+				t3,
+				t4;
+	bool		bad = false;
+	bool		want_pay = !sorted && payloads && sorted_payloads_out;
+
+	CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
+	if (!sorted)
+		CKS(gi_gpu_alloc(kin, n * kw, "the unsorted keys", err));
+	if (want_pay)
+	{
+		CKS(gi_gpu_alloc(pin, n * 8, "the unsorted payloads", err));
+		CKS(gi_gpu_alloc(pout, n * 8, "the sorted payloads", err));
+	}
+	CKS(gi_gpu_upload(sorted ? ks.p : kin.p, keys, n, kw, st, &bad, err));
+	if (want_pay)
+		CKS(gi_gpu_upload(pin.p, (const int64_t *) payloads, n, 8, st, NULL, err));
+	CK(cudaStreamSynchronize(st));
+	if (bad)
+		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", key_bytes);
+	t1 = gi_now_ms();
+	if (!sorted)
+	{
+		CKS(gi_gpu_sort_pairs(kw, n, st, kin.p, (const uint64_t *) pin.p, (uint64_t *) pout.p,
+							  ks.p, err));
+		CK(cudaStreamSynchronize(st));
+		kin.drop();
+		pin.drop();
+	}
+	t2 = sorted ? t1 : gi_now_ms();
+	CKS(finish(ks.p, sorted, err));
+	t3 = gi_now_ms();
+	if (!sorted && sorted_keys_out)
+		CKS(gi_gpu_download(sorted_keys_out, ks.p, n, kw, st, err));
+	if (want_pay)				/* (without payloads there are none to return) */
+		CKS(gi_gpu_download((int64_t *) sorted_payloads_out, pout.p, n, 8, st, err));
+	t4 = gi_now_ms();
+	t->transfer_ms = (t1 - t0) + (t4 - t3);
+	t->sort_ms = t2 - t1;
+	t->build_ms = t3 - t2;
+	t->total_ms = t4 - t0;
+	return GI_OK;
+}
+
+/* Build from device-resident keys (gpu_util.cuh). */
+GiStatus
+gi_gpu_build_from_device(cudaStream_t st, int kw, const void *d_keys,
+						 const uint64_t *d_payloads, size_t n, bool sorted,
+						 uint64_t *d_payloads_out, const GiGpuFinish &finish,
+						 double t0, GiTimings *t, GiError *err)
+{
+	DevBuf		ks;
+	double		t1;
+
+	if (sorted)
+	{
+		if (d_payloads && d_payloads_out && n)
+			CK(cudaMemcpyAsync(d_payloads_out, d_payloads, n * 8, cudaMemcpyDeviceToDevice, st));
+	}
+	else
+	{
+		CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
+		CKS(gi_gpu_sort_pairs(kw, n, st, d_keys, d_payloads, d_payloads_out, ks.p, err));
+	}
+	CK(cudaStreamSynchronize(st));
+	t1 = gi_now_ms();
+	CKS(finish(sorted ? d_keys : ks.p, sorted, err));
+	t->sort_ms = sorted ? 0 : t1 - t0;
+	t->build_ms = gi_now_ms() - t1;
+	t->total_ms = gi_now_ms() - t0;
+	return GI_OK;
+}

@@ -14,6 +14,8 @@
 
 #include <cuda_runtime.h>
 
+#include <functional>
+
 /* The one way a function of the GPU engine is exported from the module. */
 #define GI_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -108,6 +110,40 @@ GiStatus	gi_gpu_download(int64_t *dst, const void *src, size_t n, int width,
 GiStatus	gi_gpu_sort_pairs(int kw, size_t n, cudaStream_t stream,
 							  const void *keys_in, const uint64_t *pay_in,
 							  uint64_t *pay_out, void *keys_out, GiError *err);
+
+/* ------------------------------------------------------------------------ */
+/* The build steps both structures share                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A structure's own step of a build (gpu_btree.cu, gpu_veb.cu): make the
+ * structure on its stream from n keys sorted on the device; promised: the
+ * caller sorted them (the structure checks the order then).
+ */
+typedef std::function<GiStatus(const void *sorted, bool promised, GiError *err)> GiGpuFinish;
+
+/*
+ * Build from host keys (and payloads) on stream st, the timings from t0
+ * into *t: the keys uploaded as kw-byte integers (a key that does not fit
+ * key_bytes is an error), sorted with their payloads on the device unless
+ * the caller sorted them (then without payloads), finish, and the sorted
+ * keys and payloads back to the host where asked.
+ */
+GiStatus	gi_gpu_build_from_host(cudaStream_t st, int kw, int key_bytes,
+								   const int64_t *keys, const uint64_t *payloads,
+								   size_t n, bool sorted, int64_t *sorted_keys_out,
+								   uint64_t *sorted_payloads_out, const GiGpuFinish &finish,
+								   double t0, GiTimings *t, GiError *err);
+
+/*
+ * Build from device-resident kw-byte keys (and payloads) on stream st, the
+ * timings from t0 into *t: sorted on the device unless the caller sorted
+ * them (payloads then copied to d_payloads_out as they are), then finish.
+ */
+GiStatus	gi_gpu_build_from_device(cudaStream_t st, int kw, const void *d_keys,
+									 const uint64_t *d_payloads, size_t n, bool sorted,
+									 uint64_t *d_payloads_out, const GiGpuFinish &finish,
+									 double t0, GiTimings *t, GiError *err);
 
 /* ------------------------------------------------------------------------ */
 /* Shared kernels                                                            */

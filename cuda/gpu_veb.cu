@@ -757,37 +757,38 @@ veb_search(const VebImage *img, GiOp op, const int64_t *probes, const int64_t *h
 /* Entry points (gpu_veb.cuh), dispatched to from gpu_engine.cu              */
 /* ------------------------------------------------------------------------ */
 
-/* Build from sorted host keys: pinned upload, then the structure. */
-GiStatus
-gi_gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
-			  GiImage **out, GiError *err)
+/* The host builds (gi_gpu_build_from_host): the structure, the order
+ * checked where the caller promised it and for 2-byte keys (their width). */
+static GiStatus
+veb_build_from(const GiBuildParams *params, const int64_t *keys, const uint64_t *payloads,
+			   size_t n, bool sorted, int64_t *sorted_keys_out,
+			   uint64_t *sorted_payloads_out, GiImage **out, GiError *err)
 {
 	VebGuard	guard;
-	DevBuf		ks;
-	double		t0 = gi_now_ms(),
-				t1,
-				t2;
-	bool		bad = false;
+	double		t0 = gi_now_ms();
 	int			kw = params->key_bytes == 8 ? 8 : 4;
 
 	*out = NULL;
 	CKS(veb_create(params, n, guard, err));
 	VebImage   *img = guard.img;
 
-	CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
-	CKS(gi_gpu_upload(ks.p, keys, n, kw, img->stream, &bad, err));
-	CK(cudaStreamSynchronize(img->stream));
-	if (bad)
-		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
-	t1 = gi_now_ms();
-	CKS(veb_finish(img, ks.p, true, params->device_memory_limit, err));
-	t2 = gi_now_ms();
-	img->hdr.build.transfer_ms = t1 - t0;
-	img->hdr.build.build_ms = t2 - t1;
-	img->hdr.build.total_ms = t2 - t0;
+	CKS(gi_gpu_build_from_host(img->stream, kw, params->key_bytes, keys, payloads, n, sorted,
+							   sorted_keys_out, sorted_payloads_out,
+							   [img, params] (const void *k, bool promised, GiError *e) {
+								   return veb_finish(img, k, promised || params->key_bytes == 2,
+													 params->device_memory_limit, e);
+							   }, t0, &img->hdr.build, err));
 	*out = &img->hdr;
 	guard.img = NULL;
 	return GI_OK;
+}
+
+/* Build from sorted host keys: pinned upload, then the structure. */
+GiStatus
+gi_gpu_veb_build(const GiBuildParams *params, const int64_t *keys, size_t n,
+			  GiImage **out, GiError *err)
+{
+	return veb_build_from(params, keys, NULL, n, true, NULL, NULL, out, err);
 }
 
 /* Build from unsorted host pairs: upload, CUB sort, structure, and the
@@ -798,59 +799,8 @@ gi_gpu_veb_build_unsorted(const GiBuildParams *params, const int64_t *keys,
 					   int64_t *sorted_keys_out, uint64_t *sorted_payloads_out,
 					   GiImage **out, GiError *err)
 {
-	VebGuard	guard;
-	DevBuf		kin,
-				ks,
-				pin,
-				pout;
-	double		t0 = gi_now_ms(),
-				t1,
-				t2,
-				t3,
-				t4;
-	bool		bad = false;
-	bool		want_pay = payloads && sorted_payloads_out;
-	int			kw = params->key_bytes == 8 ? 8 : 4;
-
-	*out = NULL;
-	CKS(veb_create(params, n, guard, err));
-	VebImage   *img = guard.img;
-
-	CKS(gi_gpu_alloc(kin, n * kw, "the unsorted keys", err));
-	CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
-	if (want_pay)
-	{
-		CKS(gi_gpu_alloc(pin, n * 8, "the unsorted payloads", err));
-		CKS(gi_gpu_alloc(pout, n * 8, "the sorted payloads", err));
-	}
-	CKS(gi_gpu_upload(kin.p, keys, n, kw, img->stream, &bad, err));
-	if (want_pay)
-		CKS(gi_gpu_upload(pin.p, (const int64_t *) payloads, n, 8, img->stream, NULL, err));
-	CK(cudaStreamSynchronize(img->stream));
-	if (bad)
-		return gi_set_error(err, GI_ERR_INVALID, "a key does not fit in %d bytes", params->key_bytes);
-	t1 = gi_now_ms();
-	CKS(gi_gpu_sort_pairs(kw, n, img->stream, kin.p, (const uint64_t *) pin.p,
-							   (uint64_t *) pout.p, ks.p, err));
-	CK(cudaStreamSynchronize(img->stream));
-	t2 = gi_now_ms();
-	kin.drop();
-	pin.drop();
-	/* the width of 2-byte keys is checked; their order is known */
-	CKS(veb_finish(img, ks.p, params->key_bytes == 2, params->device_memory_limit, err));
-	t3 = gi_now_ms();
-	if (sorted_keys_out)
-		CKS(gi_gpu_download(sorted_keys_out, ks.p, n, kw, img->stream, err));
-	if (want_pay)
-		CKS(gi_gpu_download((int64_t *) sorted_payloads_out, pout.p, n, 8, img->stream, err));
-	t4 = gi_now_ms();
-	img->hdr.build.transfer_ms = (t1 - t0) + (t4 - t3);
-	img->hdr.build.sort_ms = t2 - t1;
-	img->hdr.build.build_ms = t3 - t2;
-	img->hdr.build.total_ms = t4 - t0;
-	*out = &img->hdr;
-	guard.img = NULL;
-	return GI_OK;
+	return veb_build_from(params, keys, payloads, n, false, sorted_keys_out,
+						  sorted_payloads_out, out, err);
 }
 
 /* Build from device-resident keys (and payloads), sorting them if asked. */
@@ -860,33 +810,18 @@ gi_gpu_veb_dev_build(const GiBuildParams *params, const void *d_keys,
 				  uint64_t *d_payloads_out, GiImage **out, GiError *err)
 {
 	VebGuard	guard;
-	DevBuf		ks;
-	double		t0 = gi_now_ms(),
-				t1;
+	double		t0 = gi_now_ms();
 	int			kw = params->key_bytes == 8 ? 8 : 4;
 
 	*out = NULL;
 	CKS(veb_create(params, n, guard, err));
 	VebImage   *img = guard.img;
 
-	if (sorted)
-	{
-		if (d_payloads && d_payloads_out && n)
-			CK(cudaMemcpyAsync(d_payloads_out, d_payloads, n * 8, cudaMemcpyDeviceToDevice, img->stream));
-	}
-	else
-	{
-		CKS(gi_gpu_alloc(ks, n * kw, "the sorted keys", err));
-		CKS(gi_gpu_sort_pairs(kw, n, img->stream, d_keys, d_payloads, d_payloads_out,
-								   ks.p, err));
-	}
-	CK(cudaStreamSynchronize(img->stream));
-	t1 = gi_now_ms();
-	CKS(veb_finish(img, sorted ? d_keys : ks.p, sorted || params->key_bytes == 2,
-					params->device_memory_limit, err));
-	img->hdr.build.sort_ms = sorted ? 0 : t1 - t0;
-	img->hdr.build.build_ms = gi_now_ms() - t1;
-	img->hdr.build.total_ms = gi_now_ms() - t0;
+	CKS(gi_gpu_build_from_device(img->stream, kw, d_keys, d_payloads, n, sorted, d_payloads_out,
+								 [img, params] (const void *k, bool promised, GiError *e) {
+									 return veb_finish(img, k, promised || params->key_bytes == 2,
+													   params->device_memory_limit, e);
+								 }, t0, &img->hdr.build, err));
 	*out = &img->hdr;
 	guard.img = NULL;
 	return GI_OK;
