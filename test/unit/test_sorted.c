@@ -62,51 +62,51 @@ typedef struct SortedMode
 } SortedMode;
 
 static const SortedMode modes[] = {
-	{"off", "off", NULL, NULL, NULL, NULL, NULL, NULL, false},
-	{"auto", "auto", "0", NULL, NULL, NULL, NULL, NULL, false},
-	{"on", "on", "0", NULL, NULL, NULL, NULL, NULL, false},
-	{"sampled", "off", "0", NULL, NULL, NULL, NULL, NULL, true},	/* the order sample at every
+	{"off", "off", NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, NULL, NULL},
+	{"auto", "auto", "0", NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, NULL, NULL},
+	{"on", "on", "0", NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, NULL, NULL},
+	{"sampled", "off", "0", NULL, NULL, NULL, NULL, NULL, true, NULL, NULL, NULL, NULL, NULL},	/* the order sample at every
 																	 * batch size: the stream
 																	 * kernel where it tiles */
-	{"sampled tiled kernel", "off", "0", NULL, NULL, NULL, NULL, NULL, true, NULL, NULL, NULL, "off"},
-	{"sampled stream on", "off", "0", NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, "on"},
+	{"sampled tiled kernel", "off", "0", NULL, NULL, NULL, NULL, NULL, true, NULL, NULL, NULL, "off", NULL},
+	{"sampled stream on", "off", "0", NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, "on", NULL},
 	{"sampled no row hint", "off", "0", NULL, NULL, NULL, NULL, NULL, true, NULL, NULL, NULL, NULL, "off"},
-	{"prefix", "off", NULL, "off", NULL, NULL, NULL, NULL, false},	/* children from the prefix
+	{"prefix", "off", NULL, "off", NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, NULL, NULL},	/* children from the prefix
 																	 * sums */
-	{"sampled prefix", "off", "0", "off", NULL, NULL, NULL, NULL, false},
-	{"no dedup", "off", NULL, NULL, "off", NULL, NULL, NULL, false},	/* equal probes descend each */
-	{"on no dedup", "on", "0", NULL, "off", NULL, NULL, NULL, false},
-	{"thread", "off", NULL, NULL, NULL, "1", NULL, NULL, false},	/* the per-probe kernel a lane a
+	{"sampled prefix", "off", "0", "off", NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, NULL, NULL},
+	{"no dedup", "off", NULL, NULL, "off", NULL, NULL, NULL, false, NULL, NULL, NULL, NULL, NULL},	/* equal probes descend each */
+	{"on no dedup", "on", "0", NULL, "off", NULL, NULL, NULL, false, NULL, NULL, NULL, NULL, NULL},
+	{"thread", "off", NULL, NULL, NULL, "1", NULL, NULL, false, NULL, NULL, NULL, NULL, NULL},	/* the per-probe kernel a lane a
 																	 * probe */
-	{"thread prefix", "off", NULL, "off", NULL, "1", NULL, NULL, false},
-	{"sampled thread", "off", "0", NULL, NULL, "1", NULL, NULL, false},
-	{"sampled 2 blocks", "off", "0", NULL, NULL, NULL, "2", NULL, false, NULL, NULL, NULL, "off"},	/* the
+	{"thread prefix", "off", NULL, "off", NULL, "1", NULL, NULL, false, NULL, NULL, NULL, NULL, NULL},
+	{"sampled thread", "off", "0", NULL, NULL, "1", NULL, NULL, false, NULL, NULL, NULL, NULL, NULL},
+	{"sampled 2 blocks", "off", "0", NULL, NULL, NULL, "2", NULL, false, NULL, NULL, NULL, "off", NULL},	/* the
 																									 * tiled
 																									 * kernel's
 																									 * register
 																									 * cap */
-	{"on 3 blocks", "on", "0", NULL, NULL, NULL, "3", NULL, false},
-	{"auto no dedup 2 blocks", "auto", "0", NULL, "off", NULL, "2", NULL, false},
-	{"thread no walk", "off", NULL, NULL, NULL, "1", NULL, "off", true},	/* second ranks by
+	{"on 3 blocks", "on", "0", NULL, NULL, NULL, "3", NULL, false, NULL, NULL, NULL, NULL, NULL},
+	{"auto no dedup 2 blocks", "auto", "0", NULL, "off", NULL, "2", NULL, false, NULL, NULL, NULL, NULL, NULL},
+	{"thread no walk", "off", NULL, NULL, NULL, "1", NULL, "off", true, NULL, NULL, NULL, NULL, NULL},	/* second ranks by
 																			 * binary search */
-	{"sampled no walk", "off", "0", NULL, NULL, "1", NULL, "off", false},
-	{"thread no top", "off", NULL, NULL, NULL, "1", NULL, NULL, true, "off", NULL},	/* descents from
+	{"sampled no walk", "off", "0", NULL, NULL, "1", NULL, "off", false, NULL, NULL, NULL, NULL, NULL},
+	{"thread no top", "off", NULL, NULL, NULL, "1", NULL, NULL, true, "off", NULL, NULL, NULL, NULL},	/* descents from
 																					 * the root */
-	{"no top", "off", NULL, NULL, NULL, NULL, NULL, NULL, false, "off", NULL},
-	{"thread wide", "off", NULL, NULL, NULL, "1", NULL, NULL, true, NULL, "on"},	/* whole-leaf loads */
-	{"thread wide no walk", "off", NULL, NULL, NULL, "1", NULL, "off", false, NULL, "on"},
-	{"thread wide no top", "off", NULL, NULL, NULL, "1", NULL, NULL, false, "off", "on"},
-	{"thread guess", "off", NULL, NULL, NULL, "1", NULL, NULL, true, NULL, NULL, "on"},	/* leaf ranks
+	{"no top", "off", NULL, NULL, NULL, NULL, NULL, NULL, false, "off", NULL, NULL, NULL, NULL},
+	{"thread wide", "off", NULL, NULL, NULL, "1", NULL, NULL, true, NULL, "on", NULL, NULL, NULL},	/* whole-leaf loads */
+	{"thread wide no walk", "off", NULL, NULL, NULL, "1", NULL, "off", false, NULL, "on", NULL, NULL, NULL},
+	{"thread wide no top", "off", NULL, NULL, NULL, "1", NULL, NULL, false, "off", "on", NULL, NULL, NULL},
+	{"thread guess", "off", NULL, NULL, NULL, "1", NULL, NULL, true, NULL, NULL, "on", NULL, NULL},	/* leaf ranks
 																						 * from a
 																						 * guessed
 																						 * sector */
-	{"sampled thread guess", "off", "0", NULL, NULL, "1", NULL, NULL, false, NULL, NULL, "on"},
-	{"thread guess walk off", "off", NULL, NULL, NULL, "1", NULL, "off", false, NULL, NULL, "on"},	/* the
+	{"sampled thread guess", "off", "0", NULL, NULL, "1", NULL, NULL, false, NULL, NULL, "on", NULL, NULL},
+	{"thread guess walk off", "off", NULL, NULL, NULL, "1", NULL, "off", false, NULL, NULL, "on", NULL, NULL},	/* the
 																									 * walk
 																									 * setting
 																									 * ignored */
-	{"thread guess no top", "off", NULL, NULL, NULL, "1", NULL, NULL, false, "off", NULL, "on"},
-	{"thread guess prefix", "off", NULL, "off", NULL, "1", NULL, NULL, false, NULL, NULL, "on"},
+	{"thread guess no top", "off", NULL, NULL, NULL, "1", NULL, NULL, false, "off", NULL, "on", NULL, NULL},
+	{"thread guess prefix", "off", NULL, "off", NULL, "1", NULL, NULL, false, NULL, NULL, "on", NULL, NULL},
 };
 #define NMODES ((int) (sizeof(modes) / sizeof(modes[0])))
 #define NRUN_MODES 3			/* the run search's; the rest run for shapes
