@@ -94,7 +94,9 @@ static const PathVariant path_variants[] = {
 #define SMALL_REPS 201			/* ... are timed this many times by default (the median):
 								 * a 10^5-probe call is ~15 us, ~10 of them launch
 								 * and wait, and the host's speed drifts within a
-								 * call; 21 left ratios 2-4 % apart from run to run */
+								 * call; H100, 2026-11-28: a 10^5-probe row's ratio
+								 * moved 5.5-9.0 % between runs at 21 (the median
+								 * row), 3.0-6.8 % at 201 */
 static int g_small_reps = SMALL_REPS;	/* --small-reps */
 
 /* One draw of the distribution: 0 uniform over the type, 1 lognormal, 2
