@@ -18,10 +18,13 @@
  * clustered) and key distributions (uniform, lognormal; runs, long runs of
  * equal keys at both widths, only when named) to run, --widths the key
  * widths in bytes (4, 8).  --insertable prints the insertable form's table
- * (of --paths) alone, for every distribution run.
+ * (of --paths) alone, for every distribution run.  --merge adds, for every
+ * sorted row, a merge-path search over the dense sorted keys
+ * (merge_search.cuh) beside the tree and the binary search: what a search
+ * that streams the keys reaches, on the same batch.
  *
  *   kernel_bench [--small] [--max-n N] [--max-q Q] [--min-n N] [--paths] [--insertable] [--device-only]
- *                [--orders LIST] [--dists LIST] [--widths 4,8]
+ *                [--orders LIST] [--dists LIST] [--widths 4,8] [--merge] [--small-reps N]
  */
 #include "gpu_engine.cuh"
 #include "bench_util.cuh"
@@ -42,6 +45,8 @@ static std::vector<std::string> t_build, t_query, t_e2e, t_sweep, t_tiles, t_pat
 static bool g_paths;				/* --paths */
 static bool g_insertable;			/* --insertable */
 static bool g_device_only;		/* --device-only */
+static bool g_merge;				/* --merge */
+static std::vector<std::string> t_merge;
 static bool g_order_on[3] = {true, true, true};	/* --orders */
 static bool g_width_on[2] = {true, true};	/* --widths: int32, int64 */
 static bool g_dist_on[3] = {true, true, false};	/* --dists (runs: only when named) */
@@ -204,6 +209,8 @@ bsearch_kernel(const K *keys, uint64_t n, int op, const int64_t *probes, uint64_
 		last[i] = l;
 	}
 }
+
+#include "merge_search.cuh"
 
 static int g_sms;
 static double g_copy_gbs;		/* measured device copy bandwidth, GB/s */
@@ -440,6 +447,137 @@ insertable_rows(GiImage *img, const void *dkeys, uint64_t n, int dist, const int
 	gi_image_free(iimg);
 }
 
+/* The merge shapes --merge times, in its table's column order. */
+typedef MergeShape<1024, 2048, 256> MergeA;
+typedef MergeShape<2048, 4096, 256> MergeB;
+typedef MergeShape<2048, 4096, 512> MergeC;
+typedef MergeShape<512, 1024, 128> MergeD;
+typedef MergeShape<1024, 2048, 128> MergeE;
+#define MERGE_SHAPE_NAMES "1024/2048/256 | 2048/4096/256 | 2048/4096/512 | 512/1024/128 | 1024/2048/128"
+#define MERGE_SHAPES 5
+static const int merge_tiles[MERGE_SHAPES] = {MergeA::TILE, MergeB::TILE, MergeC::TILE, MergeD::TILE, MergeE::TILE};
+
+/*
+ * Time one merge shape on a sorted batch as the binary search is timed
+ * (host clock around the launches and a synchronisation), alternating with
+ * the binary search; its answers go to f1/l1, the count of wide tiles to
+ * *wide_out.  Returns the median ms.
+ */
+template <class K, class S>
+static double
+merge_time(const K *dkeys, uint64_t n, int op, const int64_t *probes, uint64_t q, int qreps,
+		   uint64_t *f1, uint64_t *l1, uint64_t *f2, uint64_t *l2, std::vector<double> &tb,
+		   unsigned long long *wide_out)
+{
+	uint64_t	tiles = (q + S::TILE - 1) / S::TILE;
+	uint64_t   *tlo,
+			   *thi;
+	unsigned long long *wide;
+	size_t		smem = merge_smem_bytes<K, S>();
+	int			per_sm = 0;
+	std::vector<double> tm;
+
+	CUDA_OK(cudaFuncSetAttribute(merge_search_kernel<K, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem));
+	CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, merge_search_kernel<K, S>, S::THREADS, smem));
+	CUDA_OK(cudaMalloc(&tlo, tiles * 8));
+	CUDA_OK(cudaMalloc(&thi, tiles * 8));
+	CUDA_OK(cudaMalloc(&wide, 8));
+	auto		merge_run = [&] {
+		double		ms = timed([&] {
+			merge_partition_kernel<K, S><<<grid(tiles), 256>>>(dkeys, n, probes, q, tlo, thi);
+			merge_search_kernel<K, S><<<(unsigned) std::min<uint64_t>(tiles, (uint64_t) g_sms * std::max(per_sm, 1) * 8), S::THREADS, smem>>>(dkeys, n, op, probes, q, tlo, thi, f1, l1, wide);
+		});
+
+		CUDA_OK(cudaGetLastError());
+		return ms;
+	};
+	auto		bsearch_run = [&] {
+		double		ms = timed([&] {
+			bsearch_kernel<K><<<grid(q), 256>>>(dkeys, n, op, probes, q, f2, l2);
+		});
+
+		CUDA_OK(cudaGetLastError());
+		return ms;
+	};
+
+	for (int r = 0; r < qreps; r++)
+	{
+		(void) merge_run();
+		tm.push_back(merge_run());
+		(void) bsearch_run();
+		tb.push_back(bsearch_run());
+	}
+	CUDA_OK(cudaMemset(wide, 0, 8));
+	(void) merge_run();
+	CUDA_OK(cudaMemcpy(wide_out, wide, 8, cudaMemcpyDeviceToHost));
+	cudaFree(tlo);
+	cudaFree(thi);
+	cudaFree(wide);
+	return median(tm);
+}
+
+/*
+ * One sorted row through the merge-path search (--merge), in each shape
+ * (tile probes / window keys / threads), beside the tree's figure from the
+ * query table; every shape's answers against the binary search's.
+ */
+template <class K>
+static void
+merge_row(const K *dkeys, uint64_t n, int dist, int op, const int64_t *probes, uint64_t q,
+		  int qreps, double tq, double bq_tree_run, uint64_t *f1, uint64_t *l1, uint64_t *f2,
+		  uint64_t *l2)
+{
+	double		ms[MERGE_SHAPES];
+	unsigned long long wide[MERGE_SHAPES],
+				bad = 0;
+	std::vector<double> tb;
+	std::string cols,
+				wides;
+	int			best = 0;
+
+	ms[0] = merge_time<K, MergeA>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[0]);
+	bad += mismatches(f1, l1, f2, l2, q);
+	ms[1] = merge_time<K, MergeB>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[1]);
+	bad += mismatches(f1, l1, f2, l2, q);
+	ms[2] = merge_time<K, MergeC>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[2]);
+	bad += mismatches(f1, l1, f2, l2, q);
+	ms[3] = merge_time<K, MergeD>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[3]);
+	bad += mismatches(f1, l1, f2, l2, q);
+	ms[4] = merge_time<K, MergeE>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[4]);
+	bad += mismatches(f1, l1, f2, l2, q);
+
+	/* the floor: the same bytes, no search (its own binary-search pairs) */
+	std::vector<double> tf;
+
+	for (int r = 0; r < qreps; r++)
+	{
+		(void) timed([&] { stream_floor_kernel<K><<<grid(std::max(q, n)), 256>>>(dkeys, n, probes, q, f1, l1); });
+		tf.push_back(timed([&] { stream_floor_kernel<K><<<grid(std::max(q, n)), 256>>>(dkeys, n, probes, q, f1, l1); }));
+		CUDA_OK(cudaGetLastError());
+		(void) timed([&] { bsearch_kernel<K><<<grid(q), 256>>>(dkeys, n, op, probes, q, f2, l2); });
+		tb.push_back(timed([&] { bsearch_kernel<K><<<grid(q), 256>>>(dkeys, n, op, probes, q, f2, l2); }));
+	}
+
+	double		fq = q / (median(tf) / 1e3);
+	double		bq = q / (median(tb) / 1e3),
+				dense_ms = (q * 24.0 + n * (double) sizeof(K)) / (g_copy_gbs * 1e9) * 1e3;
+
+	for (int v = 0; v < MERGE_SHAPES; v++)
+	{
+		cols += fmt(" %.2f |", q / (ms[v] / 1e3) / 1e9);
+		wides += fmt("%s%llu of %llu", v ? " / " : "", wide[v],
+					 (unsigned long long) ((q + merge_tiles[v] - 1) / merge_tiles[v]));
+		if (ms[v] < ms[best])
+			best = v;
+	}
+	t_merge.push_back(fmt("| %s | %.0e | %s | %.0e | %s | %.2f | %.2f |%s **%.3fx** | %.3fx | %.0f%% | %.2f | %.3fx | %.0f%% | %s | %llu |",
+						  sizeof(K) == 4 ? "int32" : "int64", (double) n, dist_name[dist], (double) q,
+						  op == GI_OP_POINT ? "point" : "pred", tq / 1e9, bq / 1e9, cols.c_str(),
+						  q / (ms[best] / 1e3) / bq, tq / bq_tree_run, 100.0 * dense_ms / ms[best],
+						  fq / 1e9, fq / bq, 100.0 * dense_ms / median(tf), wides.c_str(), bad));
+	fprintf(stderr, "%s\n", t_merge.back().c_str());
+}
+
 /* Everything for one key type, size and distribution. */
 template <class K>
 static void
@@ -641,6 +779,8 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 									  median(tt), median(ts), tq / 1e9, median(tb), bq / 1e9, tq / bq,
 									  100.0 * bound_ms / median(tt), bad));
 				fprintf(stderr, "%s\n", t_query.back().c_str());
+				if (g_merge && order == 1)
+					merge_row<K>((const K *) dkeys, n, dist, op, probes, q, qreps, tq, bq, f1, l1, f2, l2);
 				if (g_paths)
 				{				/* the same batch on each policy variant */
 					double		pq[NVARIANTS],
@@ -819,6 +959,8 @@ main(int argc, char **argv)
 			g_paths = true;
 		else if (!strcmp(argv[i], "--insertable"))
 			g_insertable = true;
+		else if (!strcmp(argv[i], "--merge"))
+			g_merge = true;
 		else if (!strcmp(argv[i], "--device-only"))
 			g_device_only = true;
 		else if (!strcmp(argv[i], "--orders") && i + 1 < argc)
@@ -892,6 +1034,11 @@ main(int argc, char **argv)
 	printf("\n### Queries, probes on the device (ms incl. the probe sort; q/s in 1e9; host clock: the binary search's launch and a device synchronisation, the engine's synchronous call; the median of %d runs, of %d for batches of up to %d probes; the tree and the binary search alternate, each timed run right after an untimed one of its own)\n\n", reps, reps > 1 ? std::max(reps, g_small_reps) : reps, SMALL_Q);
 	print_table("| key | n | dist | probes | op | probe order | tree ms | of which sort ms | tree Gq/s | bsearch ms | bsearch Gq/s | tree/bsearch | of bandwidth bound | mismatches |", t_query);
 	printf("\nBandwidth bound: probes (8 B) + answers (16 B) + the leaves touched (at most all, at most 128 B a probe) over the measured copy bandwidth; the column is bound time / tree time.\n");
+	if (g_merge)
+	{
+		printf("\n### Sorted batches: the merge-path search over the dense sorted keys (--merge; Gq/s; merge_search.cuh in five shapes, tile probes / window keys / threads a block, its partition kernel included, each timed as the binary search is and alternating with it; best/bsearch against the binary search's median over all five; dense bound = probes (8 B) + answers (16 B) + every key of the array read once, over the measured copy bandwidth, for the best shape; floor = stream_floor_kernel, the same bytes (every probe and key read once, 16 B a probe written) with no search, the most any search of the batch could reach, timed alternating with the binary search too; wide tiles = tiles whose window exceeds the shape's, answered by binary search, per shape)\n\n");
+		print_table("| key | n | dist | probes | op | tree Gq/s | bsearch Gq/s | " MERGE_SHAPE_NAMES " | best/bsearch | tree/bsearch | best of dense bound | floor Gq/s | floor/bsearch | floor of dense bound | wide tiles | mismatches (all shapes vs bsearch) |", t_merge);
+	}
 	if (g_paths)
 	{
 		std::string head = "| key | n | dist | probes | op | probe order | bsearch | default |";
