@@ -281,6 +281,18 @@ grid(uint64_t n)
 	return (unsigned) std::min<uint64_t>((n + 255) / 256, (uint64_t) g_sms * 32);
 }
 
+/* One binary-search batch (bsearch_kernel), timed by timed(): its ms. */
+template <class K>
+static double
+bsearch_ms(const K *keys, uint64_t n, int op, const int64_t *probes, uint64_t q, uint64_t *first,
+		   uint64_t *last)
+{
+	double		ms = timed([&] { bsearch_kernel<K><<<grid(q), 256>>>(keys, n, op, probes, q, first, last); });
+
+	CUDA_OK(cudaGetLastError());
+	return ms;
+}
+
 /* Sort n keys from in into out on the device (cub radix sort, own scratch). */
 template <class T>
 static void
@@ -455,7 +467,6 @@ typedef MergeShape<512, 1024, 128> MergeD;
 typedef MergeShape<1024, 2048, 128> MergeE;
 #define MERGE_SHAPE_NAMES "1024/2048/256 | 2048/4096/256 | 2048/4096/512 | 512/1024/128 | 1024/2048/128"
 #define MERGE_SHAPES 5
-static const int merge_tiles[MERGE_SHAPES] = {MergeA::TILE, MergeB::TILE, MergeC::TILE, MergeD::TILE, MergeE::TILE};
 
 /*
  * Time one merge shape on a sorted batch as the binary search is timed
@@ -491,21 +502,12 @@ merge_time(const K *dkeys, uint64_t n, int op, const int64_t *probes, uint64_t q
 		CUDA_OK(cudaGetLastError());
 		return ms;
 	};
-	auto		bsearch_run = [&] {
-		double		ms = timed([&] {
-			bsearch_kernel<K><<<grid(q), 256>>>(dkeys, n, op, probes, q, f2, l2);
-		});
-
-		CUDA_OK(cudaGetLastError());
-		return ms;
-	};
-
 	for (int r = 0; r < qreps; r++)
 	{
 		(void) merge_run();
 		tm.push_back(merge_run());
-		(void) bsearch_run();
-		tb.push_back(bsearch_run());
+		(void) bsearch_ms(dkeys, n, op, probes, q, f2, l2);
+		tb.push_back(bsearch_ms(dkeys, n, op, probes, q, f2, l2));
 	}
 	CUDA_OK(cudaMemset(wide, 0, 8));
 	(void) merge_run();
@@ -529,33 +531,41 @@ merge_row(const K *dkeys, uint64_t n, int dist, int op, const int64_t *probes, u
 {
 	double		ms[MERGE_SHAPES];
 	unsigned long long wide[MERGE_SHAPES],
+				tiles[MERGE_SHAPES],
 				bad = 0;
 	std::vector<double> tb;
 	std::string cols,
 				wides;
 	int			best = 0;
 
-	ms[0] = merge_time<K, MergeA>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[0]);
-	bad += mismatches(f1, l1, f2, l2, q);
-	ms[1] = merge_time<K, MergeB>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[1]);
-	bad += mismatches(f1, l1, f2, l2, q);
-	ms[2] = merge_time<K, MergeC>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[2]);
-	bad += mismatches(f1, l1, f2, l2, q);
-	ms[3] = merge_time<K, MergeD>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[3]);
-	bad += mismatches(f1, l1, f2, l2, q);
-	ms[4] = merge_time<K, MergeE>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[4]);
-	bad += mismatches(f1, l1, f2, l2, q);
+	/* shape v (S, by its value's type) timed, its answers checked */
+	auto		shape = [&](auto s, int v) {
+		ms[v] = merge_time<K, decltype(s)>(dkeys, n, op, probes, q, qreps, f1, l1, f2, l2, tb, &wide[v]);
+		tiles[v] = (q + decltype(s)::TILE - 1) / decltype(s)::TILE;
+		bad += mismatches(f1, l1, f2, l2, q);
+	};
 
-	/* the floor: the same bytes, no search (its own binary-search pairs) */
+	shape(MergeA(), 0);
+	shape(MergeB(), 1);
+	shape(MergeC(), 2);
+	shape(MergeD(), 3);
+	shape(MergeE(), 4);
+
+	/* the floor: the same bytes, no search, alternating with the binary search */
 	std::vector<double> tf;
+	auto		floor_run = [&] {
+		double		ms = timed([&] { stream_floor_kernel<K><<<grid(std::max(q, n)), 256>>>(dkeys, n, probes, q, f1, l1); });
+
+		CUDA_OK(cudaGetLastError());
+		return ms;
+	};
 
 	for (int r = 0; r < qreps; r++)
 	{
-		(void) timed([&] { stream_floor_kernel<K><<<grid(std::max(q, n)), 256>>>(dkeys, n, probes, q, f1, l1); });
-		tf.push_back(timed([&] { stream_floor_kernel<K><<<grid(std::max(q, n)), 256>>>(dkeys, n, probes, q, f1, l1); }));
-		CUDA_OK(cudaGetLastError());
-		(void) timed([&] { bsearch_kernel<K><<<grid(q), 256>>>(dkeys, n, op, probes, q, f2, l2); });
-		tb.push_back(timed([&] { bsearch_kernel<K><<<grid(q), 256>>>(dkeys, n, op, probes, q, f2, l2); }));
+		(void) floor_run();
+		tf.push_back(floor_run());
+		(void) bsearch_ms(dkeys, n, op, probes, q, f2, l2);
+		tb.push_back(bsearch_ms(dkeys, n, op, probes, q, f2, l2));
 	}
 
 	double		fq = q / (median(tf) / 1e3);
@@ -565,8 +575,7 @@ merge_row(const K *dkeys, uint64_t n, int dist, int op, const int64_t *probes, u
 	for (int v = 0; v < MERGE_SHAPES; v++)
 	{
 		cols += fmt(" %.2f |", q / (ms[v] / 1e3) / 1e9);
-		wides += fmt("%s%llu of %llu", v ? " / " : "", wide[v],
-					 (unsigned long long) ((q + merge_tiles[v] - 1) / merge_tiles[v]));
+		wides += fmt("%s%llu of %llu", v ? " / " : "", wide[v], tiles[v]);
 		if (ms[v] < ms[best])
 			best = v;
 	}
@@ -745,12 +754,7 @@ bench_one(uint64_t n, int dist, const std::vector<uint64_t> &qs, bool sweep, int
 					return timed_call([&] { GI_OK_OR_DIE(gi_gpu_dev_query(img, (GiOp) op, probes, NULL, q, f1, l1, scratch, &er_)); });
 				};
 				auto		bsearch_run = [&] {
-					double		ms = timed([&] {
-						bsearch_kernel<K><<<grid(q), 256>>>((const K *) dkeys, n, op, probes, q, f2, l2);
-					});
-
-					CUDA_OK(cudaGetLastError());
-					return ms;
+					return bsearch_ms((const K *) dkeys, n, op, probes, q, f2, l2);
 				};
 
 				for (int r = 0; r < qreps; r++)
